@@ -1,0 +1,27 @@
+# Two commands for a new user: `make demo` (set up + main job) and `make test` (set up + tests).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench clean
+
+# The environment: created once, reused afterwards. torch is pinned to 2.13.0 (the CPU wheel).
+$(VENV): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(VENV)
+
+demo: $(VENV)
+	$(BIN)/spectral-analysis demo
+
+test: $(VENV)
+	$(BIN)/ruff check spectral_analysis tests benchmarks scripts paper_checks
+	$(BIN)/python -m pytest -q
+
+bench: $(VENV)
+	$(BIN)/python benchmarks/bench_householder.py --out benchmarks/householder_cpu.json
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info

@@ -1,0 +1,33 @@
+"""Math layer: Householder reflectors, the SVD map and its inverse, singular-value maps (torch only)."""
+
+from spectral_analysis.linalg.householder import (
+    hgrad,
+    householder_product_sequential,
+    hprod,
+    normalize_reflectors,
+    pack_reflectors,
+    reflector,
+    reflector_product,
+    trapezoid_mask,
+    unpack_reflectors,
+)
+from spectral_analysis.linalg.reflector_factor import complete_orthogonal, orthogonal_to_reflectors
+from spectral_analysis.linalg.reflector_loop import reflector_loop
+from spectral_analysis.linalg.sigma_maps import SIGMA_MAP_KINDS, SigmaMap
+from spectral_analysis.linalg.svd_image import (
+    ImageMembership,
+    MembershipUndecidedError,
+    svd_decompose,
+    svd_image_membership,
+)
+from spectral_analysis.linalg.svd_map import svd_compose, svd_compose_packed, svd_compose_reference
+from spectral_analysis.linalg.wy import apply_householder, householder_product
+
+__all__ = [
+    "SIGMA_MAP_KINDS", "ImageMembership", "MembershipUndecidedError", "SigmaMap", "apply_householder",
+    "complete_orthogonal", "hgrad", "householder_product", "householder_product_sequential",
+    "hprod", "normalize_reflectors", "orthogonal_to_reflectors", "pack_reflectors", "reflector",
+    "reflector_loop", "reflector_product", "svd_compose", "svd_compose_packed",
+    "svd_compose_reference", "svd_decompose", "svd_image_membership", "trapezoid_mask",
+    "unpack_reflectors",
+]
