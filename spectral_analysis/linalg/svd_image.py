@@ -127,7 +127,8 @@ def _extend(basis: Tensor, col: Tensor, tol: float) -> Tensor:
 
 
 def _search_pairing(U0: Tensor, V0: Tensor, nonzero: list[bool], m1: int, m2: int, tol: float,
-                    limit: int, forced: list[tuple[int | None, float]] | None = None
+                    limit: int, forced: list[tuple[int | None, float]] | None = None,
+                    binding: tuple[bool, bool] = (True, True)
                     ) -> tuple[_Pairing | None, int, bool]:
     """DFS over signed pairings (consequence 2), or over signs only when ``forced`` gives each
     slot its singular index and sign product (consequence 3). Returns (pairing, nodes, exhausted)."""
@@ -137,7 +138,10 @@ def _search_pairing(U0: Tensor, V0: Tensor, nonzero: list[bool], m1: int, m2: in
     eye_c = torch.eye(c, dtype=V0.dtype)
     zero_total = sum(1 for z in nonzero if not z)
     nodes = work = 0
-    signs = ((1.0, 1.0), (-1.0, -1.0), (1.0, -1.0), (-1.0, 1.0))
+    signs = [(lam, mu) for lam, mu in ((1.0, 1.0), (-1.0, -1.0), (1.0, -1.0), (-1.0, 1.0))
+             if (binding[0] or lam > 0) and (binding[1] or mu > 0 or forced is not None)]
+    if forced is not None and not binding[0]:  # the sign product is forced: let mu carry it
+        signs = [(1.0, 1.0), (1.0, -1.0)]
 
     def candidates(j: int, used: set[int], zeros_used: int, bu: Tensor, bv: Tensor):
         nonlocal work
@@ -158,8 +162,8 @@ def _search_pairing(U0: Tensor, V0: Tensor, nonzero: list[bool], m1: int, m2: in
                 for lam, mu in signs:
                     if forced is not None and lam * mu != forced[j][1]:
                         continue
-                    cost_u = bool(ru[a if lam > 0 else a + k] > tol)
-                    cost_v = bool(rv[a if mu > 0 else a + k] > tol)
+                    cost_u = binding[0] and bool(ru[a if lam > 0 else a + k] > tol)
+                    cost_v = binding[1] and bool(rv[a if mu > 0 else a + k] > tol)
                     if (cost_u and bu.shape[1] >= m1) or (cost_v and bv.shape[1] >= m2):
                         continue
                     out.append((cost_u + cost_v, i != j, lam * mu < 0, i, lam, mu))
@@ -276,22 +280,30 @@ def _factor_from_columns(n: int, cols: dict[int, Tensor], m: int, tol: float) ->
     return orthogonal_to_reflectors(Q, m, tol)
 
 
-def _easy_pairing(U0: Tensor, V0: Tensor, nonzero: list[bool], m1: int, m2: int) -> _Pairing | None:
-    """Identity pairing when the budgets cannot bind: counts >= prescribed columns, or one less
-    on a square factor, fixed by a sign so that ``det = (-1)^(dim-1)`` (then a fixed vector exists)."""
-    r, p = U0.shape
-    c = V0.shape[0]
-    slots = [(i if nonzero[i] else None, 1.0, 1.0) for i in range(p)]
-    flips = []
-    for count, dim, basis in ((m1, r, U0), (m2, c, V0)):
-        if count >= p:
-            flips.append(False)
-        elif count == dim - 1 == p - 1 and all(nonzero):
-            flips.append(bool(torch.linalg.det(basis) * (-1.0) ** (dim - 1) < 0))
-        else:
-            return None
-    i_last = p - 1
-    slots[i_last] = (i_last, -1.0 if flips[0] else 1.0, -1.0 if flips[1] else 1.0)
+def _side_mode(count: int, dim: int, nonzero: list[bool]) -> str:
+    """How a factor's budget constrains the pairing: ``free`` (count >= prescribed columns, any
+    pairing works), ``det`` (square factor, count = dim - 1: any pairing, after one sign flip
+    making ``det = (-1)^(dim - 1)``, which forces a fixed vector) or ``binding``."""
+    if count >= sum(nonzero):
+        return "free"
+    if count == dim - 1 == len(nonzero) - 1 and all(nonzero):
+        return "det"
+    return "binding"
+
+
+def _fix_determinants(pairing: _Pairing, U0: Tensor, V0: Tensor, modes: tuple[str, str]) -> _Pairing:
+    """Flip the last slot's sign on each ``det`` side whose determinant has the wrong sign."""
+    slots = list(pairing.slots)
+    order = [i for i, _, _ in slots]
+    i_last, lam, mu = slots[-1]
+    for side, (mode, basis) in enumerate(zip(modes, (U0, V0), strict=True)):
+        if mode != "det":
+            continue
+        signs = torch.tensor([slot[1 + side] for slot in slots], dtype=basis.dtype)
+        det = torch.linalg.det(basis[:, order] * signs)
+        if det * (-1.0) ** (basis.shape[0] - 1) < 0:
+            lam, mu = (-lam, mu) if side == 0 else (lam, -mu)
+    slots[-1] = (i_last, lam, mu)
     return _Pairing(slots)
 
 
@@ -365,10 +377,13 @@ def svd_image_membership(W: Tensor, m1: int | None = None, m2: int | None = None
     if m1 + m2 < min(r, c) and (why := _off_diagonal_certificate(W64, m1 + m2, tol * scale)):
         verdict.member, verdict.reason = False, why
         return verdict
-    factors, nodes, exhausted = None, 0, False
-    pairing = _easy_pairing(U0, V0, nonzero, m1, m2)
+    factors, nodes, exhausted, pairing = None, 0, False, None
+    modes = (_side_mode(m1, r, nonzero), _side_mode(m2, c, nonzero))
+    binding = (modes[0] == "binding", modes[1] == "binding")
     distinct = all(float(s[i] - s[i + 1]) > tol * scale for i in range(len(s) - 1) if nonzero[i + 1])
-    if pairing is None and r == c and all(nonzero) and float(s[0] - s[-1]) <= tol * scale:
+    if not any(binding):
+        pairing = _Pairing([(i if nonzero[i] else None, 1.0, 1.0) for i in range(len(s))])
+    elif r == c and all(nonzero) and float(s[0] - s[-1]) <= tol * scale:
         factors, nodes, exhausted = _orthogonal_case(W64, float(s.mean()), m1, m2, tol, search_limit)
         if factors is None:
             verdict.nodes = nodes
@@ -380,7 +395,7 @@ def svd_image_membership(W: Tensor, m1: int | None = None, m2: int | None = None
                 verdict.reason = (f"sign search stopped after {nodes} nodes "
                                   f"(search_limit={search_limit:g} work units)")
             return verdict
-    elif pairing is None:
+    else:
         k = m1 + m2
         if 2 * k + 2 <= min(r, c) and (diag := _recover_diagonal(W64, k, tol * scale)) is not None:
             Sigma = torch.zeros(r, c, dtype=torch.float64)
@@ -390,10 +405,13 @@ def svd_image_membership(W: Tensor, m1: int | None = None, m2: int | None = None
                 pairing = _forced_signs(U0, V0, forced, m1, m2, tol)
                 if pairing is None:
                     pairing, nodes, _ = _search_pairing(U0, V0, nonzero, m1, m2, tol,
-                                                        search_limit, forced)
+                                                        search_limit, forced, binding)
         if pairing is None:
-            pairing, more, exhausted = _search_pairing(U0, V0, nonzero, m1, m2, tol, search_limit)
+            pairing, more, exhausted = _search_pairing(U0, V0, nonzero, m1, m2, tol, search_limit,
+                                                       binding=binding)
             nodes += more
+    if pairing is not None and all(i is not None for i, _, _ in pairing.slots):
+        pairing = _fix_determinants(pairing, U0, V0, modes)
     if factors is None and pairing is not None:
         try:
             factors = _from_pairing(W64, U0, s, V0, pairing, m1, m2, tol)
