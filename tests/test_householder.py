@@ -141,7 +141,7 @@ def test_hgrad_with_reflector_output_instead_of_input_is_wrong():
     assert not torch.allclose(right, wrong, atol=1e-3)
 
 
-def _dense_W(Yu, sigma, Yv):
+def dense_transition(Yu, sigma, Yv):
     return householder_product_sequential(Yu) @ torch.diag(sigma) @ householder_product_sequential(Yv).T
 
 
@@ -152,11 +152,11 @@ def test_reflector_loop_forward_and_paper_backward_match_autograd():
     h = torch.randn(3, n, dtype=D)
     leaves = [t.clone().requires_grad_(True) for t in (h, Yu, sigma, Yv)]
     out = reflector_loop(*leaves)
-    assert torch.allclose(out, h @ _dense_W(Yu, sigma, Yv).T, atol=1e-13)
+    assert torch.allclose(out, h @ dense_transition(Yu, sigma, Yv).T, atol=1e-13)
     g = torch.randn_like(out)
     paper = torch.autograd.grad(out, leaves, g)
     ref_leaves = [t.clone().requires_grad_(True) for t in (h, Yu, sigma, Yv)]
-    ref_out = ref_leaves[0] @ _dense_W(*ref_leaves[1:]).T
+    ref_out = ref_leaves[0] @ dense_transition(*ref_leaves[1:]).T
     reference = torch.autograd.grad(ref_out, ref_leaves, g)
     for a, b in zip(paper, reference, strict=True):
         assert torch.allclose(a, b, atol=1e-12)
@@ -180,3 +180,16 @@ def test_householder_product_rejects_bad_input():
         householder_product(torch.ones(3, 2, dtype=torch.int64))
     with pytest.raises(ValueError, match="rows"):
         apply_householder(torch.randn(4, 2), torch.randn(3, 3))
+
+
+@pytest.mark.parametrize("block", [16, 128])
+def test_blocked_product_stays_accurate_for_nearly_parallel_reflectors(block):
+    """The adversarial case for the T factor (T^{-1} = I/2 + striu(~1)): still matches the reference."""
+    n = 200
+    gen = torch.Generator().manual_seed(0)
+    Y = torch.zeros(n, n, dtype=D)
+    Y[-1, :] = 1.0
+    Y = (Y + 1e-6 * torch.randn(n, n, dtype=D, generator=gen)) * trapezoid_mask(n, n, dtype=D)
+    Q = householder_product(Y, block)
+    assert (Q - householder_product_sequential(Y)).abs().max() < 1e-11
+    assert (Q.T @ Q - torch.eye(n, dtype=D)).abs().max() < 1e-11

@@ -37,7 +37,8 @@ def test_rnn_hidden_weight_is_used_by_the_recurrence():
     out, _ = rnn(x)
     h = torch.zeros(2, 6, dtype=D)
     for t in range(4):
-        h = torch.tanh(x[:, t] @ rnn.weight_ih_l0.T + rnn.bias_ih_l0 + h @ rnn.weight_hh_l0.T + rnn.bias_hh_l0)
+        h = torch.tanh(x[:, t] @ rnn.weight_ih_l0.T + rnn.bias_ih_l0
+                       + h @ rnn.weight_hh_l0.T + rnn.bias_hh_l0)
     assert torch.allclose(out[:, -1], h, atol=1e-12)
     assert torch.allclose(rnn.weight_hh_l0, W, atol=1e-10)
     out.sum().backward()

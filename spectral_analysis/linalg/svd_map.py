@@ -24,7 +24,7 @@ def _packed_or_empty(vectors: Sequence[Tensor], n: int, like: Tensor) -> Tensor:
 
 def svd_compose_packed(Yu: Tensor, Yv: Tensor, sigma: Tensor,
                        block_size: int | None = None) -> Tensor:
-    """``U Sigma_hat V^T`` from packed reflectors ``Yu (..., r, m1)``, ``Yv (..., c, m2)``, ``sigma (..., p)``."""
+    """``U Sigma_hat V^T`` from packed reflectors ``Yu (..., r, m1)``, ``Yv (..., c, m2)``, sigma (..., p)."""
     r, c = Yu.shape[-2], Yv.shape[-2]
     p = min(r, c)
     if sigma.shape[-1] != p:

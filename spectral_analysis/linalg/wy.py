@@ -18,7 +18,7 @@ from torch import Tensor
 
 from spectral_analysis.linalg.householder import normalize_reflectors
 
-DEFAULT_BLOCK_SIZE = 64
+DEFAULT_BLOCK_SIZE = 128
 
 
 def _block_bounds(m: int, block_size: int) -> list[tuple[int, int]]:
@@ -56,7 +56,7 @@ def householder_product(Y: Tensor, block_size: int | None = None) -> Tensor:
     eye = torch.eye(n, dtype=Y.dtype, device=Y.device)
     if m == 0:
         return eye.expand(*batch, n, n).clone()
-    b = block_size or DEFAULT_BLOCK_SIZE
+    b = min(block_size or DEFAULT_BLOCK_SIZE, m)
     Yn = normalize_reflectors(Y)
     t_invs = _block_t_inverses(Yn, b)
     bounds = _block_bounds(m, b)
@@ -90,7 +90,7 @@ def apply_householder(Y: Tensor, X: Tensor, block_size: int | None = None) -> Te
         raise ValueError(f"apply_householder: X has {X.shape[-2]} rows, reflectors have dimension {n}")
     if m == 0:
         return X
-    b = block_size or DEFAULT_BLOCK_SIZE
+    b = min(block_size or DEFAULT_BLOCK_SIZE, m)
     Yn = normalize_reflectors(Y)
     t_invs = _block_t_inverses(Yn, b)
     for (s, e), t_inv in zip(reversed(_block_bounds(m, b)), reversed(t_invs), strict=True):

@@ -1,0 +1,113 @@
+"""Forward + backward time of materializing a product of m Householder reflectors (n x n).
+
+Compares, side by side in one run (medians of interleaved repeats; ratios, not absolute times,
+are what to read on a noisy machine):
+- ``blocked``: the compact-WY product (spectral_analysis.linalg.householder_product);
+- ``sequential``: m rank-one updates (householder_product_sequential, the reference);
+- ``torch``: torch.linalg.householder_product (LAPACK orgqr and its autograd backward);
+- ``matmul``: one n x n matmul, forward + backward, the unit of the targets.
+
+    python benchmarks/bench_householder.py --out benchmarks/householder_cpu.json [--device cuda]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+from spectral_analysis.linalg import (
+    householder_product,
+    householder_product_sequential,
+    normalize_reflectors,
+    trapezoid_mask,
+)
+
+
+def torch_product(Y: torch.Tensor) -> torch.Tensor:
+    """The same product through torch.linalg.householder_product (unit pivots, tau = 2 p^2)."""
+    n, m = Y.shape
+    Yn = normalize_reflectors(Y)
+    pivots = torch.diagonal(Yn[:m, :m])
+    Q = torch.linalg.householder_product(Yn / pivots, 2 * pivots**2)
+    if m < n:  # orgqr returns the first m columns; complete them as the same product would
+        rest = torch.eye(n, dtype=Y.dtype, device=Y.device)[:, m:]
+        rest = rest - (Yn @ torch.linalg.solve_triangular(
+            torch.triu(Yn.mT @ Yn, 1) + 0.5 * torch.eye(m, dtype=Y.dtype, device=Y.device),
+            Yn.mT @ rest, upper=True))
+        Q = torch.cat([Q, rest], dim=1)
+    return Q
+
+
+def fwd_bwd_seconds(fn: Callable[..., torch.Tensor], inputs: list[torch.Tensor]) -> float:
+    leaves = [x.detach().clone().requires_grad_(True) for x in inputs]
+    sync = torch.cuda.synchronize if inputs[0].is_cuda else (lambda: None)
+    sync()
+    start = time.perf_counter()
+    out = fn(*leaves)
+    out.backward(torch.ones_like(out))
+    sync()
+    return time.perf_counter() - start
+
+
+def bench_case(n: int, m: int, repeats: int, device: str, block_sizes: list[int]) -> dict:
+    gen = torch.Generator().manual_seed(n + m)
+    Y = (torch.randn(n, m, generator=gen) * trapezoid_mask(n, m, dtype=torch.float32)).to(device)
+    A, B = (torch.randn(n, n, generator=gen).to(device) for _ in range(2))
+    methods: dict[str, tuple[Callable, list]] = {"matmul": (lambda a, b: a @ b, [A, B])}
+    for b in block_sizes:
+        methods[f"blocked_b{b}"] = (lambda y, b=b: householder_product(y, b), [Y])
+    methods["sequential"] = (householder_product_sequential, [Y])
+    methods["torch"] = (torch_product, [Y])
+    times: dict[str, list[float]] = {k: [] for k in methods}
+    for fn, inputs in methods.values():  # warm-up
+        fwd_bwd_seconds(fn, inputs)
+    for _ in range(repeats):  # interleaved, so drift hits every method alike
+        for name, (fn, inputs) in methods.items():
+            times[name].append(fwd_bwd_seconds(fn, inputs))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    best_block = min(block_sizes, key=lambda b: med[f"blocked_b{b}"])
+    blocked = med[f"blocked_b{best_block}"]
+    return {
+        "n": n, "m": m, "seconds": med, "best_block": best_block,
+        "blocked_over_matmul": blocked / med["matmul"],
+        "sequential_over_blocked": med["sequential"] / blocked,
+        "torch_over_blocked": med["torch"] / blocked,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[128, 512, 1024])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--blocks", type=int, nargs="+", default=[32, 64, 128])
+    parser.add_argument("--out", default=None, help="write the results as JSON here")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    cases = []
+    for n in args.sizes:
+        for m in sorted({16, n // 2, n}):
+            case = bench_case(n, m, args.repeats, args.device, args.blocks)
+            cases.append(case)
+            print(f"n={n:5d} m={m:5d}  blocked(b={case['best_block']}) = "
+                  f"{case['blocked_over_matmul']:.2f} x matmul   sequential = "
+                  f"{case['sequential_over_blocked']:.1f} x blocked   torch = "
+                  f"{case['torch_over_blocked']:.1f} x blocked", flush=True)
+    machine = {"platform": platform.platform(), "processor": platform.processor(),
+               "threads": torch.get_num_threads(), "torch": torch.__version__, "device": args.device}
+    if args.device.startswith("cuda"):
+        machine["gpu"] = torch.cuda.get_device_name()
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"machine": machine, "dtype": "float32", "what": "forward + backward",
+                       "cases": cases}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

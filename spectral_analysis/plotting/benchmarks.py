@@ -1,0 +1,41 @@
+"""Figure of the Householder-product benchmark (benchmarks/bench_householder.py's JSON)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def plot_householder_benchmark(report: str | Path, out: str | Path) -> Path:
+    """Bars of forward + backward time relative to one n x n matmul, per (n, m) and method."""
+    data = json.loads(Path(report).read_text())
+    cases = data["cases"]
+    labels = [f"n={c['n']}\nm={c['m']}" for c in cases]
+    blocked = [c["blocked_over_matmul"] for c in cases]
+    sequential = [c["blocked_over_matmul"] * c["sequential_over_blocked"] for c in cases]
+    torch_ref = [c["blocked_over_matmul"] * c["torch_over_blocked"] for c in cases]
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    width = 0.27
+    xs = range(len(cases))
+    for offset, values, name in ((-width, blocked, "blocked compact WY (ours)"),
+                                 (0.0, torch_ref, "torch.linalg.householder_product"),
+                                 (width, sequential, "sequential rank-one updates")):
+        ax.bar([x + offset for x in xs], values, width, label=name)
+    ax.axhline(1.0, color="black", lw=0.8, ls="--", label="one n x n matmul")
+    ax.set_yscale("log")
+    ax.set_xticks(list(xs), labels, fontsize=8)
+    ax.set_ylabel("fwd + bwd time / matmul fwd + bwd")
+    machine = data["machine"]
+    ax.set_title(f"Product of m Householder reflectors ({data['dtype']}, {machine['device']}, "
+                 f"{machine['threads']} threads, torch {machine['torch']})", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = Path(out)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out

@@ -1,0 +1,83 @@
+"""CLI conventions: --json is one JSON document on stdout; errors are one stderr line, no traceback."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from spectral_analysis.cli import main
+from spectral_analysis.linalg import svd_compose
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "spectral_analysis.cli", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_demo_json_is_one_document_with_measured_numbers():
+    proc = run("demo", "--size", "12", "--json")
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    assert payload["full_decomposition"]["rebuild_error_fast"] < 1e-10
+    verdicts = [item["member"] for item in payload["partial_counts"]]
+    assert verdicts == [True, False]
+    low, high = payload["sigma_constraint"]["singular_values_range"]
+    assert 0.9 - 1e-12 <= low <= high <= 1.1 + 1e-12
+
+
+def test_decompose_member_from_npy_writes_vectors(tmp_path):
+    gen = torch.Generator().manual_seed(0)
+    W = svd_compose([torch.randn(i, dtype=torch.float64, generator=gen) for i in range(5, 7)],
+                    [torch.randn(i, dtype=torch.float64, generator=gen) for i in range(6, 7)],
+                    torch.tensor([3.0, 2.0, 1.5, 1.0, 0.7, 0.5], dtype=torch.float64), (6, 6))
+    np.save(tmp_path / "w.npy", W.numpy())
+    out = tmp_path / "vec.npz"
+    proc = run("decompose", str(tmp_path / "w.npy"), "--m1", "2", "--m2", "1", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    assert payload["member"] is True and payload["k1"] == 5 and payload["k2"] == 6
+    saved = np.load(out)
+    assert sorted(saved.files) == ["sigma", "u_5", "u_6", "v_6"]
+
+
+def test_decompose_non_member_from_csv_text_output(tmp_path):
+    path = tmp_path / "w.csv"
+    np.savetxt(path, np.random.default_rng(0).standard_normal((10, 10)), delimiter=",")
+    proc = run("decompose", str(path), "--m1", "1", "--m2", "1")
+    assert proc.returncode == 0
+    assert "NOT in the image" in proc.stdout and "rank" in proc.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["decompose", "/nonexistent/w.npy"], "matrix file not found"),
+    (["demo", "--size", "1"], "--size must be >= 2"),
+])
+def test_errors_are_one_line_without_traceback(args, needle):
+    proc = run(*args)
+    assert proc.returncode != 0
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_bad_counts_and_foreign_files_are_clear_errors(tmp_path, capsys):
+    path = tmp_path / "w.npy"
+    np.save(path, np.eye(3))
+    assert main(["decompose", str(path), "--m1", "7"]) == 1
+    assert "m1=7" in capsys.readouterr().err
+    pickled = tmp_path / "obj.npy"
+    np.save(pickled, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    assert main(["decompose", str(pickled)]) == 1
+    assert "cannot read a matrix" in capsys.readouterr().err
+    vector = tmp_path / "v.npy"
+    np.save(vector, np.ones(4))
+    assert main(["decompose", str(vector)]) == 1
+    assert "expected a 2-D numeric matrix" in capsys.readouterr().err
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    proc = run("--debug", "decompose", str(tmp_path / "missing.npy"))
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
