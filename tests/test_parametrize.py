@@ -87,3 +87,12 @@ def test_parametrize_rejects_bad_targets():
         svd_parametrize(nn.Linear(3, 3), m1=9)
     with pytest.raises(ValueError, match="not parametrized"):
         svd_singular_values(nn.Linear(3, 3))
+
+
+def test_zero_reflector_counts_give_a_scaled_diagonal_family():
+    layer = nn.Linear(5, 5).double()
+    with torch.no_grad():
+        layer.weight.copy_(torch.diag(torch.tensor([2.0, 1.5, 1.0, 0.5, 0.25], dtype=D)))
+    svd_parametrize(layer, m1=0, m2=0)
+    assert layer.parametrizations.weight.original0.shape == (5, 0)
+    assert torch.allclose(layer.weight, torch.diag(torch.tensor([2.0, 1.5, 1.0, 0.5, 0.25], dtype=D)))

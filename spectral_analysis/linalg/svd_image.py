@@ -34,6 +34,16 @@ import torch
 from torch import Tensor
 
 from spectral_analysis.linalg.householder import unpack_reflectors
+from spectral_analysis.linalg.pairing_search import (
+    Pairing,
+    fix_determinants,
+    forced_signs,
+    pairing_from_diagonal,
+    recover_diagonal,
+    search_pairing,
+    side_mode,
+    sign_search,
+)
 from spectral_analysis.linalg.reflector_factor import (
     complete_orthogonal,
     default_tolerance,
@@ -43,7 +53,6 @@ from spectral_analysis.linalg.reflector_factor import (
 
 DEFAULT_SEARCH_LIMIT = 2 * 10**8
 """Work budget of the searches, in flop-like units (each expansion costs at least 10^4): ~2 s."""
-EXPANSION_FLOOR = 10**4
 ACCEPTED_RESIDUAL = 1e-6
 """Largest relative error ||M(u, v, sigma) - W||_F / ||W||_F of a reported decomposition: the
 decision is by rank tests at ``tol``; the partial-count factors can be ill-conditioned (see
@@ -68,11 +77,6 @@ class ImageMembership:
     sigma: Tensor | None = None
     residual: float | None = None
     nodes: int = 0
-
-
-@dataclass
-class _Pairing:
-    slots: list[tuple[int | None, float, float]]  # per slot j: (singular index or None, lambda, mu)
 
 
 def _validate(W: Tensor, m1: int | None, m2: int | None) -> tuple[int, int, int, int]:
@@ -112,165 +116,6 @@ def _off_diagonal_certificate(W: Tensor, budget: int, tol: float) -> str | None:
     return None
 
 
-def _residual_norms(basis: Tensor, cand: Tensor) -> Tensor:
-    if basis.shape[1]:
-        cand = cand - basis @ (basis.mT @ cand)
-        cand = cand - basis @ (basis.mT @ cand)
-    return cand.norm(dim=0)
-
-
-def _extend(basis: Tensor, col: Tensor, tol: float) -> Tensor:
-    res = col - basis @ (basis.mT @ col)
-    res = res - basis @ (basis.mT @ res)
-    norm = res.norm()
-    return basis if norm <= tol else torch.cat([basis, (res / norm).unsqueeze(1)], dim=1)
-
-
-def _search_pairing(U0: Tensor, V0: Tensor, nonzero: list[bool], m1: int, m2: int, tol: float,
-                    limit: int, forced: list[tuple[int | None, float]] | None = None,
-                    binding: tuple[bool, bool] = (True, True)
-                    ) -> tuple[_Pairing | None, int, bool]:
-    """DFS over signed pairings (consequence 2), or over signs only when ``forced`` gives each
-    slot its singular index and sign product (consequence 3). Returns (pairing, nodes, exhausted)."""
-    r, p = U0.shape
-    c = V0.shape[0]
-    eye_r = torch.eye(r, dtype=U0.dtype)
-    eye_c = torch.eye(c, dtype=V0.dtype)
-    zero_total = sum(1 for z in nonzero if not z)
-    nodes = work = 0
-    signs = [(lam, mu) for lam, mu in ((1.0, 1.0), (-1.0, -1.0), (1.0, -1.0), (-1.0, 1.0))
-             if (binding[0] or lam > 0) and (binding[1] or mu > 0 or forced is not None)]
-    if forced is not None and not binding[0]:  # the sign product is forced: let mu carry it
-        signs = [(1.0, 1.0), (1.0, -1.0)]
-
-    def candidates(j: int, used: set[int], zeros_used: int, bu: Tensor, bv: Tensor):
-        nonlocal work
-        if forced is not None:
-            i_forced = forced[j][0]
-            avail = [] if i_forced is None else [i_forced]
-        else:
-            avail = [i for i in range(p) if nonzero[i] and i not in used]
-        work += EXPANSION_FLOOR + 2 * len(avail) * (r * (1 + bu.shape[1]) + c * (1 + bv.shape[1]))
-        out = []
-        if avail:
-            idx = torch.tensor(avail)
-            cu = torch.cat([U0[:, idx] - eye_r[:, j:j + 1], -U0[:, idx] - eye_r[:, j:j + 1]], 1)
-            cv = torch.cat([V0[:, idx] - eye_c[:, j:j + 1], -V0[:, idx] - eye_c[:, j:j + 1]], 1)
-            ru, rv = _residual_norms(bu, cu), _residual_norms(bv, cv)
-            k = len(avail)
-            for a, i in enumerate(avail):
-                for lam, mu in signs:
-                    if forced is not None and lam * mu != forced[j][1]:
-                        continue
-                    cost_u = binding[0] and bool(ru[a if lam > 0 else a + k] > tol)
-                    cost_v = binding[1] and bool(rv[a if mu > 0 else a + k] > tol)
-                    if (cost_u and bu.shape[1] >= m1) or (cost_v and bv.shape[1] >= m2):
-                        continue
-                    out.append((cost_u + cost_v, i != j, lam * mu < 0, i, lam, mu))
-        if (forced[j][0] is None) if forced is not None else zeros_used < zero_total:
-            out.append((0, nonzero[j] if j < p else True, False, None, 1.0, 1.0))
-        out.sort(key=lambda t: t[:3])
-        return out
-
-    stack = [(0, [], set(), 0, torch.zeros(r, 0, dtype=U0.dtype), torch.zeros(c, 0, dtype=V0.dtype))]
-    while stack:
-        j, slots, used, zeros_used, bu, bv = stack.pop()
-        if j == p:
-            return _Pairing(slots), nodes, False
-        children = []
-        for *_, i, lam, mu in candidates(j, used, zeros_used, bu, bv):
-            nodes += 1
-            if work > limit:
-                return None, nodes, False
-            if i is None:
-                children.append((j + 1, slots + [(None, 1.0, 1.0)], used, zeros_used + 1, bu, bv))
-                continue
-            nbu = _extend(bu, lam * U0[:, i] - eye_r[:, j], tol)
-            nbv = _extend(bv, mu * V0[:, i] - eye_c[:, j], tol)
-            children.append((j + 1, slots + [(i, lam, mu)], used | {i}, zeros_used, nbu, nbv))
-        stack.extend(reversed(children))
-    return None, nodes, True
-
-
-def _recover_diagonal(W: Tensor, k: int, tol: float) -> Tensor | None:
-    """The diagonal D (length p) with rank(W - D) <= k, from W's off-diagonal entries (consequence 3).
-
-    Rows ``A`` = first half of [p] (+ rows >= p), columns ``B`` = second half (+ columns >= p):
-    ``W[A, B]`` avoids the diagonal and spans the column space of ``L[A, :]`` and the row space of
-    ``L[:, B]`` for ``L = W - D`` (generic case; the caller verifies the rank). ``L[j, j]`` is then
-    the entry of that column (row) that the other, off-diagonal entries determine.
-    """
-    r, c = W.shape
-    p = min(r, c)
-    half = p // 2
-    rows = list(range(half)) + list(range(p, r))
-    cols = list(range(half, p)) + list(range(p, c))
-    left, sing, right_t = torch.linalg.svd(W[rows][:, cols], full_matrices=False)
-    rank = int((sing > tol).sum())
-    if rank > k or min(len(rows), len(cols)) <= rank:
-        return None
-    col_space, row_space = left[:, :rank], right_t[:rank].mT  # bases over `rows` and `cols`
-    diag = torch.zeros(p, dtype=W.dtype)
-    for j in range(p):
-        if j < half:  # column j of L restricted to `rows`: known except at row j
-            basis, known, pos = col_space, W[rows, j], rows.index(j)
-        else:  # row j of L restricted to `cols`: known except at column j
-            basis, known, pos = row_space, W[j, cols], cols.index(j)
-        keep = [a for a in range(basis.shape[0]) if a != pos]
-        coef = torch.linalg.lstsq(basis[keep], known[keep].unsqueeze(1)).solution
-        diag[j] = W[j, j] - (basis[pos] @ coef).item()
-    return diag
-
-
-def _pairing_from_diagonal(diag: Tensor, s: Tensor, nonzero: list[bool], tol: float
-                           ) -> list[tuple[int | None, float]] | None:
-    """Slot j -> (singular index with s_i = |D_jj|, sign of D_jj); None when it does not match."""
-    forced, used = [], set()
-    for d in diag.tolist():
-        if abs(d) <= tol:
-            forced.append((None, 1.0))
-            continue
-        close = [i for i in range(len(s)) if nonzero[i] and i not in used
-                 and abs(float(s[i]) - abs(d)) <= tol]
-        if len(close) != 1:
-            return None
-        used.add(close[0])
-        forced.append((close[0], 1.0 if d > 0 else -1.0))
-    if len(used) != sum(nonzero):
-        return None
-    return forced
-
-
-def _signs_by_diagonal(Q: Tensor, m: int, tol: float) -> Tensor | None:
-    """Signs Lambda with rank(Q - Lambda) <= m for slot-ordered singular vectors Q (dim x p):
-    ``rank(Q Lambda - E) = rank(Q - E Lambda)``, so Lambda is the diagonal of a low-rank
-    completion (as in consequence 3). None when it does not come out as +-1."""
-    if 2 * m + 2 > Q.shape[1]:
-        return None
-    diag = _recover_diagonal(Q, m, tol)
-    if diag is None or bool(((diag.abs() - 1).abs() > 1e3 * tol).any()):
-        return None
-    return torch.where(diag > 0, 1.0, -1.0).to(Q.dtype)
-
-
-def _forced_signs(U0: Tensor, V0: Tensor, forced: list[tuple[int | None, float]], m1: int,
-                  m2: int, tol: float) -> _Pairing | None:
-    """Signs of U's and V's columns for a known pairing, by diagonal recovery on either side."""
-    if any(i is None for i, _ in forced):
-        return None
-    order = [i for i, _ in forced]
-    product = torch.tensor([sign for _, sign in forced], dtype=U0.dtype)
-    lam = _signs_by_diagonal(U0[:, order], m1, tol)
-    mu = _signs_by_diagonal(V0[:, order], m2, tol)
-    if lam is None and mu is None:
-        return None
-    lam = mu * product if lam is None else lam
-    mu = lam * product if mu is None else mu
-    if not torch.equal(lam * mu, product):
-        return None
-    return _Pairing([(i, float(a), float(b)) for i, a, b in zip(order, lam, mu, strict=True)])
-
-
 def _factor_from_columns(n: int, cols: dict[int, Tensor], m: int, tol: float) -> Tensor:
     """Packed reflectors of an orthogonal n x n matrix with the prescribed columns (Lemmas A, B)."""
     indices = sorted(cols)
@@ -280,36 +125,9 @@ def _factor_from_columns(n: int, cols: dict[int, Tensor], m: int, tol: float) ->
     return orthogonal_to_reflectors(Q, m, tol)
 
 
-def _side_mode(count: int, dim: int, nonzero: list[bool]) -> str:
-    """How a factor's budget constrains the pairing: ``free`` (count >= prescribed columns, any
-    pairing works), ``det`` (square factor, count = dim - 1: any pairing, after one sign flip
-    making ``det = (-1)^(dim - 1)``, which forces a fixed vector) or ``binding``."""
-    if count >= sum(nonzero):
-        return "free"
-    if count == dim - 1 == len(nonzero) - 1 and all(nonzero):
-        return "det"
-    return "binding"
-
-
-def _fix_determinants(pairing: _Pairing, U0: Tensor, V0: Tensor, modes: tuple[str, str]) -> _Pairing:
-    """Flip the last slot's sign on each ``det`` side whose determinant has the wrong sign."""
-    slots = list(pairing.slots)
-    order = [i for i, _, _ in slots]
-    i_last, lam, mu = slots[-1]
-    for side, (mode, basis) in enumerate(zip(modes, (U0, V0), strict=True)):
-        if mode != "det":
-            continue
-        signs = torch.tensor([slot[1 + side] for slot in slots], dtype=basis.dtype)
-        det = torch.linalg.det(basis[:, order] * signs)
-        if det * (-1.0) ** (basis.shape[0] - 1) < 0:
-            lam, mu = (-lam, mu) if side == 0 else (lam, -mu)
-    slots[-1] = (i_last, lam, mu)
-    return _Pairing(slots)
-
-
-def _from_pairing(W64: Tensor, U0: Tensor, s: Tensor, V0: Tensor, pairing: _Pairing, m1: int,
+def _from_pairing(shape: tuple[int, int], U0: Tensor, s: Tensor, V0: Tensor, pairing: Pairing, m1: int,
                   m2: int, tol: float) -> tuple[Tensor, Tensor, Tensor]:
-    r, c = W64.shape
+    r, c = shape
     u_cols, v_cols, sigma = {}, {}, torch.zeros(min(r, c), dtype=torch.float64)
     for j, (i, lam, mu) in enumerate(pairing.slots):
         if i is None:
@@ -319,33 +137,10 @@ def _from_pairing(W64: Tensor, U0: Tensor, s: Tensor, V0: Tensor, pairing: _Pair
     return _factor_from_columns(r, u_cols, m1, tol), _factor_from_columns(c, v_cols, m2, tol), sigma
 
 
-def _sign_search(Orth: Tensor, budget: int, tol: float, limit: int) -> tuple[Tensor | None, int, bool]:
-    """Signs Lambda with rank(O Lambda - I) <= budget (consequence 4); DFS with rank pruning."""
-    n = Orth.shape[0]
-    eye = torch.eye(n, dtype=Orth.dtype)
-    nodes = work = 0
-    stack = [(0, [], torch.zeros(n, 0, dtype=Orth.dtype))]
-    while stack:
-        j, lams, basis = stack.pop()
-        if j == n:
-            return torch.tensor(lams, dtype=Orth.dtype), nodes, False
-        children = []
-        for lam in (1.0, -1.0):
-            nodes += 1
-            work += EXPANSION_FLOOR + 2 * n * (1 + basis.shape[1])
-            if work > limit:
-                return None, nodes, False
-            new = _extend(basis, lam * Orth[:, j] - eye[:, j], tol)
-            if new.shape[1] <= budget:
-                children.append((j + 1, lams + [lam], new))
-        stack.extend(reversed(children))
-    return None, nodes, True
-
-
 def _orthogonal_case(W64: Tensor, scale: float, m1: int, m2: int, tol: float, limit: int):
     Orth = W64 / scale
     n = Orth.shape[0]
-    lam, nodes, exhausted = _sign_search(Orth, m1 + m2, tol, limit)
+    lam, nodes, exhausted = sign_search(Orth, m1 + m2, tol, limit)
     if lam is None:
         return None, nodes, exhausted
     full = orthogonal_to_reflectors(Orth * lam, m1 + m2 if m1 + m2 <= n else n, tol)
@@ -378,11 +173,11 @@ def svd_image_membership(W: Tensor, m1: int | None = None, m2: int | None = None
         verdict.member, verdict.reason = False, why
         return verdict
     factors, nodes, exhausted, pairing = None, 0, False, None
-    modes = (_side_mode(m1, r, nonzero), _side_mode(m2, c, nonzero))
+    modes = (side_mode(m1, r, nonzero), side_mode(m2, c, nonzero))
     binding = (modes[0] == "binding", modes[1] == "binding")
     distinct = all(float(s[i] - s[i + 1]) > tol * scale for i in range(len(s) - 1) if nonzero[i + 1])
     if not any(binding):
-        pairing = _Pairing([(i if nonzero[i] else None, 1.0, 1.0) for i in range(len(s))])
+        pairing = Pairing([(i if nonzero[i] else None, 1.0, 1.0) for i in range(len(s))])
     elif r == c and all(nonzero) and float(s[0] - s[-1]) <= tol * scale:
         factors, nodes, exhausted = _orthogonal_case(W64, float(s.mean()), m1, m2, tol, search_limit)
         if factors is None:
@@ -397,24 +192,24 @@ def svd_image_membership(W: Tensor, m1: int | None = None, m2: int | None = None
             return verdict
     else:
         k = m1 + m2
-        if 2 * k + 2 <= min(r, c) and (diag := _recover_diagonal(W64, k, tol * scale)) is not None:
+        if 2 * k + 2 <= min(r, c) and (diag := recover_diagonal(W64, k, tol * scale)) is not None:
             Sigma = torch.zeros(r, c, dtype=torch.float64)
             Sigma[range(len(diag)), range(len(diag))] = diag
-            forced = _pairing_from_diagonal(diag, s, nonzero, 10 * tol * scale)
+            forced = pairing_from_diagonal(diag, s, nonzero, 10 * tol * scale)
             if forced is not None and numerical_rank(W64 - Sigma, tol * scale) <= k:
-                pairing = _forced_signs(U0, V0, forced, m1, m2, tol)
+                pairing = forced_signs(U0, V0, forced, m1, m2, tol)
                 if pairing is None:
-                    pairing, nodes, _ = _search_pairing(U0, V0, nonzero, m1, m2, tol,
+                    pairing, nodes, _ = search_pairing(U0, V0, nonzero, m1, m2, tol,
                                                         search_limit, forced, binding)
         if pairing is None:
-            pairing, more, exhausted = _search_pairing(U0, V0, nonzero, m1, m2, tol, search_limit,
+            pairing, more, exhausted = search_pairing(U0, V0, nonzero, m1, m2, tol, search_limit,
                                                        binding=binding)
             nodes += more
     if pairing is not None and all(i is not None for i, _, _ in pairing.slots):
-        pairing = _fix_determinants(pairing, U0, V0, modes)
+        pairing = fix_determinants(pairing, U0, V0, modes)
     if factors is None and pairing is not None:
         try:
-            factors = _from_pairing(W64, U0, s, V0, pairing, m1, m2, tol)
+            factors = _from_pairing((r, c), U0, s, V0, pairing, m1, m2, tol)
         except ValueError as error:  # a pairing that misses a budget is a bug, not a verdict
             verdict.reason = f"internal: pairing failed its rank budgets ({error})"
             return verdict
@@ -437,9 +232,9 @@ def svd_image_membership(W: Tensor, m1: int | None = None, m2: int | None = None
     rebuilt = svd_compose_packed(Yu, Yv, sigma)
     residual = float((rebuilt - W64).norm() / max(float(W64.norm()), 1e-300))
     verdict.member, verdict.residual = True, residual
-    verdict.u_vectors = [u.to(W.dtype) for u in unpack_reflectors(Yu)]
-    verdict.v_vectors = [v.to(W.dtype) for v in unpack_reflectors(Yv)]
-    verdict.sigma = sigma.to(W.dtype)
+    verdict.u_vectors = [u.to(W.device, W.dtype) for u in unpack_reflectors(Yu)]
+    verdict.v_vectors = [v.to(W.device, W.dtype) for v in unpack_reflectors(Yv)]
+    verdict.sigma = sigma.to(W.device, W.dtype)
     verdict.reason = ("W = M_{k1,k2}(u, v, sigma), verified by recomposing"
                       if residual <= ACCEPTED_RESIDUAL else
                       f"W is in the image (rank tests at tol={tol:g}), but its fixed-count "

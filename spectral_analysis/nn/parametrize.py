@@ -84,9 +84,9 @@ class SVDParametrization(nn.Module):
             margin = 1e-3 * (high - low) if self.sigma_map.kind == "sigmoid" else 0.0
             sigma = sigma.clamp(low + margin, high - margin)
         sigma_hat = self.sigma_map.inverse(sigma)
-        Yu = pack_reflectors(u, r) if u else torch.zeros(r, 0, dtype=torch.float64)
-        Yv = pack_reflectors(v, c) if v else torch.zeros(c, 0, dtype=torch.float64)
-        return Yu.to(W.dtype), Yv.to(W.dtype), sigma_hat.to(W.dtype)
+        Yu = pack_reflectors(u, r) if u else torch.zeros(r, 0, device=W.device)
+        Yv = pack_reflectors(v, c) if v else torch.zeros(c, 0, device=W.device)
+        return Yu.to(W.device, W.dtype), Yv.to(W.device, W.dtype), sigma_hat.to(W.device, W.dtype)
 
 
 def svd_parametrize(module: nn.Module, name: str = "weight", m1: int | None = None,
