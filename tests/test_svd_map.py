@@ -169,3 +169,17 @@ def test_complete_orthogonal_keeps_prescribed_columns_and_rank():
     assert torch.allclose(Q[:, [1, 4]], Q0[:, [1, 4]], atol=1e-12)
     assert torch.allclose(Q.T @ Q, torch.eye(6, dtype=D), atol=1e-12)
     assert torch.linalg.matrix_rank(Q - torch.eye(6, dtype=D)) <= 2
+
+
+def test_float32_input_full_and_partial_counts():
+    gen = torch.Generator().manual_seed(5)
+    W = torch.randn(20, 30, generator=gen)
+    u, v, sigma = svd_decompose(W)
+    assert u[0].dtype == torch.float32
+    assert (svd_compose(u, v, sigma, (20, 30)) - W).abs().max() < 1e-5
+    uu = [torch.randn(i, generator=gen) for i in range(37, 41)]
+    vv = [torch.randn(i, generator=gen) for i in range(38, 41)]
+    member = svd_compose(uu, vv, torch.rand(40, generator=gen) + 0.5, (40, 40))
+    u, v, sigma = svd_decompose(member, 4, 3)  # singular gaps below the float32 tolerance
+    assert (svd_compose(u, v, sigma, (40, 40)) - member).norm() / member.norm() < 1e-4
+    assert svd_image_membership(torch.randn(40, 40, generator=gen), 4, 3).member is False

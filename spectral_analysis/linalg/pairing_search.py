@@ -135,21 +135,22 @@ def recover_diagonal(W: Tensor, k: int, tol: float) -> Tensor | None:
 
 
 def pairing_from_diagonal(diag: Tensor, s: Tensor, nonzero: list[bool], tol: float
-                           ) -> list[tuple[int | None, float]] | None:
-    """Slot j -> (singular index with s_i = |D_jj|, sign of D_jj); None when it does not match."""
-    forced, used = [], set()
-    for d in diag.tolist():
-        if abs(d) <= tol:
-            forced.append((None, 1.0))
-            continue
-        close = [i for i in range(len(s)) if nonzero[i] and i not in used
-                 and abs(float(s[i]) - abs(d)) <= tol]
-        if len(close) != 1:
-            return None
-        used.add(close[0])
-        forced.append((close[0], 1.0 if d > 0 else -1.0))
-    if len(used) != sum(nonzero):
+                          ) -> list[tuple[int | None, float]] | None:
+    """Slot j -> (singular index i with s_i = |D_jj|, sign of D_jj); None when they do not match.
+
+    For a member, ``|diag(D)|`` and the singular values are the same multiset, so they are
+    matched in sorted order (robust to gaps smaller than ``tol``) and each pair checked.
+    """
+    slots_nonzero = [j for j, d in enumerate(diag.tolist()) if abs(d) > tol]
+    singular = [i for i in range(len(s)) if nonzero[i]]  # already in descending order
+    if len(slots_nonzero) != len(singular):
         return None
+    slots_nonzero.sort(key=lambda j: -abs(float(diag[j])))
+    forced: list[tuple[int | None, float]] = [(None, 1.0)] * len(diag)
+    for j, i in zip(slots_nonzero, singular, strict=True):
+        if abs(abs(float(diag[j])) - float(s[i])) > tol:
+            return None
+        forced[j] = (i, 1.0 if diag[j] > 0 else -1.0)
     return forced
 
 

@@ -54,9 +54,16 @@ from spectral_analysis.linalg.reflector_factor import (
 DEFAULT_SEARCH_LIMIT = 2 * 10**8
 """Work budget of the searches, in flop-like units (each expansion costs at least 10^4): ~2 s."""
 ACCEPTED_RESIDUAL = 1e-6
-"""Largest relative error ||M(u, v, sigma) - W||_F / ||W||_F of a reported decomposition: the
-decision is by rank tests at ``tol``; the partial-count factors can be ill-conditioned (see
-:func:`orthogonal_to_reflectors`), so their achieved error is reported as ``residual``."""
+"""Largest relative error ||M(u, v, sigma) - W||_F / ||W||_F of a reported decomposition for
+float64 input (``1000 eps`` of the input's dtype when that is larger, e.g. 1.2e-4 for float32,
+whose data are members only up to their rounding). The decision is by rank tests at ``tol``;
+partial-count factors can be ill-conditioned (see :func:`orthogonal_to_reflectors`), so their
+achieved error is reported as ``residual``."""
+
+
+def accepted_residual(dtype: torch.dtype) -> float:
+    """The rebuild error below which a decomposition of a ``dtype`` matrix is returned."""
+    return max(ACCEPTED_RESIDUAL, 1e3 * float(torch.finfo(dtype).eps))
 
 
 class MembershipUndecidedError(ValueError):
@@ -236,7 +243,7 @@ def svd_image_membership(W: Tensor, m1: int | None = None, m2: int | None = None
     verdict.v_vectors = [v.to(W.device, W.dtype) for v in unpack_reflectors(Yv)]
     verdict.sigma = sigma.to(W.device, W.dtype)
     verdict.reason = ("W = M_{k1,k2}(u, v, sigma), verified by recomposing"
-                      if residual <= ACCEPTED_RESIDUAL else
+                      if residual <= accepted_residual(W.dtype) else
                       f"W is in the image (rank tests at tol={tol:g}), but its fixed-count "
                       f"factorization is ill-conditioned here: the vectors rebuild W only to "
                       f"relative error {residual:.3g}")
@@ -260,6 +267,6 @@ def svd_decompose(W: Tensor, m1: int | None = None, m2: int | None = None, *,
     if not verdict.member:
         raise ValueError(f"W ({verdict.shape[0]} x {verdict.shape[1]}) is not in the image of "
                          f"M_(k1,k2) with m1={verdict.m1}, m2={verdict.m2}: {verdict.reason}")
-    if verdict.residual is None or verdict.residual > ACCEPTED_RESIDUAL:
+    if verdict.residual is None or verdict.residual > accepted_residual(W.dtype):
         raise ValueError(f"m1={verdict.m1}, m2={verdict.m2}: {verdict.reason}")
     return verdict.u_vectors, verdict.v_vectors, verdict.sigma
