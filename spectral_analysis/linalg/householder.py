@@ -58,7 +58,7 @@ def reflector(u: Tensor, n: int) -> Tensor:
     return eye
 
 
-def _check_vector_lengths(vectors: Sequence[Tensor], n: int, what: str) -> None:
+def check_vector_lengths(vectors: Sequence[Tensor], n: int, what: str) -> None:
     lengths = [int(v.shape[-1]) for v in vectors]
     expected = list(range(n - len(vectors) + 1, n + 1))
     if lengths != expected:
@@ -71,7 +71,7 @@ def pack_reflectors(vectors: Sequence[Tensor], n: int) -> Tensor:
     """``[u_k, ..., u_n]`` (u_i of length i, optional common batch dims) -> packed ``(..., n, m)``."""
     if n < 1:
         raise ValueError(f"pack_reflectors: n must be >= 1, got {n}")
-    _check_vector_lengths(vectors, n, "pack_reflectors")
+    check_vector_lengths(vectors, n, "pack_reflectors")
     if not vectors:
         return torch.zeros(n, 0, dtype=torch.get_default_dtype())
     columns = [torch.nn.functional.pad(u, (n - u.shape[-1], 0)) for u in reversed(vectors)]
@@ -105,7 +105,7 @@ def reflector_product(vectors: Sequence[Tensor], n: int, *, method: str = "block
     ``"sequential"`` the reference rank-one loop; ``"dense"`` multiplies the Eq. 1 matrices.
     """
     if method == "dense":
-        _check_vector_lengths(vectors, n, "reflector_product")
+        check_vector_lengths(vectors, n, "reflector_product")
         if not vectors:
             return torch.eye(n, dtype=torch.get_default_dtype())
         Q = reflector(vectors[-1], n)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from spectral_analysis.linalg.householder import _check_vector_lengths, pack_reflectors, reflector
+from spectral_analysis.linalg.householder import check_vector_lengths, pack_reflectors, reflector
 from spectral_analysis.linalg.wy import apply_householder, householder_product
 
 
@@ -49,8 +49,8 @@ def svd_compose(u_vectors: Sequence[Tensor], v_vectors: Sequence[Tensor], sigma:
     r, c = int(shape[0]), int(shape[1])
     if r < 1 or c < 1:
         raise ValueError(f"svd_compose: shape must be two positive sizes, got {shape}")
-    _check_vector_lengths(u_vectors, r, "svd_compose (u_vectors)")
-    _check_vector_lengths(v_vectors, c, "svd_compose (v_vectors)")
+    check_vector_lengths(u_vectors, r, "svd_compose (u_vectors)")
+    check_vector_lengths(v_vectors, c, "svd_compose (v_vectors)")
     Yu = _packed_or_empty(u_vectors, r, sigma)
     Yv = _packed_or_empty(v_vectors, c, sigma)
     return svd_compose_packed(Yu, Yv, sigma, block_size)
@@ -61,8 +61,8 @@ def svd_compose_reference(u_vectors: Sequence[Tensor], v_vectors: Sequence[Tenso
     """Eq. 15 literally, in float64: the dense product of Eq. 1 reflectors around ``Sigma_hat``."""
     r, c = shape
     p = min(r, c)
-    _check_vector_lengths(u_vectors, r, "svd_compose_reference (u_vectors)")
-    _check_vector_lengths(v_vectors, c, "svd_compose_reference (v_vectors)")
+    check_vector_lengths(u_vectors, r, "svd_compose_reference (u_vectors)")
+    check_vector_lengths(v_vectors, c, "svd_compose_reference (v_vectors)")
     W = torch.zeros(r, c, dtype=torch.float64)
     W[range(p), range(p)] = sigma.to(torch.float64)
     for u in u_vectors:  # H_k1 is innermost on the left: H_r ... H_k1 Sigma_hat
