@@ -30,18 +30,14 @@ from spectral_analysis.linalg import (
 
 
 def torch_product(Y: torch.Tensor) -> torch.Tensor:
-    """The same product through torch.linalg.householder_product (unit pivots, tau = 2 p^2)."""
+    """The same n x n product through torch.linalg.householder_product: unit pivots, tau = 2 p^2,
+    and n - m zero columns with tau = 0 (identity reflectors) so that orgqr returns all of Q."""
     n, m = Y.shape
     Yn = normalize_reflectors(Y)
     pivots = torch.diagonal(Yn[:m, :m])
-    Q = torch.linalg.householder_product(Yn / pivots, 2 * pivots**2)
-    if m < n:  # orgqr returns the first m columns; complete them as the same product would
-        rest = torch.eye(n, dtype=Y.dtype, device=Y.device)[:, m:]
-        rest = rest - (Yn @ torch.linalg.solve_triangular(
-            torch.triu(Yn.mT @ Yn, 1) + 0.5 * torch.eye(m, dtype=Y.dtype, device=Y.device),
-            Yn.mT @ rest, upper=True))
-        Q = torch.cat([Q, rest], dim=1)
-    return Q
+    V = torch.nn.functional.pad(Yn / pivots, (0, n - m))
+    tau = torch.nn.functional.pad(2 * pivots**2, (0, n - m))
+    return torch.linalg.householder_product(V, tau)
 
 
 def fwd_bwd_seconds(fn: Callable[..., torch.Tensor], inputs: list[torch.Tensor]) -> float:

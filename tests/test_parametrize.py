@@ -96,3 +96,11 @@ def test_zero_reflector_counts_give_a_scaled_diagonal_family():
     svd_parametrize(layer, m1=0, m2=0)
     assert layer.parametrizations.weight.original0.shape == (5, 0)
     assert torch.allclose(layer.weight, torch.diag(torch.tensor([2.0, 1.5, 1.0, 0.5, 0.25], dtype=D)))
+
+
+def test_parameter_count_is_the_papers():
+    """Reflector lengths sum to m n - (m^2 - m)/2 per factor (Section 4), plus min(r, c) sigmas."""
+    layer = svd_parametrize(nn.Linear(9, 6), m1=4, m2=3, init="truncate")
+    param = layer.parametrizations.weight[0]
+    expected = (4 * 6 - (16 - 4) // 2) + (3 * 9 - (9 - 3) // 2) + 6
+    assert param.parameter_count() == expected == 18 + 24 + 6

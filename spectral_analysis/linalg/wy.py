@@ -38,6 +38,13 @@ def _block_t_inverses(Yn: Tensor, block_size: int) -> list[Tensor]:
             enumerate(_block_bounds(m, block_size))]
 
 
+def _prepare(Y: Tensor, block_size: int | None) -> tuple[Tensor, list[tuple[int, int]], list[Tensor]]:
+    """Unit reflectors, block bounds and every block's ``T^{-1}`` (Y has m >= 1 columns)."""
+    b = min(block_size or DEFAULT_BLOCK_SIZE, Y.shape[-1])
+    Yn = normalize_reflectors(Y)
+    return Yn, _block_bounds(Y.shape[-1], b), _block_t_inverses(Yn, b)
+
+
 def _check_packed(Y: Tensor, what: str) -> None:
     if Y.dim() < 2:
         raise ValueError(f"{what}: expected packed reflectors of shape (..., n, m), got {tuple(Y.shape)}")
@@ -56,10 +63,7 @@ def householder_product(Y: Tensor, block_size: int | None = None) -> Tensor:
     eye = torch.eye(n, dtype=Y.dtype, device=Y.device)
     if m == 0:
         return eye.expand(*batch, n, n).clone()
-    b = min(block_size or DEFAULT_BLOCK_SIZE, m)
-    Yn = normalize_reflectors(Y)
-    t_invs = _block_t_inverses(Yn, b)
-    bounds = _block_bounds(m, b)
+    Yn, bounds, t_invs = _prepare(Y, block_size)
     Q = None  # trailing (n - s) x (n - s) block of the partial product
     for (s, e), t_inv in zip(reversed(bounds), reversed(t_invs), strict=True):
         Yb = Yn[..., s:, s:e]
@@ -90,10 +94,8 @@ def apply_householder(Y: Tensor, X: Tensor, block_size: int | None = None) -> Te
         raise ValueError(f"apply_householder: X has {X.shape[-2]} rows, reflectors have dimension {n}")
     if m == 0:
         return X
-    b = min(block_size or DEFAULT_BLOCK_SIZE, m)
-    Yn = normalize_reflectors(Y)
-    t_invs = _block_t_inverses(Yn, b)
-    for (s, e), t_inv in zip(reversed(_block_bounds(m, b)), reversed(t_invs), strict=True):
+    Yn, bounds, t_invs = _prepare(Y, block_size)
+    for (s, e), t_inv in zip(reversed(bounds), reversed(t_invs), strict=True):
         Yb = Yn[..., s:, s:e]
         tail = X[..., s:, :]
         Z = torch.linalg.solve_triangular(t_inv, Yb.mT @ tail, upper=True)

@@ -19,7 +19,7 @@ def plot_householder_benchmark(report: str | Path, out: str | Path) -> Path:
     blocked = [c["blocked_over_matmul"] for c in cases]
     sequential = [c["blocked_over_matmul"] * c["sequential_over_blocked"] for c in cases]
     torch_ref = [c["blocked_over_matmul"] * c["torch_over_blocked"] for c in cases]
-    fig, ax = plt.subplots(figsize=(10, 4.2))
+    fig, ax = plt.subplots(figsize=(12, 4.2))
     width = 0.27
     xs = range(len(cases))
     for offset, values, name in ((-width, blocked, "blocked compact WY (ours)"),
@@ -33,7 +33,7 @@ def plot_householder_benchmark(report: str | Path, out: str | Path) -> Path:
     machine = data["machine"]
     ax.set_title(f"Product of m Householder reflectors ({data['dtype']}, {machine['device']}, "
                  f"{machine['threads']} threads, torch {machine['torch']})", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     out = Path(out)
     fig.savefig(out, dpi=120)
