@@ -51,11 +51,20 @@ def test_clip_projection_and_penalty():
 
 
 @pytest.mark.parametrize("kwargs,match", [({"kind": "tanh"}, "unknown sigma map"),
-                                          ({"r": 0.0}, "r must be"), ({"r": -1.0}, "r must be"),
+                                          ({"r": -0.1}, "r must be"), ({"r": float("nan")}, "r must be"),
                                           ({"sigma_star": float("inf")}, "finite")])
 def test_bad_maps_are_rejected(kwargs, match):
     with pytest.raises(ValueError, match=match):
         SigmaMap(**kwargs)
+
+
+@pytest.mark.parametrize("kind", ["sigmoid", "clip"])
+def test_zero_radius_pins_every_singular_value(kind):
+    smap = SigmaMap(kind, 1.0, 0.0)
+    assert torch.equal(smap(torch.tensor([-50.0, 0.0, 7.0])), torch.ones(3))
+    assert torch.equal(smap(smap.inverse(torch.ones(4))), torch.ones(4))
+    with pytest.raises(ValueError, match="outside"):
+        smap.inverse(torch.tensor([1.0, 1.01]))
 
 
 def test_composed_matrix_has_constrained_singular_values():

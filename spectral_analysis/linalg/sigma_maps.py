@@ -7,6 +7,9 @@
   :meth:`SigmaMap.project_` clamps the raw parameter itself after an optimizer step.
 - ``none``: ``sigma = sigma_hat`` with the penalty ``||sigma - sigma_star||^2`` (the paper's
   ``||sigma - 1||^2`` for the default ``sigma_star = 1``) to add to the loss.
+
+``r = 0`` is allowed for ``sigmoid`` and ``clip``: every singular value is pinned to ``sigma_star``
+(with ``sigma_star = 1``, W is orthogonal, the oRNN case of Section 4).
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ class SigmaMap:
             raise ValueError(f"unknown sigma map {self.kind!r}; expected one of {SIGMA_MAP_KINDS}")
         if not math.isfinite(self.sigma_star):
             raise ValueError(f"sigma_star must be finite, got {self.sigma_star}")
-        if self.kind != "none" and not (math.isfinite(self.r) and self.r > 0):
-            raise ValueError(f"radius r must be a finite number > 0 for the {self.kind!r} map, got {self.r}")
+        if self.kind != "none" and not (math.isfinite(self.r) and self.r >= 0):
+            raise ValueError(f"radius r must be a finite number >= 0 for the {self.kind!r} map, got {self.r}")
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -64,7 +67,9 @@ class SigmaMap:
     def inverse(self, sigma: Tensor) -> Tensor:
         """Raw values that map to ``sigma``; ``ValueError`` naming the values outside the range."""
         low, high = self.bounds
-        if self.kind == "sigmoid":
+        if self.kind != "none" and self.r == 0:
+            inside = sigma == self.sigma_star
+        elif self.kind == "sigmoid":
             inside = (sigma > low) & (sigma < high)
         else:
             inside = (sigma >= low) & (sigma <= high)
@@ -75,6 +80,8 @@ class SigmaMap:
                 f"singular values {bad} lie outside the {interval} [{low}, {high}] of the "
                 f"{self.kind!r} sigma map (sigma_star={self.sigma_star}, r={self.r})")
         if self.kind == "sigmoid":
+            if self.r == 0:  # every raw value maps to sigma_star; pick the centre
+                return torch.zeros_like(sigma)
             return torch.logit((sigma - self.sigma_star) / (2.0 * self.r) + 0.5)
         return sigma.clone()
 

@@ -1,5 +1,23 @@
-"""Models layer: SVD parametrization hooks (and, in later issues, the recurrent and feed-forward nets)."""
+"""Models layer: transitions, recurrent and feed-forward nets, SVD parametrization hooks, the registry."""
 
+from spectral_analysis.nn.activations import ACTIVATIONS, DEFAULT_LEAK
+from spectral_analysis.nn.feedforward import FeedForwardNet, SpectralLinear
+from spectral_analysis.nn.lstm import LSTMNet
 from spectral_analysis.nn.parametrize import SVDParametrization, svd_parametrize, svd_singular_values
+from spectral_analysis.nn.recurrence import RECURRENCES
+from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentNet, RecurrentRun
+from spectral_analysis.nn.registry import MODEL_NAMES, MODEL_OPTIONS, RECURRENT_MODELS, build_model
+from spectral_analysis.nn.transitions import (
+    DenseTransition,
+    HouseholderTransition,
+    SpectralTransition,
+    Transition,
+    reflector_length_sum,
+)
 
-__all__ = ["SVDParametrization", "svd_parametrize", "svd_singular_values"]
+__all__ = [
+    "ACTIVATIONS", "DEFAULT_LEAK", "MODEL_NAMES", "MODEL_OPTIONS", "RECURRENCES", "RECURRENT_MODELS",
+    "DenseTransition", "FeedForwardNet", "HouseholderTransition", "LSTMNet", "RecurrentModel",
+    "RecurrentNet", "RecurrentRun", "SVDParametrization", "SpectralLinear", "SpectralTransition",
+    "Transition", "build_model", "reflector_length_sum", "svd_parametrize", "svd_singular_values",
+]

@@ -1,0 +1,159 @@
+"""Feed-forward nets of the depth experiment (Section 5, Fig. 5): MLP, ResNet and their SVD versions.
+
+- MLP (Eq. 16): ``h_0 = phi(W_in x + b)``, ``h_l = phi(W_l h_{l-1} + b_l)`` for l = 1..L,
+  ``y = W_out h_L``.
+- ResNet: the same with the L hidden layers in L/2 residual blocks of two layers (He et al.
+  2016), ``h <- phi(h + W_2 phi(W_1 h + b_1) + b_2)``.
+- Spectral-MLP / Spectral-ResNet: every weight, rectangular ones included, is
+  :class:`SpectralLinear`, ``W = U Sigma_hat V^T`` by Eq. 15 with ``min(r, c)`` reflectors on each
+  side by default (Theorem 4: enough for every ``r x c`` matrix), singular values in the sigma
+  map's range.
+
+``num_layers`` counts the hidden layers L after the input layer (the paper's "L layers").
+Plain weights are initialized N(0, 1/fan_in) (the papers sample Gaussian weights), biases 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from spectral_analysis.linalg import SigmaMap
+from spectral_analysis.nn.activations import DEFAULT_LEAK, activate, check_activation
+from spectral_analysis.nn.parametrize import SVDParametrization
+from spectral_analysis.nn.transitions import random_reflectors, reflector_length_sum
+
+
+class SpectralLinear(nn.Module):
+    """``y = W x + b`` with ``W = U Sigma_hat V^T`` (Eq. 15): m1 reflectors for U, m2 for V."""
+
+    def __init__(self, in_features: int, out_features: int, m1: int | None = None, m2: int | None = None,
+                 sigma_map: SigmaMap | None = None, bias: bool = True) -> None:
+        super().__init__()
+        r, c = out_features, in_features
+        p = min(r, c)
+        m1, m2 = (p if m is None else min(m, p) for m in (m1, m2))
+        self.svd = SVDParametrization((r, c), m1, m2, sigma_map if sigma_map is not None else SigmaMap())
+        self.in_features, self.out_features = in_features, out_features
+        self.m1, self.m2, self.sigma_map = self.svd.m1, self.svd.m2, self.svd.sigma_map
+        self.u_reflectors = nn.Parameter(random_reflectors(r, self.m1))
+        self.v_reflectors = nn.Parameter(random_reflectors(c, self.m2))
+        self.sigma_hat = nn.Parameter(self.sigma_map.inverse(torch.full((p,), self.sigma_map.sigma_star)))
+        self.bias = nn.Parameter(torch.zeros(r)) if bias else None
+
+    @property
+    def weight(self) -> Tensor:
+        return self.svd(self.u_reflectors, self.v_reflectors, self.sigma_hat)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return nn.functional.linear(x, self.weight, self.bias)
+
+    def singular_values(self) -> Tensor:
+        return self.sigma_map(self.sigma_hat).detach().abs().sort(descending=True).values
+
+    def weight_parameter_count(self) -> int:
+        r, c = self.out_features, self.in_features
+        return reflector_length_sum(r, self.m1) + reflector_length_sum(c, self.m2) + min(r, c)
+
+    def spectral_penalty(self) -> Tensor:
+        if self.sigma_map.kind == "none":
+            return self.sigma_map.penalty(self.sigma_hat)
+        return self.sigma_hat.new_zeros(())
+
+    def constrain_(self) -> None:
+        self.sigma_map.project_(self.sigma_hat.data)
+
+
+def _plain_linear(in_features: int, out_features: int, bias: bool = True) -> nn.Linear:
+    layer = nn.Linear(in_features, out_features, bias=bias)
+    nn.init.normal_(layer.weight, std=in_features ** -0.5)
+    if bias:
+        nn.init.zeros_(layer.bias)
+    return layer
+
+
+def _weight_count(layer: nn.Module) -> int:
+    return layer.weight_parameter_count() if isinstance(layer, SpectralLinear) else layer.weight.numel()
+
+
+class FeedForwardNet(nn.Module):
+    """MLP (``residual=False``) or ResNet (``residual=True``); ``make_linear(in, out, bias)`` builds
+    each layer (``nn.Linear`` or :class:`SpectralLinear`)."""
+
+    def __init__(self, input_size: int, hidden_size: int, output_size: int, num_layers: int = 2,
+                 activation: str = "leaky_relu", leak: float = DEFAULT_LEAK, residual: bool = False,
+                 output_bias: bool = True,
+                 make_linear: Callable[[int, int, bool], nn.Module] = _plain_linear) -> None:
+        super().__init__()
+        for name, value in (("input_size", input_size), ("hidden_size", hidden_size),
+                            ("output_size", output_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 0:
+            raise ValueError(f"num_layers must be an integer >= 0, got {num_layers!r}")
+        if residual and num_layers % 2:
+            raise ValueError(f"a ResNet arranges its hidden layers in blocks of two: num_layers must be "
+                             f"even, got {num_layers}")
+        check_activation(activation, leak)
+        self.input_size, self.hidden_size, self.output_size = input_size, hidden_size, output_size
+        self.num_layers, self.residual = num_layers, residual
+        self.activation, self.leak = activation, float(leak)
+        self.input_layer = make_linear(input_size, hidden_size, True)
+        self.hidden_layers = nn.ModuleList([make_linear(hidden_size, hidden_size, True)
+                                            for _ in range(num_layers)])
+        self.output = make_linear(hidden_size, output_size, output_bias)
+
+    def _phi(self, z: Tensor) -> Tensor:
+        return activate(z, self.activation, self.leak)
+
+    def forward(self, x: Tensor, return_hidden: bool = False):
+        """``x (B, n_i)`` -> ``(B, n_y)``; with ``return_hidden`` also the hidden activations
+        ``(L + 1, B, n)`` after the input layer and after every hidden layer (or block)."""
+        if not isinstance(x, Tensor) or x.dim() != 2 or x.shape[-1] != self.input_size:
+            shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+            raise ValueError(f"expected input of shape (batch, {self.input_size}), got {shape}")
+        h = self._phi(self.input_layer(x))
+        hidden = [h]
+        if self.residual:
+            for first, second in zip(self.hidden_layers[::2], self.hidden_layers[1::2], strict=True):
+                h = self._phi(h + second(self._phi(first(h))))
+                hidden.append(h)
+        else:
+            for layer in self.hidden_layers:
+                h = self._phi(layer(h))
+                hidden.append(h)
+        y = self.output(h)
+        return (y, torch.stack(hidden)) if return_hidden else y
+
+    def weight_matrices(self) -> list[Tensor]:
+        """Dense weights: input layer, hidden layers, output layer."""
+        return [layer.weight for layer in (self.input_layer, *self.hidden_layers, self.output)]
+
+    def singular_values(self) -> list[Tensor]:
+        """Per weight (same order as :meth:`weight_matrices`): exact from sigma for spectral layers."""
+        return [layer.singular_values() if isinstance(layer, SpectralLinear)
+                else torch.linalg.svdvals(layer.weight.detach())
+                for layer in (self.input_layer, *self.hidden_layers, self.output)]
+
+    def spectral_penalty(self) -> Tensor:
+        layers = (self.input_layer, *self.hidden_layers, self.output)
+        zero = next(self.parameters()).new_zeros(())
+        return sum((layer.spectral_penalty() for layer in layers if isinstance(layer, SpectralLinear)), zero)
+
+    def constrain_(self) -> None:
+        for layer in (self.input_layer, *self.hidden_layers, self.output):
+            if isinstance(layer, SpectralLinear):
+                layer.constrain_()
+
+    def parameter_counts(self) -> dict[str, int]:
+        """``transition``: the hidden-to-hidden weights (the depth); ``input``/``output``: the first and
+        last weights; ``bias``: every bias."""
+        layers = (self.input_layer, *self.hidden_layers, self.output)
+        counts = {"transition": sum(_weight_count(layer) for layer in self.hidden_layers),
+                  "input": _weight_count(self.input_layer),
+                  "output": _weight_count(self.output),
+                  "bias": sum(layer.bias.numel() for layer in layers if layer.bias is not None)}
+        counts["total"] = sum(counts.values())
+        return counts

@@ -1,0 +1,115 @@
+"""The LSTM baseline (Hochreiter & Schmidhuber 1997), stacked, with Eq. 5's linear read-out.
+
+One bias per gate (4n per layer, as TensorFlow's LSTM cell that the paper used), the forget
+gate's initialized to ``forget_bias``; gates in PyTorch's order (input, forget, cell, output).
+``recurrence="auto"``/``"torch"`` runs PyTorch's fused kernel (``torch.lstm``, cuDNN on a GPU);
+``"loop"`` runs the equations step by step under autograd (the reference).
+
+An LSTM has no single transition matrix: :meth:`LSTMNet.transition_matrix` returns the stacked
+``4n x n`` recurrent weight of the four gates, and its singular values come from ``svdvals``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun
+
+LSTM_RECURRENCES = ("auto", "torch", "loop")
+
+
+class LSTMNet(RecurrentModel):
+    def __init__(self, input_size: int, hidden_size: int, output_size: int, num_layers: int = 1,
+                 forget_bias: float = 1.0, recurrence: str = "auto", output_bias: bool = False) -> None:
+        super().__init__()
+        for name, value in (("input_size", input_size), ("hidden_size", hidden_size),
+                            ("output_size", output_size), ("num_layers", num_layers)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if recurrence not in LSTM_RECURRENCES:
+            raise ValueError(f"the LSTM supports recurrence in {LSTM_RECURRENCES}, got {recurrence!r}")
+        n = hidden_size
+        self.input_size, self.hidden_size, self.output_size = input_size, n, output_size
+        self.num_layers, self.recurrence = num_layers, recurrence
+        fan_ins = [input_size] + [n] * (num_layers - 1)
+        self.input_weights = nn.ParameterList([nn.Parameter(torch.randn(4 * n, f) * f ** -0.5)
+                                               for f in fan_ins])
+        self.recurrent_weights = nn.ParameterList([nn.Parameter(torch.randn(4 * n, n) * n ** -0.5)
+                                                   for _ in fan_ins])
+        biases = []
+        for _ in fan_ins:
+            b = torch.zeros(4 * n)
+            b[n:2 * n] = forget_bias
+            biases.append(nn.Parameter(b))
+        self.biases = nn.ParameterList(biases)
+        self.output = nn.Linear(n, output_size, bias=output_bias)
+        nn.init.normal_(self.output.weight, std=n ** -0.5)
+        if output_bias:
+            nn.init.zeros_(self.output.bias)
+
+    def transition_matrix(self, layer: int = 0) -> Tensor:
+        """The stacked recurrent weight ``(4n, n)`` of ``layer`` (gates i, f, g, o)."""
+        return self.recurrent_weights[layer]
+
+    def transition_matrices(self) -> list[Tensor]:
+        return list(self.recurrent_weights)
+
+    def singular_values(self, layer: int = 0) -> Tensor:
+        return torch.linalg.svdvals(self.recurrent_weights[layer].detach())
+
+    def spectral_penalty(self) -> Tensor:
+        return self.biases[0].new_zeros(())
+
+    def constrain_(self) -> None:
+        """Nothing to project: an LSTM's weights are unconstrained."""
+
+    def parameter_counts(self) -> dict[str, int]:
+        counts = {"transition": sum(w.numel() for w in self.recurrent_weights),
+                  "input": sum(w.numel() for w in self.input_weights),
+                  "output": self.output.weight.numel(),
+                  "bias": sum(b.numel() for b in self.biases)
+                  + (self.output.bias.numel() if self.output.bias is not None else 0)}
+        counts["total"] = sum(counts.values())
+        return counts
+
+    def run(self, x: Tensor, h0: tuple[Tensor, Tensor] | None = None,
+            recurrence: str | None = None) -> RecurrentRun:
+        self.check_input(x)
+        B = x.shape[0]
+        if h0 is None:
+            h0 = (x.new_zeros(self.num_layers, B, self.hidden_size),) * 2
+        elif not (isinstance(h0, tuple | list) and len(h0) == 2):
+            raise ValueError("an LSTM's initial state is a pair (h0, c0)")
+        h_init, c_init = (self.check_state(s, B) for s in h0)
+        mode = recurrence or self.recurrence
+        if mode not in LSTM_RECURRENCES:
+            raise ValueError(f"the LSTM supports recurrence in {LSTM_RECURRENCES}, got {mode!r}")
+        layer_input, hidden, finals_h, finals_c = x, [], [], []
+        for layer in range(self.num_layers):
+            w_ih, w_hh, b = self.input_weights[layer], self.recurrent_weights[layer], self.biases[layer]
+            if mode == "loop":
+                H, (h, c) = _lstm_loop(layer_input, w_ih, w_hh, b, h_init[layer], c_init[layer])
+            else:
+                H, h, c = torch.lstm(layer_input, (h_init[layer:layer + 1], c_init[layer:layer + 1]),
+                                     [w_ih, w_hh, b, torch.zeros_like(b)], True, 1, 0.0,
+                                     torch.is_grad_enabled(), False, True)
+                h, c = h[0], c[0]
+            hidden.append(H)
+            finals_h.append(h)
+            finals_c.append(c)
+            layer_input = H
+        state = (torch.stack(finals_h), torch.stack(finals_c))
+        return RecurrentRun(self.output(layer_input), hidden, state)
+
+
+def _lstm_loop(x: Tensor, w_ih: Tensor, w_hh: Tensor, b: Tensor, h: Tensor,
+               c: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    """The LSTM equations one step at a time (the reference twin of ``torch.lstm``)."""
+    states = []
+    for t in range(x.shape[1]):
+        i, f, g, o = (x[:, t] @ w_ih.T + h @ w_hh.T + b).chunk(4, dim=-1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        states.append(h)
+    return torch.stack(states, dim=1), (h, c)

@@ -1,0 +1,173 @@
+"""The recurrent net of Eq. 4-5, stacked: ``h_t = phi(W h_{t-1} + M x_t + b)``, ``y_t = Y h_t``.
+
+Layer l > 0 reads the hidden states of layer l - 1 as its input; ``Y`` reads the last layer.
+Each layer's ``W`` comes from a :class:`~spectral_analysis.nn.transitions.Transition`; it is
+materialized once per forward pass and the time loop runs by one of the routes of
+:mod:`spectral_analysis.nn.recurrence`. Eq. 5 has no output bias; ``output_bias=True`` adds one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from spectral_analysis.nn.activations import DEFAULT_LEAK, check_activation
+from spectral_analysis.nn.recurrence import (
+    RECURRENCES,
+    recurrence_loop,
+    recurrence_scan,
+    recurrence_torch,
+    resolve_recurrence,
+)
+from spectral_analysis.nn.transitions import DenseTransition, Transition
+
+
+@dataclass
+class RecurrentRun:
+    """What a recurrent model computed on a batch.
+
+    ``outputs`` ``(B, T, n_y)``; ``hidden`` one ``(B, T, n)`` tensor of hidden states per layer;
+    ``state`` the final state, to pass back as ``h0`` (``(L, B, n)``, or ``(h, c)`` for an LSTM).
+    """
+
+    outputs: Tensor
+    hidden: list[Tensor]
+    state: Tensor | tuple[Tensor, Tensor]
+
+
+class RecurrentModel(nn.Module):
+    """Shared input checks and ``forward`` of the recurrent models."""
+
+    input_size: int
+    hidden_size: int
+    output_size: int
+    num_layers: int
+
+    def _reference_weight(self) -> Tensor:
+        return next(self.parameters())
+
+    def check_input(self, x: Tensor) -> None:
+        if not isinstance(x, Tensor) or x.dim() != 3 or x.shape[-1] != self.input_size:
+            shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+            raise ValueError(f"expected input of shape (batch, time, {self.input_size}), got {shape}")
+        if x.shape[1] < 1:
+            raise ValueError("input has no time steps (time dimension is 0)")
+        w = self._reference_weight()
+        if x.dtype != w.dtype or x.device != w.device:
+            raise ValueError(f"input is {x.dtype} on {x.device} but the model is {w.dtype} on {w.device}; "
+                             f"convert with x.to(model_dtype, model_device)")
+
+    def check_state(self, h0: Tensor, batch: int) -> Tensor:
+        """``h0`` as ``(L, B, n)``; ``(B, n)`` is accepted for a one-layer model."""
+        L, n = self.num_layers, self.hidden_size
+        if h0.dim() == 2 and L == 1:
+            h0 = h0.unsqueeze(0)
+        if tuple(h0.shape) != (L, batch, n):
+            raise ValueError(f"initial hidden state must have shape ({L}, {batch}, {n})"
+                             f"{f' or ({batch}, {n})' if L == 1 else ''}, got {tuple(h0.shape)}")
+        return h0
+
+    def run(self, x: Tensor, h0=None, recurrence: str | None = None) -> RecurrentRun:
+        raise NotImplementedError
+
+    def forward(self, x: Tensor, h0=None, return_hidden: bool = False):
+        """Outputs ``(B, T, n_y)`` of every step; with ``return_hidden``, also the hidden states
+        ``(L, B, T, n)`` of every layer."""
+        run = self.run(x, h0)
+        return (run.outputs, torch.stack(run.hidden)) if return_hidden else run.outputs
+
+
+class RecurrentNet(RecurrentModel):
+    """Eq. 4-5 with one transition per layer (RNN, IRNN, oRNN, Spectral-RNN, later KRU/Dizzy)."""
+
+    def __init__(self, transitions: Sequence[Transition], input_size: int, output_size: int,
+                 activation: str = "leaky_relu", leak: float = DEFAULT_LEAK, recurrence: str = "auto",
+                 output_bias: bool = False) -> None:
+        super().__init__()
+        if not transitions:
+            raise ValueError("a recurrent net needs at least one layer (num_layers >= 1)")
+        sizes = {t.size for t in transitions}
+        if len(sizes) != 1:
+            raise ValueError(f"all layers must have the same hidden size, got {sorted(sizes)}")
+        for name, value in (("input_size", input_size), ("output_size", output_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_activation(activation, leak)
+        if recurrence not in RECURRENCES:
+            raise ValueError(f"unknown recurrence {recurrence!r}; expected one of {RECURRENCES}")
+        n = sizes.pop()
+        self.input_size, self.hidden_size, self.output_size = input_size, n, output_size
+        self.num_layers = len(transitions)
+        self.activation, self.leak, self.recurrence = activation, float(leak), recurrence
+        self.transitions = nn.ModuleList(transitions)
+        fan_ins = [input_size] + [n] * (self.num_layers - 1)
+        self.input_weights = nn.ParameterList(
+            [nn.Parameter(torch.randn(n, f) * f ** -0.5) for f in fan_ins])
+        self.biases = nn.ParameterList([nn.Parameter(torch.zeros(n)) for _ in fan_ins])
+        self.output = nn.Linear(n, output_size, bias=output_bias)
+        nn.init.normal_(self.output.weight, std=n ** -0.5)
+        if output_bias:
+            nn.init.zeros_(self.output.bias)
+
+    def transition_matrix(self, layer: int = 0) -> Tensor:
+        """The dense ``W`` of ``layer`` (differentiable)."""
+        return self.transitions[layer].matrix()
+
+    def transition_matrices(self) -> list[Tensor]:
+        return [t.matrix() for t in self.transitions]
+
+    def singular_values(self, layer: int = 0) -> Tensor:
+        return self.transitions[layer].singular_values()
+
+    def spectral_penalty(self) -> Tensor:
+        """Sum of the layers' soft singular-value penalties (``||sigma - sigma*||^2`` for map ``none``)."""
+        return sum((t.spectral_penalty() for t in self.transitions), self.biases[0].new_zeros(()))
+
+    def constrain_(self) -> None:
+        for t in self.transitions:
+            t.constrain_()
+
+    def parameter_counts(self) -> dict[str, int]:
+        """Free parameters by component; the transition counts are the papers' (Section 4)."""
+        counts = {"transition": sum(t.parameter_count() for t in self.transitions),
+                  "input": sum(M.numel() for M in self.input_weights),
+                  "output": self.output.weight.numel(),
+                  "bias": sum(b.numel() for b in self.biases)
+                  + (self.output.bias.numel() if self.output.bias is not None else 0)}
+        counts["total"] = sum(counts.values())
+        return counts
+
+    def run(self, x: Tensor, h0: Tensor | None = None, recurrence: str | None = None) -> RecurrentRun:
+        """Eq. 4-5 on ``x (B, T, n_i)``, by route ``recurrence`` (default: the model's own)."""
+        self.check_input(x)
+        B = x.shape[0]
+        h0 = x.new_zeros(self.num_layers, B, self.hidden_size) if h0 is None else self.check_state(h0, B)
+        mode = resolve_recurrence(recurrence or self.recurrence, self.activation, x.device)
+        if mode == "reflector" and any(isinstance(t, DenseTransition) for t in self.transitions):
+            raise ValueError("recurrence='reflector' needs a structured transition (oRNN, Spectral-RNN); "
+                             "this model has a dense W, use 'loop'")
+        layer_input, hidden = x, []
+        for transition, M, b, h_init in zip(self.transitions, self.input_weights, self.biases, h0,
+                                            strict=True):
+            if mode == "torch":
+                H = recurrence_torch(layer_input, M, b, transition.matrix(), h_init, self.activation)
+            else:
+                xp = nn.functional.linear(layer_input.transpose(0, 1), M, b)  # (T, B, n)
+                if mode == "scan":
+                    Ht = recurrence_scan(xp, transition.matrix(), h_init, self.activation, self.leak)
+                else:
+                    step = transition.apply_reference if mode == "reflector" else _dense_step(transition)
+                    Ht = recurrence_loop(xp, h_init, step, self.activation, self.leak)
+                H = Ht.transpose(0, 1)
+            hidden.append(H)
+            layer_input = H
+        state = torch.stack([H[:, -1] for H in hidden])
+        return RecurrentRun(self.output(layer_input), hidden, state)
+
+
+def _dense_step(transition: Transition):
+    W = transition.matrix()
+    return lambda h: h @ W.mT

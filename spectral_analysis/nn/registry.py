@@ -1,0 +1,84 @@
+"""Named models: ``build_model(name, input_size, hidden_size, output_size, **options)``.
+
+Every option has a default, listed in :data:`MODEL_OPTIONS`; an option a model does not take is an
+error that names the accepted ones. The built model carries ``model.config`` (name, sizes and every
+resolved option), from which :func:`build_model` rebuilds the same architecture (checkpoints use it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import nn
+
+from spectral_analysis.linalg import SigmaMap
+from spectral_analysis.nn.activations import DEFAULT_LEAK
+from spectral_analysis.nn.feedforward import FeedForwardNet, SpectralLinear
+from spectral_analysis.nn.lstm import LSTMNet
+from spectral_analysis.nn.recurrent import RecurrentNet
+from spectral_analysis.nn.transitions import DenseTransition, HouseholderTransition, SpectralTransition
+
+_RECURRENT = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 1, "recurrence": "auto",
+              "output_bias": False}
+_SIGMA = {"sigma_map": "sigmoid", "sigma_star": 1.0, "r": 0.1}
+_FEEDFORWARD = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 2, "output_bias": True}
+
+MODEL_OPTIONS: dict[str, dict[str, Any]] = {
+    "rnn": {**_RECURRENT, "init": "gaussian", "init_std": None},
+    "irnn": {**_RECURRENT, "init": "identity"},
+    "lstm": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "forget_bias": 1.0},
+    "ornn": {**_RECURRENT, "m": None},
+    "spectral": {**_RECURRENT, "m1": None, "m2": None, **_SIGMA},
+    "mlp": dict(_FEEDFORWARD),
+    "resnet": dict(_FEEDFORWARD),
+    "spectral-mlp": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA},
+    "spectral-resnet": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA},
+}
+MODEL_NAMES = tuple(MODEL_OPTIONS)
+RECURRENT_MODELS = ("rnn", "irnn", "lstm", "ornn", "spectral")
+
+
+def resolve_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Defaults of ``name`` updated with ``options``; ``ValueError`` for an unknown name or option."""
+    if name not in MODEL_OPTIONS:
+        raise ValueError(f"unknown model {name!r}; expected one of {MODEL_NAMES}")
+    accepted = MODEL_OPTIONS[name]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ValueError(f"model {name!r} does not take option(s) {unknown}; it accepts {sorted(accepted)}")
+    return {**accepted, **options}
+
+
+def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
+    if name == "lstm":
+        return LSTMNet(ni, n, ny, o["num_layers"], o["forget_bias"], o["recurrence"], o["output_bias"])
+    if name in ("mlp", "resnet", "spectral-mlp", "spectral-resnet"):
+        make_linear = {}
+        if name.startswith("spectral"):
+            sigma_map = SigmaMap(o["sigma_map"], o["sigma_star"], o["r"])
+
+            def spectral_linear(i: int, j: int, bias: bool) -> SpectralLinear:
+                return SpectralLinear(i, j, o["m1"], o["m2"], sigma_map, bias)
+            make_linear = {"make_linear": spectral_linear}
+        return FeedForwardNet(ni, n, ny, o["num_layers"], o["activation"], o["leak"],
+                              residual=name.endswith("resnet"), output_bias=o["output_bias"], **make_linear)
+    layers = o["num_layers"]
+    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
+        raise ValueError(f"num_layers must be a positive integer, got {layers!r}")
+    if name in ("rnn", "irnn"):
+        transitions = [DenseTransition(n, o["init"], o.get("init_std")) for _ in range(layers)]
+    elif name == "ornn":
+        transitions = [HouseholderTransition(n, o["m"]) for _ in range(layers)]
+    else:
+        sigma_map = SigmaMap(o["sigma_map"], o["sigma_star"], o["r"])
+        transitions = [SpectralTransition(n, o["m1"], o["m2"], sigma_map) for _ in range(layers)]
+    return RecurrentNet(transitions, ni, ny, o["activation"], o["leak"], o["recurrence"], o["output_bias"])
+
+
+def build_model(name: str, input_size: int, hidden_size: int, output_size: int, **options: Any) -> nn.Module:
+    """A registered model (see :data:`MODEL_NAMES`) with its options; sets ``model.config``."""
+    resolved = resolve_options(name, options)
+    model = _build(name, input_size, hidden_size, output_size, resolved)
+    model.config = {"name": name, "input_size": input_size, "hidden_size": hidden_size,
+                    "output_size": output_size, "options": resolved}
+    return model

@@ -1,0 +1,205 @@
+"""Transition operators: the recurrent matrix W of Eq. 4 behind one interface.
+
+Every transition is an ``nn.Module`` with ``matrix()`` (the dense ``n x n`` W, rebuilt from its
+factors with the fast product and differentiable), ``singular_values()`` (descending; exact from
+the structure where it gives them, ``torch.linalg.svdvals`` otherwise), ``singular_value_bound()``
+(the largest singular value the structure allows, ``None`` if unbounded), ``parameter_count()``
+(the papers' count of free parameters), ``structured_form()`` (the named factors) and
+``apply_reference(h)`` (``W h`` by the paper's own per-step procedure).
+
+- :class:`DenseTransition`: a free matrix (RNN: Gaussian init; IRNN: identity or orthogonal init).
+- :class:`HouseholderTransition`: ``W = H_n(u_n) ... H_{n-m+1}(u_{n-m+1})`` (oRNN, Mhammedi et al.).
+- :class:`SpectralTransition`: ``W = U diag(sigma) V^T`` with m1 + m2 reflectors (Eq. 6) and
+  ``sigma = sigma_map(sigma_hat)`` (Eq. 7): Spectral-RNN.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from spectral_analysis.linalg import SigmaMap, householder_product, reflector_loop, trapezoid_mask
+from spectral_analysis.nn.parametrize import SVDParametrization
+
+DENSE_INITS = ("gaussian", "identity", "orthogonal")
+
+
+def _check_size(n: int) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"hidden size must be a positive integer, got {n!r}")
+    return n
+
+
+def _check_count(m: int | None, n: int, name: str) -> int:
+    if m is None:
+        return n
+    if isinstance(m, bool) or not isinstance(m, int) or not 0 <= m <= n:
+        raise ValueError(f"{name}={m!r} reflectors must be an integer in [0, n={n}]")
+    return m
+
+
+def reflector_length_sum(n: int, m: int) -> int:
+    """Free parameters of m reflectors u_n, ..., u_{n-m+1}: ``n + (n-1) + ... = m n - m(m-1)/2``."""
+    return m * n - m * (m - 1) // 2
+
+
+def random_reflectors(n: int, m: int) -> Tensor:
+    """Packed ``(n, m)`` reflectors with N(0, 1) entries on the trapezoid, zeros above it."""
+    Y = torch.randn(n, m)
+    return Y * trapezoid_mask(n, m, dtype=Y.dtype)
+
+
+class Transition(nn.Module):
+    """The interface; subclasses implement :meth:`matrix` and the counts."""
+
+    size: int
+
+    def matrix(self) -> Tensor:
+        raise NotImplementedError
+
+    def singular_values(self) -> Tensor:
+        """Singular values of W, descending; ``svdvals`` of the dense matrix unless overridden."""
+        return torch.linalg.svdvals(self.matrix().detach())
+
+    def singular_value_bound(self) -> float | None:
+        """Largest singular value the structure allows (``None`` when unbounded)."""
+        return None
+
+    def parameter_count(self) -> int:
+        raise NotImplementedError
+
+    def structured_form(self) -> dict[str, Tensor]:
+        raise NotImplementedError
+
+    def apply_reference(self, h: Tensor) -> Tensor:
+        """``W h`` for ``h (..., n)`` by the structure's own per-step procedure."""
+        return h @ self.matrix().mT
+
+    def spectral_penalty(self) -> Tensor:
+        """Soft singular-value constraint to add to the loss (zero unless the structure has one)."""
+        param = next(self.parameters())
+        return param.new_zeros(())
+
+    def constrain_(self) -> None:
+        """Project the raw parameters back into their feasible set after an optimizer step."""
+
+
+class DenseTransition(Transition):
+    """A free ``n x n`` matrix. ``init``: ``gaussian`` (entries N(0, std^2), std = 1/sqrt(n) unless
+    given), ``identity`` (IRNN, Le et al. 2015) or ``orthogonal`` (the ICML paper's IRNN)."""
+
+    def __init__(self, n: int, init: str = "gaussian", std: float | None = None) -> None:
+        super().__init__()
+        self.size = _check_size(n)
+        if init not in DENSE_INITS:
+            raise ValueError(f"unknown dense init {init!r}; expected one of {DENSE_INITS}")
+        if std is not None and not (math.isfinite(std) and std > 0):
+            raise ValueError(f"init std must be a finite number > 0, got {std}")
+        if init == "gaussian":
+            weight = torch.randn(n, n) * (std if std is not None else n ** -0.5)
+        elif init == "identity":
+            weight = torch.eye(n)
+        else:
+            weight, r = torch.linalg.qr(torch.randn(n, n))
+            weight = weight * torch.sign(torch.diagonal(r))  # Haar-distributed
+        self.weight = nn.Parameter(weight)
+        self.init = init
+
+    def matrix(self) -> Tensor:
+        return self.weight
+
+    def parameter_count(self) -> int:
+        return self.size * self.size
+
+    def structured_form(self) -> dict[str, Tensor]:
+        return {"weight": self.weight}
+
+
+class HouseholderTransition(Transition):
+    """oRNN: ``W = H_n(u_n) ... H_{n-m+1}(u_{n-m+1})``, orthogonal; parameters packed ``(n, m)``."""
+
+    def __init__(self, n: int, m: int | None = None) -> None:
+        super().__init__()
+        self.size = _check_size(n)
+        self.m = _check_count(m, n, "m")
+        self.reflectors = nn.Parameter(random_reflectors(n, self.m))
+        self.register_buffer("mask", trapezoid_mask(n, self.m, dtype=torch.float32), persistent=False)
+
+    def _masked(self) -> Tensor:
+        return self.reflectors * self.mask.to(self.reflectors.dtype)
+
+    def matrix(self) -> Tensor:
+        return householder_product(self._masked())
+
+    def singular_values(self) -> Tensor:
+        return torch.ones(self.size, dtype=self.reflectors.dtype, device=self.reflectors.device)
+
+    def singular_value_bound(self) -> float:
+        return 1.0
+
+    def parameter_count(self) -> int:
+        return reflector_length_sum(self.size, self.m)
+
+    def structured_form(self) -> dict[str, Tensor]:
+        return {"reflectors": self._masked()}
+
+    def apply_reference(self, h: Tensor) -> Tensor:
+        Y = self._masked()
+        none = Y[:, :0]
+        return reflector_loop(h, Y, torch.ones(self.size, dtype=Y.dtype, device=Y.device), none)
+
+
+class SpectralTransition(Transition):
+    """Spectral-RNN, Eq. 6: ``W = H_n(u_n)...H_k1(u_k1) diag(sigma) H_k2(v_k2)...H_n(v_n)``.
+
+    ``sigma = sigma_map(sigma_hat)`` (Eq. 7 for the default sigmoid map), initialized at
+    ``sigma_star``; reflectors initialized with N(0, 1) entries.
+    """
+
+    def __init__(self, n: int, m1: int | None = None, m2: int | None = None,
+                 sigma_map: SigmaMap | None = None) -> None:
+        super().__init__()
+        self.size = _check_size(n)
+        m1, m2 = _check_count(m1, n, "m1"), _check_count(m2, n, "m2")
+        self.svd = SVDParametrization((n, n), m1, m2, sigma_map if sigma_map is not None else SigmaMap())
+        self.m1, self.m2, self.sigma_map = m1, m2, self.svd.sigma_map
+        self.u_reflectors = nn.Parameter(random_reflectors(n, m1))
+        self.v_reflectors = nn.Parameter(random_reflectors(n, m2))
+        self.sigma_hat = nn.Parameter(self.sigma_map.inverse(torch.full((n,), self.sigma_map.sigma_star)))
+
+    def sigma(self) -> Tensor:
+        """The diagonal of Eq. 6, ``sigma_map(sigma_hat)``."""
+        return self.sigma_map(self.sigma_hat)
+
+    def matrix(self) -> Tensor:
+        return self.svd(self.u_reflectors, self.v_reflectors, self.sigma_hat)
+
+    def singular_values(self) -> Tensor:
+        return self.sigma().detach().abs().sort(descending=True).values
+
+    def singular_value_bound(self) -> float | None:
+        low, high = self.sigma_map.bounds
+        return max(abs(low), abs(high)) if self.sigma_map.kind != "none" else None
+
+    def parameter_count(self) -> int:
+        """Section 4: the reflector lengths plus the n singular values."""
+        return reflector_length_sum(self.size, self.m1) + reflector_length_sum(self.size, self.m2) + self.size
+
+    def structured_form(self) -> dict[str, Tensor]:
+        return {"u_reflectors": self.u_reflectors * self.svd.mask_u.to(self.u_reflectors.dtype),
+                "v_reflectors": self.v_reflectors * self.svd.mask_v.to(self.v_reflectors.dtype),
+                "sigma": self.sigma()}
+
+    def apply_reference(self, h: Tensor) -> Tensor:
+        form = self.structured_form()
+        return reflector_loop(h, form["u_reflectors"], form["sigma"], form["v_reflectors"])
+
+    def spectral_penalty(self) -> Tensor:
+        if self.sigma_map.kind == "none":
+            return self.sigma_map.penalty(self.sigma_hat)
+        return self.sigma_hat.new_zeros(())
+
+    def constrain_(self) -> None:
+        self.sigma_map.project_(self.sigma_hat.data)

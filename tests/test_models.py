@@ -1,0 +1,222 @@
+"""Models: transitions, recurrent and feed-forward nets, the registry and its parameter counts."""
+
+import pytest
+import torch
+from torch import nn
+
+from spectral_analysis.nn import (
+    MODEL_NAMES,
+    RECURRENT_MODELS,
+    DenseTransition,
+    HouseholderTransition,
+    SpectralLinear,
+    SpectralTransition,
+    build_model,
+)
+
+D = torch.float64
+
+
+def _inputs(name: str, batch: int = 4, time: int = 6, ni: int = 3, dtype=torch.float32) -> torch.Tensor:
+    shape = (batch, time, ni) if name in RECURRENT_MODELS else (batch, ni)
+    return torch.randn(*shape, dtype=dtype)
+
+
+def _free_parameter_count(model: nn.Module) -> int:
+    """Entries of the parameter tensors that the forward pass can see (packed reflectors are masked)."""
+    total = 0
+    for module in model.modules():
+        for pname, p in module.named_parameters(recurse=False):
+            if pname in ("u_reflectors", "v_reflectors"):
+                mask = module.svd.mask_u if pname == "u_reflectors" else module.svd.mask_v
+                total += int(mask.sum())
+            elif pname == "reflectors":
+                total += int(module.mask.sum())
+            else:
+                total += p.numel()
+    return total
+
+
+@pytest.mark.parametrize("n,m1,m2,ni,ny", [(8, 8, 8, 3, 2), (16, 4, 7, 1, 10), (128, 16, 16, 1, 10),
+                                           (32, 0, 5, 2, 1)])
+def test_spectral_parameter_count_is_section_4_formula(n, m1, m2, ni, ny):
+    model = build_model("spectral", ni, n, ny, m1=m1, m2=m2)
+    counts = model.parameter_counts()
+    assert counts["total"] == (ny + ni + m1 + m2 + 2) * n - (m1**2 + m2**2 - m1 - m2) // 2
+    assert counts["transition"] == sum(range(n - m1 + 1, n + 1)) + sum(range(n - m2 + 1, n + 1)) + n
+    assert counts["total"] == _free_parameter_count(model)
+
+
+def test_rnn_parameter_count_and_full_reflector_spectral_count():
+    n, ni, ny = 20, 3, 4
+    assert build_model("rnn", ni, n, ny).parameter_counts()["total"] == (ny + ni + n + 1) * n
+    # m1 = m2 = n: Section 4's (n_y + n_i + n + 3) n
+    assert build_model("spectral", ni, n, ny).parameter_counts()["total"] == (ny + ni + n + 3) * n
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_counts_match_the_tensors_of_every_model(name):
+    model = build_model(name, 5, 12, 3, num_layers=2)
+    counts = model.parameter_counts()
+    assert counts["total"] == sum(v for k, v in counts.items() if k != "total")
+    assert counts["total"] == _free_parameter_count(model)
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_every_model_trains_on_cpu(name):
+    torch.manual_seed(0)
+    model = build_model(name, 3, 10, 2)
+    x = _inputs(name)
+    target = torch.randn(model(x).shape)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(5):
+        opt.zero_grad()
+        loss = (model(x) - target).square().mean()
+        loss.backward()
+        opt.step()
+        model.constrain_()
+        losses.append(loss.item())
+    assert all(torch.isfinite(torch.tensor(losses)))
+    assert losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("kind", ["sigmoid", "clip"])
+def test_singular_values_stay_in_the_band_under_aggressive_training(kind):
+    torch.manual_seed(1)
+    model = build_model("spectral", 2, 12, 1, m1=6, m2=9, sigma_map=kind, sigma_star=1.0, r=0.05).double()
+    x = torch.randn(8, 20, 2, dtype=D)
+    opt = torch.optim.Adam(model.parameters(), lr=0.5)
+    for _ in range(10):
+        opt.zero_grad()
+        (model(x) - 3.0).square().mean().backward()
+        opt.step()
+        model.constrain_()
+    svals = torch.linalg.svdvals(model.transition_matrix().detach())
+    assert bool((svals >= 0.95 - 1e-12).all() and (svals <= 1.05 + 1e-12).all())
+    assert torch.allclose(model.singular_values(), svals, atol=1e-12)  # exact from sigma
+    assert float(svals.max() - svals.min()) > 0.01  # training did move them
+
+
+def test_r_zero_spectral_and_ornn_are_orthogonal():
+    torch.manual_seed(2)
+    for model in (build_model("spectral", 2, 10, 1, m1=4, m2=7, r=0.0).double(),
+                  build_model("ornn", 2, 10, 1, m=5).double()):
+        W = model.transition_matrix().detach()
+        assert torch.allclose(W @ W.T, torch.eye(10, dtype=D), atol=1e-12)
+        assert torch.allclose(model.singular_values(), torch.ones(10, dtype=D))
+
+
+def test_transitions_expose_dense_matrix_and_structure():
+    torch.manual_seed(3)
+    spectral = SpectralTransition(7, 3, 4).double()
+    form = spectral.structured_form()
+    W = spectral.matrix()
+    recon = spectral.apply_reference(torch.eye(7, dtype=D)).T
+    assert torch.allclose(W, recon, atol=1e-12)
+    assert form["u_reflectors"].shape == (7, 3) and torch.all(form["u_reflectors"].triu(1) == 0)
+    assert spectral.singular_value_bound() == pytest.approx(1.1)
+    assert HouseholderTransition(5, 2).singular_value_bound() == 1.0
+    dense = DenseTransition(6, "orthogonal")
+    assert torch.allclose(dense.matrix() @ dense.matrix().T, torch.eye(6), atol=1e-5)
+    assert torch.equal(DenseTransition(4, "identity").matrix(), torch.eye(4))
+    assert dense.singular_value_bound() is None
+
+
+def test_recurrence_equation_and_hidden_states():
+    """Eq. 4-5 written out by hand; states are carried across calls (split run = full run)."""
+    torch.manual_seed(4)
+    model = build_model("spectral", 3, 6, 2, m1=3, m2=6, activation="leaky_relu", leak=0.3).double()
+    x = torch.randn(2, 9, 3, dtype=D)
+    y, hidden = model(x, return_hidden=True)
+    W, M, b, Y = (model.transition_matrix(), model.input_weights[0], model.biases[0], model.output.weight)
+    h = torch.zeros(2, 6, dtype=D)
+    for t in range(9):
+        z = h @ W.T + x[:, t] @ M.T + b
+        h = torch.maximum(0.3 * z, z)
+        assert torch.allclose(hidden[0, :, t], h, atol=1e-12)
+        assert torch.allclose(y[:, t], h @ Y.T, atol=1e-12)
+    first = model.run(x[:, :4])
+    second = model.run(x[:, 4:], first.state)
+    assert torch.allclose(second.outputs, y[:, 4:], atol=1e-12)
+
+
+def test_lstm_matches_torch_lstm_and_its_loop():
+    torch.manual_seed(5)
+    model = build_model("lstm", 3, 5, 2, num_layers=2).double()
+    ref = nn.LSTM(3, 5, num_layers=2, batch_first=True).double()
+    with torch.no_grad():
+        for layer in range(2):
+            getattr(ref, f"weight_ih_l{layer}").copy_(model.input_weights[layer])
+            getattr(ref, f"weight_hh_l{layer}").copy_(model.recurrent_weights[layer])
+            getattr(ref, f"bias_ih_l{layer}").copy_(model.biases[layer])
+            getattr(ref, f"bias_hh_l{layer}").zero_()
+    x = torch.randn(4, 7, 3, dtype=D)
+    out, (h, c) = ref(x)
+    run = model.run(x)
+    assert torch.allclose(run.hidden[-1], out, atol=1e-12)
+    assert torch.allclose(run.state[0], h, atol=1e-12) and torch.allclose(run.state[1], c, atol=1e-12)
+    loop = model.run(x, recurrence="loop")
+    assert torch.allclose(loop.outputs, run.outputs, atol=1e-12)
+    assert model.transition_matrix().shape == (20, 5)
+    assert torch.allclose(model.biases[0][5:10], torch.ones(5, dtype=D))  # forget bias
+
+
+def test_spectral_linear_rectangular_and_feedforward_shapes():
+    torch.manual_seed(6)
+    layer = SpectralLinear(9, 4, sigma_map=None).double()
+    assert layer.m1 == 4 and layer.m2 == 4  # Theorem 4: min(r, c) on each side
+    assert torch.allclose(torch.linalg.svdvals(layer.weight.detach()), layer.singular_values(), atol=1e-12)
+    for name in ("mlp", "resnet", "spectral-mlp", "spectral-resnet"):
+        model = build_model(name, 9, 8, 3, num_layers=4)
+        y, hidden = model(torch.randn(5, 9), return_hidden=True)
+        assert y.shape == (5, 3)
+        assert hidden.shape == ((5 if name.endswith("mlp") else 3), 5, 8)
+    for svals in build_model("spectral-mlp", 9, 8, 3, r=0.2).singular_values():
+        assert bool((svals >= 0.8 - 1e-6).all() and (svals <= 1.2 + 1e-6).all())
+
+
+def test_resnet_block_is_residual():
+    torch.manual_seed(7)
+    model = build_model("resnet", 3, 4, 2, num_layers=2, activation="identity").double()
+    with torch.no_grad():
+        model.hidden_layers[1].weight.zero_()
+        model.hidden_layers[1].bias.zero_()
+    x = torch.randn(2, 3, dtype=D)
+    _, hidden = model(x, return_hidden=True)
+    assert torch.allclose(hidden[1], hidden[0])  # zero residual branch: the block is the identity
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: build_model("transformer", 1, 2, 3), "unknown model"),
+    (lambda: build_model("rnn", 1, 4, 1, m1=2), r"does not take option\(s\) \['m1'\]"),
+    (lambda: build_model("spectral", 1, 4, 1, m1=5), "m1=5 reflectors"),
+    (lambda: build_model("ornn", 1, 4, 1, m=-1), "m=-1 reflectors"),
+    (lambda: build_model("rnn", 1, 4, 1, leak=1.5), "leak must lie"),
+    (lambda: build_model("rnn", 1, 4, 1, activation="gelu"), "unknown activation"),
+    (lambda: build_model("spectral", 1, 4, 1, r=-0.1), "r must be"),
+    (lambda: build_model("resnet", 1, 4, 1, num_layers=3), "must be even"),
+    (lambda: build_model("rnn", 1, 0, 1), "hidden size"),
+    (lambda: build_model("rnn", 1, 4, 1, num_layers=0), "num_layers"),
+    (lambda: build_model("rnn", 1, 4, 1, recurrence="cudnn"), "unknown recurrence"),
+    (lambda: build_model("lstm", 1, 4, 1, recurrence="scan"), "the LSTM supports"),
+    (lambda: build_model("rnn", 3, 4, 1)(torch.randn(2, 3)), r"shape \(batch, time, 3\)"),
+    (lambda: build_model("rnn", 3, 4, 1)(torch.randn(2, 5, 2)), r"shape \(batch, time, 3\)"),
+    (lambda: build_model("rnn", 3, 4, 1)(torch.randn(2, 5, 3, dtype=D)), "float64"),
+    (lambda: build_model("rnn", 3, 4, 1)(torch.randn(2, 5, 3), torch.zeros(3, 4)), "initial hidden state"),
+    (lambda: build_model("mlp", 3, 4, 1)(torch.randn(2, 5, 3)), r"shape \(batch, 3\)"),
+    (lambda: build_model("lstm", 3, 4, 1)(torch.randn(2, 5, 3), torch.zeros(1, 2, 4)), r"pair \(h0, c0\)"),
+])
+def test_bad_input_names_the_problem(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_config_rebuilds_the_same_architecture():
+    model = build_model("spectral", 2, 9, 3, m1=4, sigma_map="clip", r=0.3)
+    config = model.config
+    again = build_model(config["name"], config["input_size"], config["hidden_size"], config["output_size"],
+                        **config["options"])
+    assert again.config == config
+    assert [p.shape for p in again.parameters()] == [p.shape for p in model.parameters()]
+    assert config["options"]["m2"] is None and config["options"]["sigma_map"] == "clip"
