@@ -81,3 +81,27 @@ def test_bad_counts_and_foreign_files_are_clear_errors(tmp_path, capsys):
 def test_debug_shows_the_traceback(tmp_path):
     proc = run("--debug", "decompose", str(tmp_path / "missing.npy"))
     assert proc.returncode != 0 and "Traceback" in proc.stderr
+
+
+def test_params_json_gives_the_section_4_count():
+    proc = run("params", "--model", "spectral", "--inputs", "1", "--hidden", "128", "--outputs", "10",
+               "--m1", "16", "--m2", "16", "--json")
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    n, ni, ny, m1, m2 = 128, 1, 10, 16, 16
+    assert payload["total"] == (ny + ni + m1 + m2 + 2) * n - (m1**2 + m2**2 - m1 - m2) // 2
+    assert payload["transition"] == sum(range(113, 129)) * 2 + 128
+    assert {k: payload[k] for k in ("input", "output", "bias")} == {"input": 128, "output": 1280, "bias": 128}
+
+
+def test_params_text_and_flag_errors(capsys):
+    assert main(["params", "--model", "ornn", "--inputs", "2", "--hidden", "8", "--outputs", "1",
+                 "--m", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "transition" in out and f"{8 + 7 + 6:>12,d}" in out
+    assert main(["params", "--model", "spectral", "--inputs", "2", "--hidden", "8", "--outputs", "1",
+                 "--m", "3"]) == 1
+    assert "does not take option(s) ['m']" in capsys.readouterr().err
+    assert main(["params", "--model", "spectral", "--inputs", "2", "--hidden", "8", "--outputs", "1",
+                 "--m1", "9"]) == 1
+    assert "m1=9" in capsys.readouterr().err

@@ -1,21 +1,13 @@
-"""The ``spectral-analysis`` command.
-
-Conventions for every subcommand: ``--json`` prints exactly one JSON document on stdout and
-nothing else there; otherwise readable text. A bad input or a failure is one line on stderr
-(``spectral-analysis: error: ...``) and a non-zero exit; ``--debug`` shows the traceback.
-"""
+"""``spectral-analysis demo`` and ``decompose``: the SVD map and its inverse on matrices."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from spectral_analysis.cli.common import CommandError, emit, load_matrix
 from spectral_analysis.linalg import (
     SigmaMap,
     svd_compose,
@@ -23,33 +15,6 @@ from spectral_analysis.linalg import (
     svd_decompose,
     svd_image_membership,
 )
-
-
-class CommandError(Exception):
-    """A failure to report as one line on stderr."""
-
-
-def load_matrix(path: str) -> torch.Tensor:
-    """A 2-D float64 matrix from ``.npy`` (no pickles) or whitespace/comma separated text."""
-    file = Path(path)
-    if not file.is_file():
-        raise CommandError(f"matrix file not found: {path}")
-    try:
-        if file.suffix == ".npy":
-            array = np.load(file, allow_pickle=False)
-        else:
-            text = file.read_text()
-            array = np.loadtxt(file, delimiter="," if "," in text else None, ndmin=2)
-    except (ValueError, OSError) as error:
-        raise CommandError(f"cannot read a matrix from {path}: {error}") from None
-    if array.ndim != 2 or not np.issubdtype(array.dtype, np.number):
-        raise CommandError(f"{path} holds an array of shape {array.shape} and dtype {array.dtype}; "
-                           "expected a 2-D numeric matrix")
-    return torch.from_numpy(np.asarray(array, dtype=np.float64))
-
-
-def _emit(args: argparse.Namespace, payload: dict, text: Callable[[dict], str]) -> None:
-    print(json.dumps(payload, indent=2) if args.json else text(payload))
 
 
 def cmd_decompose(args: argparse.Namespace) -> int:
@@ -79,7 +44,7 @@ def cmd_decompose(args: argparse.Namespace) -> int:
             lines.append(f"  vectors and sigma written to {p['out']}")
         return "\n".join(lines)
 
-    _emit(args, payload, text)
+    emit(args, payload, text)
     return 0 if verdict.member is not None else 3
 
 
@@ -139,15 +104,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
                      f"[{sc['singular_values_range'][0]:.4f}, {sc['singular_values_range'][1]:.4f}]")
         return "\n".join(lines)
 
-    _emit(args, payload, text)
+    emit(args, payload, text)
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="spectral-analysis", description=__doc__.splitlines()[0])
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     demo = sub.add_parser("demo", help="decompose, rebuild and constrain matrices (the main job)")
     demo.add_argument("--size", type=int, default=24, help="matrix size n (default 24)")
     demo.add_argument("--seed", type=int, default=0)
@@ -163,22 +124,3 @@ def build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--out", default=None, help="write u_i, v_i, sigma to this .npz file")
     dec.add_argument("--json", action="store_true")
     dec.set_defaults(func=cmd_decompose)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except (CommandError, ValueError, RuntimeError, OSError) as error:
-        if args.debug:
-            raise
-        message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        print(f"spectral-analysis: error: {message}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-

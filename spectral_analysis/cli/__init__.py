@@ -1,0 +1,37 @@
+"""The ``spectral-analysis`` command.
+
+Conventions for every subcommand: ``--json`` prints exactly one JSON document on stdout and
+nothing else there; otherwise readable text. A bad input or a failure is one line on stderr
+(``spectral-analysis: error: ...``) and a non-zero exit; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from spectral_analysis.cli import matrix, models
+from spectral_analysis.cli.common import CommandError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spectral-analysis", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module in (matrix, models):
+        module.add_parsers(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (CommandError, ValueError, RuntimeError, OSError) as error:
+        if args.debug:
+            raise
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        print(f"spectral-analysis: error: {message}", file=sys.stderr)
+        return 1

@@ -1,0 +1,38 @@
+"""What every subcommand shares: the error type, JSON/text output and reading matrices."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+class CommandError(Exception):
+    """A failure to report as one line on stderr."""
+
+
+def load_matrix(path: str) -> torch.Tensor:
+    """A 2-D float64 matrix from ``.npy`` (no pickles) or whitespace/comma separated text."""
+    file = Path(path)
+    if not file.is_file():
+        raise CommandError(f"matrix file not found: {path}")
+    try:
+        if file.suffix == ".npy":
+            array = np.load(file, allow_pickle=False)
+        else:
+            text = file.read_text()
+            array = np.loadtxt(file, delimiter="," if "," in text else None, ndmin=2)
+    except (ValueError, OSError) as error:
+        raise CommandError(f"cannot read a matrix from {path}: {error}") from None
+    if array.ndim != 2 or not np.issubdtype(array.dtype, np.number):
+        raise CommandError(f"{path} holds an array of shape {array.shape} and dtype {array.dtype}; "
+                           "expected a 2-D numeric matrix")
+    return torch.from_numpy(np.asarray(array, dtype=np.float64))
+
+
+def emit(args: argparse.Namespace, payload: dict, text: Callable[[dict], str]) -> None:
+    print(json.dumps(payload, indent=2) if args.json else text(payload))

@@ -1,0 +1,68 @@
+"""``spectral-analysis params``: parameter counts of a registered model, by component.
+
+The model flags (``--activation``, ``--m1``, ...) are shared with the commands that build models;
+only the flags a user gives reach :func:`~spectral_analysis.nn.build_model`, so a flag the model
+does not take is an error naming the options it accepts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from spectral_analysis.cli.common import emit
+from spectral_analysis.nn import ACTIVATIONS, MODEL_NAMES, RECURRENCES, build_model
+from spectral_analysis.nn.transitions import DENSE_INITS
+
+MODEL_FLAGS: dict[str, dict[str, Any]] = {
+    "activation": {"choices": ACTIVATIONS, "help": "phi of Eq. 4 (default leaky_relu)"},
+    "leak": {"type": float, "help": "leaky_relu leak in [0, 1] (default 0.2)"},
+    "m": {"type": int, "help": "oRNN reflectors (default n)"},
+    "m1": {"type": int, "help": "Spectral reflectors for U (default n)"},
+    "m2": {"type": int, "help": "Spectral reflectors for V (default n)"},
+    "r": {"type": float, "help": "singular values in [sigma* - r, sigma* + r] (default 0.1)"},
+    "sigma_star": {"type": float, "help": "centre sigma* of the singular values (default 1)"},
+    "sigma_map": {"choices": ("sigmoid", "clip", "none"), "help": "Eq. 7 sigmoid, clip or none"},
+    "num_layers": {"type": int, "help": "stacked recurrent layers / hidden layers of an MLP"},
+    "recurrence": {"choices": RECURRENCES, "help": "time-loop route (default auto)"},
+    "init": {"choices": DENSE_INITS, "help": "RNN/IRNN transition init"},
+    "forget_bias": {"type": float, "help": "LSTM forget-gate bias init (default 1)"},
+    "output_bias": {"action": argparse.BooleanOptionalAction, "help": "bias on the read-out Y"},
+}
+
+
+def add_model_flags(parser: argparse.ArgumentParser) -> None:
+    """``--model NAME`` and every model option as a flag (default: the model's own default)."""
+    parser.add_argument("--model", required=True, choices=MODEL_NAMES)
+    for option, spec in MODEL_FLAGS.items():
+        parser.add_argument("--" + option.replace("_", "-"), dest=option, default=None, **spec)
+
+
+def model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The model options the user set on the command line."""
+    return {k: getattr(args, k) for k in MODEL_FLAGS if getattr(args, k) is not None}
+
+
+def cmd_params(args: argparse.Namespace) -> int:
+    model = build_model(args.model, args.inputs, args.hidden, args.outputs, **model_options(args))
+    counts = model.parameter_counts()
+    payload = {"model": args.model, "inputs": args.inputs, "hidden": args.hidden, "outputs": args.outputs,
+               "options": model.config["options"], **counts}
+
+    def text(p: dict) -> str:
+        lines = [f"{p['model']}: n_i={p['inputs']}, n={p['hidden']}, n_y={p['outputs']}"]
+        lines += [f"  {key:<10} {p[key]:>12,d}" for key in ("transition", "input", "output", "bias", "total")]
+        return "\n".join(lines)
+
+    emit(args, payload, text)
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    params = sub.add_parser("params", help="parameter counts of a model by component")
+    add_model_flags(params)
+    params.add_argument("--inputs", type=int, required=True, help="input size n_i")
+    params.add_argument("--hidden", type=int, required=True, help="hidden size n")
+    params.add_argument("--outputs", type=int, required=True, help="output size n_y")
+    params.add_argument("--json", action="store_true")
+    params.set_defaults(func=cmd_params)
