@@ -13,13 +13,12 @@ are what to read on a noisy machine):
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import statistics
 import time
 from collections.abc import Callable
 
 import torch
+from report import write_report
 
 from spectral_analysis.linalg import (
     householder_product,
@@ -95,14 +94,7 @@ def main() -> None:
                   f"{case['blocked_over_matmul']:.2f} x matmul   sequential = "
                   f"{case['sequential_over_blocked']:.1f} x blocked   torch = "
                   f"{case['torch_over_blocked']:.1f} x blocked", flush=True)
-    machine = {"platform": platform.platform(), "processor": platform.processor(),
-               "threads": torch.get_num_threads(), "torch": torch.__version__, "device": args.device}
-    if args.device.startswith("cuda"):
-        machine["gpu"] = torch.cuda.get_device_name()
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"machine": machine, "dtype": "float32", "what": "forward + backward",
-                       "cases": cases}, f, indent=2)
+    write_report(args.out, args.device, "forward + backward", cases)
 
 
 if __name__ == "__main__":

@@ -16,13 +16,12 @@ Side by side in one run (medians of interleaved repeats; read the ratios, not th
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import statistics
 import time
 from collections.abc import Callable
 
 import torch
+from report import write_report
 from torch import nn
 
 from spectral_analysis.nn import build_model
@@ -107,14 +106,7 @@ def main() -> None:
               f"leaky_relu {case['spectral_leaky_relu_over_nn_rnn']:.3f} x, via torch kernel "
               f"{case['spectral_torch_kernel_over_nn_rnn']:.3f} x; reflector loop "
               f"{case.get('reflector_over_spectral_relu', float('nan')):.1f} x slower", flush=True)
-    machine = {"platform": platform.platform(), "processor": platform.processor(),
-               "threads": torch.get_num_threads(), "torch": torch.__version__, "device": args.device}
-    if args.device.startswith("cuda"):
-        machine["gpu"] = torch.cuda.get_device_name()
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"machine": machine, "dtype": "float32", "what": "forward + backward, full sequence",
-                       "cases": cases}, f, indent=2)
+    write_report(args.out, args.device, "forward + backward, full sequence", cases)
 
 
 if __name__ == "__main__":

@@ -220,3 +220,20 @@ def test_config_rebuilds_the_same_architecture():
     assert again.config == config
     assert [p.shape for p in again.parameters()] == [p.shape for p in model.parameters()]
     assert config["options"]["m2"] is None and config["options"]["sigma_map"] == "clip"
+
+
+def test_penalty_of_the_unconstrained_map_and_its_gradient():
+    torch.manual_seed(8)
+    free = build_model("spectral", 2, 5, 1, sigma_map="none").double()
+    with torch.no_grad():
+        free.transitions[0].sigma_hat.copy_(torch.tensor([1.0, 2.0, 0.5, 1.0, -1.0], dtype=D))
+    penalty = free.spectral_penalty()
+    assert penalty.item() == pytest.approx(0.0 + 1.0 + 0.25 + 0.0 + 4.0)
+    penalty.backward()
+    assert torch.allclose(free.transitions[0].sigma_hat.grad,
+                          2 * torch.tensor([0.0, 1.0, -0.5, 0.0, -2.0], dtype=D))
+    assert build_model("spectral", 2, 5, 1).spectral_penalty().item() == 0.0
+    mlp = build_model("spectral-mlp", 3, 4, 2, sigma_map="none")
+    with torch.no_grad():
+        mlp.input_layer.sigma_hat.fill_(2.0)
+    assert mlp.spectral_penalty().item() == pytest.approx(3.0)  # input layer: min(4, 3) values

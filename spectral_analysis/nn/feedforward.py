@@ -58,9 +58,7 @@ class SpectralLinear(nn.Module):
         return reflector_length_sum(r, self.m1) + reflector_length_sum(c, self.m2) + min(r, c)
 
     def spectral_penalty(self) -> Tensor:
-        if self.sigma_map.kind == "none":
-            return self.sigma_map.penalty(self.sigma_hat)
-        return self.sigma_hat.new_zeros(())
+        return self.svd.penalty(self.sigma_hat)
 
     def constrain_(self) -> None:
         self.sigma_map.project_(self.sigma_hat.data)

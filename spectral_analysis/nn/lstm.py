@@ -64,14 +64,8 @@ class LSTMNet(RecurrentModel):
     def constrain_(self) -> None:
         """Nothing to project: an LSTM's weights are unconstrained."""
 
-    def parameter_counts(self) -> dict[str, int]:
-        counts = {"transition": sum(w.numel() for w in self.recurrent_weights),
-                  "input": sum(w.numel() for w in self.input_weights),
-                  "output": self.output.weight.numel(),
-                  "bias": sum(b.numel() for b in self.biases)
-                  + (self.output.bias.numel() if self.output.bias is not None else 0)}
-        counts["total"] = sum(counts.values())
-        return counts
+    def transition_parameter_count(self) -> int:
+        return sum(w.numel() for w in self.recurrent_weights)
 
     def run(self, x: Tensor, h0: tuple[Tensor, Tensor] | None = None,
             recurrence: str | None = None) -> RecurrentRun:

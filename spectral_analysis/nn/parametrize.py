@@ -66,6 +66,12 @@ class SVDParametrization(nn.Module):
         """The singular values of the weight, exactly: ``|sigma_map(sigma_hat)|``."""
         return self.sigma_map(sigma_hat).abs()
 
+    def penalty(self, sigma_hat: Tensor) -> Tensor:
+        """The soft constraint ``||sigma - sigma*||^2`` for the ``none`` map, zero for the others."""
+        if self.sigma_map.kind == "none":
+            return self.sigma_map.penalty(sigma_hat)
+        return sigma_hat.new_zeros(())
+
     def parameter_count(self) -> int:
         """Free parameters: the reflector lengths (paper's count) plus min(r, c) singular values."""
         return int(self.mask_u.sum() + self.mask_v.sum()) + min(self.shape)

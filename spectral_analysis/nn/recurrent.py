@@ -73,6 +73,19 @@ class RecurrentModel(nn.Module):
     def run(self, x: Tensor, h0=None, recurrence: str | None = None) -> RecurrentRun:
         raise NotImplementedError
 
+    def transition_parameter_count(self) -> int:
+        raise NotImplementedError
+
+    def parameter_counts(self) -> dict[str, int]:
+        """Free parameters by component; the transition counts are the papers' (Section 4)."""
+        output_bias = self.output.bias.numel() if self.output.bias is not None else 0
+        counts = {"transition": self.transition_parameter_count(),
+                  "input": sum(M.numel() for M in self.input_weights),
+                  "output": self.output.weight.numel(),
+                  "bias": sum(b.numel() for b in self.biases) + output_bias}
+        counts["total"] = sum(counts.values())
+        return counts
+
     def forward(self, x: Tensor, h0=None, return_hidden: bool = False):
         """Outputs ``(B, T, n_y)`` of every step; with ``return_hidden``, also the hidden states
         ``(L, B, T, n)`` of every layer."""
@@ -130,15 +143,8 @@ class RecurrentNet(RecurrentModel):
         for t in self.transitions:
             t.constrain_()
 
-    def parameter_counts(self) -> dict[str, int]:
-        """Free parameters by component; the transition counts are the papers' (Section 4)."""
-        counts = {"transition": sum(t.parameter_count() for t in self.transitions),
-                  "input": sum(M.numel() for M in self.input_weights),
-                  "output": self.output.weight.numel(),
-                  "bias": sum(b.numel() for b in self.biases)
-                  + (self.output.bias.numel() if self.output.bias is not None else 0)}
-        counts["total"] = sum(counts.values())
-        return counts
+    def transition_parameter_count(self) -> int:
+        return sum(t.parameter_count() for t in self.transitions)
 
     def run(self, x: Tensor, h0: Tensor | None = None, recurrence: str | None = None) -> RecurrentRun:
         """Eq. 4-5 on ``x (B, T, n_i)``, by route ``recurrence`` (default: the model's own)."""

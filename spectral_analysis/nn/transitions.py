@@ -197,9 +197,7 @@ class SpectralTransition(Transition):
         return reflector_loop(h, form["u_reflectors"], form["sigma"], form["v_reflectors"])
 
     def spectral_penalty(self) -> Tensor:
-        if self.sigma_map.kind == "none":
-            return self.sigma_map.penalty(self.sigma_hat)
-        return self.sigma_hat.new_zeros(())
+        return self.svd.penalty(self.sigma_hat)
 
     def constrain_(self) -> None:
         self.sigma_map.project_(self.sigma_hat.data)

@@ -1,0 +1,24 @@
+"""What every benchmark writes: the machine it ran on and its cases, as one JSON report."""
+
+from __future__ import annotations
+
+import json
+import platform
+
+import torch
+
+
+def machine_info(device: str) -> dict:
+    machine = {"platform": platform.platform(), "processor": platform.processor(),
+               "threads": torch.get_num_threads(), "torch": torch.__version__, "device": device}
+    if device.startswith("cuda"):
+        machine["gpu"] = torch.cuda.get_device_name()
+    return machine
+
+
+def write_report(path: str | None, device: str, what: str, cases: list[dict]) -> None:
+    """Write ``{"machine", "dtype", "what", "cases"}`` to ``path`` (nothing when ``path`` is None)."""
+    if path:
+        with open(path, "w") as f:
+            json.dump({"machine": machine_info(device), "dtype": "float32", "what": what, "cases": cases},
+                      f, indent=2)
