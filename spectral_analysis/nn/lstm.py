@@ -3,7 +3,8 @@
 One bias per gate (4n per layer, as TensorFlow's LSTM cell that the paper used), the forget
 gate's initialized to ``forget_bias``; gates in PyTorch's order (input, forget, cell, output).
 ``recurrence="auto"``/``"torch"`` runs PyTorch's fused kernel (``torch.lstm``, cuDNN on a GPU);
-``"loop"`` runs the equations step by step under autograd (the reference).
+``"loop"`` runs the equations step by step under autograd (the reference). Symbol-id inputs
+``(B, T)`` select columns of the input weight (one-hot inputs without the one-hot vectors).
 
 An LSTM has no single transition matrix: :meth:`LSTMNet.transition_matrix` returns the stacked
 ``4n x n`` recurrent weight of the four gates, and its singular values come from ``svdvals``.
@@ -72,7 +73,7 @@ class LSTMNet(RecurrentModel):
         self.check_input(x)
         B = x.shape[0]
         if h0 is None:
-            h0 = (x.new_zeros(self.num_layers, B, self.hidden_size),) * 2
+            h0 = (self.zero_state(B),) * 2
         elif not (isinstance(h0, tuple | list) and len(h0) == 2):
             raise ValueError("an LSTM's initial state is a pair (h0, c0)")
         h_init, c_init = (self.check_state(s, B) for s in h0)
@@ -82,6 +83,9 @@ class LSTMNet(RecurrentModel):
         layer_input, hidden, finals_h, finals_c = x, [], [], []
         for layer in range(self.num_layers):
             w_ih, w_hh, b = self.input_weights[layer], self.recurrent_weights[layer], self.biases[layer]
+            if not layer_input.is_floating_point():  # symbol ids: columns of w_ih, then w_ih = I
+                layer_input = nn.functional.embedding(layer_input, w_ih.T)
+                w_ih = torch.eye(w_ih.shape[0], dtype=w_ih.dtype, device=w_ih.device)
             if mode == "loop":
                 H, (h, c) = _lstm_loop(layer_input, w_ih, w_hh, b, h_init[layer], c_init[layer])
             else:

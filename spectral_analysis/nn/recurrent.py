@@ -1,6 +1,8 @@
 """The recurrent net of Eq. 4-5, stacked: ``h_t = phi(W h_{t-1} + M x_t + b)``, ``y_t = Y h_t``.
 
 Layer l > 0 reads the hidden states of layer l - 1 as its input; ``Y`` reads the last layer.
+Inputs are floats ``(B, T, n_i)`` or integer symbol ids ``(B, T)`` in ``[0, n_i)``: an id stands for
+its one-hot vector, so ``M x_t`` is a column of M (an embedding lookup, same math).
 Each layer's ``W`` comes from a :class:`~spectral_analysis.nn.transitions.Transition`; it is
 materialized once per forward pass and the time loop runs by one of the routes of
 :mod:`spectral_analysis.nn.recurrence`. Eq. 5 has no output bias; ``output_bias=True`` adds one.
@@ -50,15 +52,33 @@ class RecurrentModel(nn.Module):
         return next(self.parameters())
 
     def check_input(self, x: Tensor) -> None:
-        if not isinstance(x, Tensor) or x.dim() != 3 or x.shape[-1] != self.input_size:
-            shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-            raise ValueError(f"expected input of shape (batch, time, {self.input_size}), got {shape}")
+        if not isinstance(x, Tensor):
+            raise ValueError(f"expected a tensor input, got {type(x).__name__}")
+        w = self._reference_weight()
+        if not x.is_floating_point():
+            if x.dim() != 2 or x.dtype not in (torch.int64, torch.int32):
+                raise ValueError(f"integer input must be symbol ids of shape (batch, time), got "
+                                 f"{x.dtype} of shape {tuple(x.shape)}")
+            if x.numel() and (int(x.min()) < 0 or int(x.max()) >= self.input_size):
+                raise ValueError(f"symbol ids must lie in [0, {self.input_size}), got "
+                                 f"[{int(x.min())}, {int(x.max())}]")
+            if x.shape[1] < 1:
+                raise ValueError("input has no time steps (time dimension is 0)")
+            if x.device != w.device:
+                raise ValueError(f"input is on {x.device} but the model is on {w.device}")
+            return
+        if x.dim() != 3 or x.shape[-1] != self.input_size:
+            raise ValueError(f"expected input of shape (batch, time, {self.input_size}), "
+                             f"got {tuple(x.shape)}")
         if x.shape[1] < 1:
             raise ValueError("input has no time steps (time dimension is 0)")
-        w = self._reference_weight()
         if x.dtype != w.dtype or x.device != w.device:
             raise ValueError(f"input is {x.dtype} on {x.device} but the model is {w.dtype} on {w.device}; "
                              f"convert with x.to(model_dtype, model_device)")
+
+    def zero_state(self, batch: int) -> Tensor:
+        w = self._reference_weight()
+        return w.new_zeros(self.num_layers, batch, self.hidden_size)
 
     def check_state(self, h0: Tensor, batch: int) -> Tensor:
         """``h0`` as ``(L, B, n)``; ``(B, n)`` is accepted for a one-layer model."""
@@ -150,7 +170,7 @@ class RecurrentNet(RecurrentModel):
         """Eq. 4-5 on ``x (B, T, n_i)``, by route ``recurrence`` (default: the model's own)."""
         self.check_input(x)
         B = x.shape[0]
-        h0 = x.new_zeros(self.num_layers, B, self.hidden_size) if h0 is None else self.check_state(h0, B)
+        h0 = self.zero_state(B) if h0 is None else self.check_state(h0, B)
         mode = resolve_recurrence(recurrence or self.recurrence, self.activation, x.device)
         if mode == "reflector" and any(isinstance(t, DenseTransition) for t in self.transitions):
             raise ValueError("recurrence='reflector' needs a structured transition (oRNN, Spectral-RNN); "
@@ -158,10 +178,17 @@ class RecurrentNet(RecurrentModel):
         layer_input, hidden = x, []
         for transition, M, b, h_init in zip(self.transitions, self.input_weights, self.biases, h0,
                                             strict=True):
+            symbols = not layer_input.is_floating_point()
             if mode == "torch":
+                if symbols:  # the fused kernel wants vectors: look up M's columns, then M = I
+                    layer_input, M = nn.functional.embedding(layer_input, M.T), torch.eye(
+                        M.shape[0], dtype=M.dtype, device=M.device)
                 H = recurrence_torch(layer_input, M, b, transition.matrix(), h_init, self.activation)
             else:
-                xp = nn.functional.linear(layer_input.transpose(0, 1), M, b)  # (T, B, n)
+                if symbols:
+                    xp = nn.functional.embedding(layer_input.T, M.T) + b  # (T, B, n)
+                else:
+                    xp = nn.functional.linear(layer_input.transpose(0, 1), M, b)  # (T, B, n)
                 if mode == "scan":
                     Ht = recurrence_scan(xp, transition.matrix(), h_init, self.activation, self.leak)
                 else:

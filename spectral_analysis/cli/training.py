@@ -1,0 +1,128 @@
+"""``spectral-analysis train``, ``inspect`` and ``demo`` (training RNN and Spectral-RNN on addition)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from spectral_analysis.cli.common import emit
+from spectral_analysis.cli.models import add_model_flags, model_options
+from spectral_analysis.data import TASK_NAMES
+from spectral_analysis.train import OPTIMIZERS, TrainConfig, load_checkpoint, train, weight_singular_values
+
+TASK_FLAGS: dict[str, dict[str, Any]] = {
+    "length": {"type": int, "help": "sequence length T (addition, copy) or window (ptb)"},
+    "dataset": {"help": "UCR dataset name (ucr task), e.g. ArrowHead, GunPoint, Coffee"},
+    "data_dir": {"help": "read the task's data from your own directory (MNIST IDX files, UCR, ptb.*.txt)"},
+    "train_size": {"type": int, "help": "training examples (synthetic tasks; MNIST: keep the first ones)"},
+    "valid_size": {"type": int, "help": "validation examples (synthetic tasks)"},
+    "test_size": {"type": int, "help": "test examples (synthetic tasks)"},
+    "pixels_per_step": {"type": int, "help": "MNIST pixels per step: 1 (784 steps) or 2 (392 steps)"},
+    "input_size": {"type": int, "help": "UCR values per step n_i (default: Appendix C's rule)"},
+    "data_seed": {"option": "seed", "type": int,
+                  "help": "data seed: synthetic sets, the MNIST permutation, the UCR validation split"},
+}
+
+
+def _task_options(args: argparse.Namespace) -> dict[str, Any]:
+    options = {}
+    for flag, spec in TASK_FLAGS.items():
+        value = getattr(args, flag)
+        if value is not None:
+            options[spec.get("option", flag)] = value
+    return options
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    config = TrainConfig(
+        model=args.model, task=args.task, out=args.out, hidden=args.hidden,
+        model_options=model_options(args), task_options=_task_options(args), optimizer=args.optimizer,
+        lr=args.lr, lr_decay=args.lr_decay, batch_size=args.batch_size, steps=args.steps, epochs=args.epochs,
+        clip=args.clip, penalty=args.penalty, seed=args.seed, device=args.device,
+        record_every=args.record_every, eval_every=args.eval_every, checkpoint_every=args.checkpoint_every,
+        eval_batches=args.eval_batches, progress=not args.no_progress and not args.json)
+    if config.steps is None and config.epochs is None:
+        config.steps = 1000
+    summary = train(config, resume=args.resume)
+    payload = {"out": str(Path(args.out)), "checkpoint": str(Path(args.out) / "last.safetensors"),
+               **{phase: {k: v for k, v in line.items() if k != "singular_values"}
+                  for phase, line in summary.items()}}
+
+    def text(p: dict) -> str:
+        lines = [f"run written to {p['out']} (checkpoint {p['checkpoint']})"]
+        for phase in ("train", "valid", "test"):
+            if phase in p:
+                values = ", ".join(f"{k}={v:.4g}" for k, v in p[phase].items()
+                                   if isinstance(v, float) and k != "time")
+                lines.append(f"  {phase:<5} step {p[phase]['step']}: {values}")
+        return "\n".join(lines)
+
+    emit(args, payload, text)
+    return 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    checkpoint = load_checkpoint(args.checkpoint)
+    meta, tensors, model = checkpoint.metadata, checkpoint.tensors, checkpoint.model
+    svals = [s.tolist() for s in weight_singular_values(model)]
+    task = meta.get("task", {})
+    payload = {"checkpoint": args.checkpoint, "model": meta["model"], "task": task.get("name"),
+               "task_options": task.get("options"), "T": task.get("length"), "B": task.get("data_bound"),
+               "m": task.get("train_size"), "step": meta.get("step"), "metrics": meta.get("metrics", {}),
+               "package_version": meta.get("package_version"), "parameters": model.parameter_counts(),
+               "singular_values": svals, "tensors": len(tensors)}
+
+    def text(p: dict) -> str:
+        model_line = ", ".join(f"{k}={v}" for k, v in p["model"]["options"].items())
+        lines = [f"{p['checkpoint']}: {p['model']['name']} (n_i={p['model']['input_size']}, "
+                 f"n={p['model']['hidden_size']}, n_y={p['model']['output_size']}; {model_line})",
+                 f"  task {p['task']} {p['task_options']}: T={p['T']}, B={p['B']:.4g}, m={p['m']}",
+                 f"  step {p['step']}, {p['parameters']['total']:,d} parameters, "
+                 f"package {p['package_version']}"]
+        for phase, line in p["metrics"].items():
+            values = ", ".join(f"{k}={v:.4g}" for k, v in line.items()
+                               if isinstance(v, float) and k not in ("time",))
+            lines.append(f"  {phase}: {values}")
+        for i, s in enumerate(p["singular_values"]):
+            lines.append(f"  singular values of matrix {i}: max {max(s):.6g}, min {min(s):.6g} "
+                         f"({len(s)} values)")
+        return "\n".join(lines)
+
+    emit(args, payload, text)
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    tr = sub.add_parser("train", help="train a model on a task, writing checkpoints and metrics")
+    add_model_flags(tr)
+    tr.add_argument("--task", required=True, choices=TASK_NAMES)
+    for flag, spec in TASK_FLAGS.items():
+        spec = {k: v for k, v in spec.items() if k != "option"}
+        tr.add_argument("--" + flag.replace("_", "-"), dest=flag, default=None, **spec)
+    tr.add_argument("--hidden", type=int, default=128, help="hidden size n (default 128)")
+    tr.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="adam")
+    tr.add_argument("--lr", type=float, default=1e-3)
+    tr.add_argument("--lr-decay", type=float, default=1.0, help="learning rate factor per epoch")
+    tr.add_argument("--batch-size", type=int, default=50)
+    budget = tr.add_mutually_exclusive_group()
+    budget.add_argument("--steps", type=int, default=None, help="optimizer steps (default 1000)")
+    budget.add_argument("--epochs", type=int, default=None)
+    tr.add_argument("--clip", type=float, default=None, help="clip the gradient norm to this value")
+    tr.add_argument("--penalty", type=float, default=0.0, help="weight of ||sigma - sigma*||^2 (map none)")
+    tr.add_argument("--seed", type=int, default=0, help="model init seed (and batch order)")
+    tr.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    tr.add_argument("--record-every", type=int, default=10)
+    tr.add_argument("--eval-every", type=int, default=100)
+    tr.add_argument("--checkpoint-every", type=int, default=100)
+    tr.add_argument("--eval-batches", type=int, default=None, help="limit validation to this many batches")
+    tr.add_argument("--resume", action="store_true", help="continue the run in --out from last.safetensors")
+    tr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    tr.add_argument("--out", required=True, help="run directory")
+    tr.add_argument("--json", action="store_true")
+    tr.set_defaults(func=cmd_train)
+
+    ins = sub.add_parser("inspect", help="what a checkpoint holds")
+    ins.add_argument("checkpoint")
+    ins.add_argument("--json", action="store_true")
+    ins.set_defaults(func=cmd_inspect)

@@ -1,0 +1,77 @@
+"""What a task is for the trainer: tensors for train / valid / test, its sizes and its baselines.
+
+Every task is one of four kinds, which fix the loss and the metric (``spectral_analysis.train``):
+
+- ``regression-last``: one real target per sequence, read off the last step (addition);
+- ``classification-last``: one class per sequence, read off the last step (MNIST, UCR);
+- ``classification``: one class per flat vector, for the feed-forward nets (flat MNIST);
+- ``sequence``: one class per step (copy; word-level language modelling reads the same way).
+
+Inputs are float tensors ``(N, T, n_i)`` (``(N, n_i)`` for ``classification``) or integer symbol
+ids ``(N, T)``; a recurrent model multiplies an id by ``M`` as the one-hot vector it stands for.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+TASK_KINDS = ("regression-last", "classification-last", "classification", "sequence")
+
+
+@dataclass
+class Split:
+    inputs: Tensor
+    targets: Tensor
+
+    def __len__(self) -> int:
+        return int(self.inputs.shape[0])
+
+
+@dataclass
+class TaskData:
+    """A loaded task. ``options`` are the resolved arguments that reload it exactly."""
+
+    name: str
+    kind: str
+    input_size: int
+    output_size: int
+    length: int
+    train: Split
+    valid: Split
+    test: Split
+    options: dict[str, Any] = field(default_factory=dict)
+    baselines: dict[str, float] = field(default_factory=dict)
+    stream: bool = False  # successive batches continue each other (carry the hidden state)
+    recall_steps: int | None = None  # sequence tasks scored on their last steps too (copy: 10)
+
+    @property
+    def symbolic(self) -> bool:
+        return not self.train.inputs.is_floating_point()
+
+    def data_bound(self) -> float:
+        """``B = max_t ||x_t||`` over the training set (1 for one-hot symbols)."""
+        if self.symbolic:
+            return 1.0
+        return float(self.train.inputs.norm(dim=-1).max())
+
+
+def check_positive(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def holdout(inputs: Tensor, targets: Tensor, fraction: float, seed: int) -> tuple[Split, Split]:
+    """Split off ``fraction`` of the rows (at least one) at random, seeded: (train, held out)."""
+    n = inputs.shape[0]
+    k = max(1, int(math.floor(fraction * n + 0.5)))
+    if k >= n:
+        raise ValueError(f"cannot hold out {k} of {n} training examples for validation")
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    held, kept = perm[:k].sort().values, perm[k:].sort().values
+    return Split(inputs[kept], targets[kept]), Split(inputs[held], targets[held])

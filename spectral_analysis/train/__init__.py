@@ -1,0 +1,16 @@
+"""Training layer: the trainer, its recorders, and checkpoint read/write (safetensors, no pickle)."""
+
+from spectral_analysis.train.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    load_checkpoint,
+    read_checkpoint,
+    save_checkpoint,
+)
+from spectral_analysis.train.objectives import PRIMARY_METRIC, loss_and_metrics
+from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
+from spectral_analysis.train.trainer import OPTIMIZERS, TrainConfig, Trainer, train
+
+__all__ = ["OPTIMIZERS", "PRIMARY_METRIC", "Checkpoint", "CheckpointError", "TrainConfig", "Trainer",
+           "load_checkpoint", "loss_and_metrics", "read_checkpoint", "save_checkpoint", "spectral_margin",
+           "train", "weight_singular_values"]

@@ -1,0 +1,140 @@
+"""Checkpoints: one ``.safetensors`` file, tensors plus JSON metadata; loading runs no code.
+
+Layout: tensors ``model/<name>`` (the model's state dict), ``optimizer/<i>/<key>`` and
+``carry/<i>`` (training state for ``--resume``); safetensors metadata ``spectral_analysis`` (the
+JSON below) and ``sha256`` (a digest of every tensor's name, dtype, shape and bytes, so a
+tampered or damaged file is caught, since safetensors itself checks no content).
+
+The JSON holds ``format`` (:data:`FORMAT`), ``format_version``, ``package_version``, ``model``
+(``name``, sizes, ``options``: the arguments of ``build_model``), ``task`` (``name``,
+``options``, ``kind``, ``length`` T, ``data_bound`` B, ``train_size`` m), ``step``, ``metrics``
+and ``train`` (the training configuration). Writes are atomic: a temporary file in the same
+directory, then ``os.replace``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+from torch import Tensor, nn
+
+from spectral_analysis import __version__
+from spectral_analysis.nn import build_model
+
+FORMAT = "spectral-analysis-checkpoint"
+FORMAT_VERSION = 1
+_PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # pickle protocol >= 2, torch.save's zip archive
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used; the message names the file and the problem."""
+
+
+@dataclass
+class Checkpoint:
+    model: nn.Module
+    metadata: dict[str, Any]
+    tensors: dict[str, Tensor]
+
+
+def tensor_digest(tensors: dict[str, Tensor]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].detach().contiguous().cpu()
+        digest.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return digest.hexdigest()
+
+
+def save_checkpoint(path: str | Path, model: nn.Module, metadata: dict[str, Any],
+                    extra: dict[str, Tensor] | None = None) -> None:
+    """Write ``model``'s state and ``extra`` tensors with ``metadata`` atomically to ``path``."""
+    path = Path(path)
+    tensors = {f"model/{k}": v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    tensors.update({k: v.detach().contiguous().cpu() for k, v in (extra or {}).items()})
+    meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "package_version": __version__,
+            "model": model.config, **metadata}
+    header = {"spectral_analysis": json.dumps(meta), "sha256": tensor_digest(tensors)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        save_file(tensors, tmp, metadata=header)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Tensor]]:
+    """Metadata and tensors of a checkpoint file, validated; :class:`CheckpointError` otherwise."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            header = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open has no iterator)
+    except (SafetensorError, OSError, ValueError, RuntimeError) as error:
+        with open(path, "rb") as f:
+            head = f.read(4)
+        if head.startswith(_PICKLE_MAGIC):
+            raise CheckpointError(f"{path} is a pickle / torch.save file, not a safetensors checkpoint; "
+                                  "it is not loaded because unpickling can run code") from None
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise CheckpointError(f"{path} is not a readable safetensors file (truncated or corrupt): "
+                              f"{message}") from None
+    if "spectral_analysis" not in header:
+        raise CheckpointError(f"{path} is a safetensors file but not a spectral-analysis checkpoint "
+                              "(no 'spectral_analysis' metadata)")
+    try:
+        meta = json.loads(header["spectral_analysis"])
+    except json.JSONDecodeError as error:
+        raise CheckpointError(f"{path}: checkpoint metadata is not valid JSON ({error})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: metadata does not describe a {FORMAT}")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(f"{path}: checkpoint format version {meta.get('format_version')} is not "
+                              f"supported (this version reads {FORMAT_VERSION})")
+    if header.get("sha256") != tensor_digest(tensors):
+        raise CheckpointError(f"{path}: tensor checksum mismatch, the file was modified or damaged")
+    return meta, tensors
+
+
+def build_from_metadata(meta: dict[str, Any], path: str | Path) -> nn.Module:
+    config = meta.get("model")
+    try:
+        return build_model(config["name"], config["input_size"], config["hidden_size"],
+                           config["output_size"], **config["options"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"{path}: the model in the metadata cannot be built: {error}") from None
+
+
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Checkpoint:
+    """Rebuild the model of a checkpoint from its metadata and load its tensors (no code runs)."""
+    meta, tensors = read_checkpoint(path)
+    model = build_from_metadata(meta, path)
+    state = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
+    expected = model.state_dict()
+    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise CheckpointError(f"{path}: tensors do not match the model in the metadata "
+                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+    for name, value in state.items():
+        if value.shape != expected[name].shape:
+            raise CheckpointError(f"{path}: tensor {name!r} has shape {tuple(value.shape)}, the model in "
+                                  f"the metadata needs {tuple(expected[name].shape)}")
+    dtypes = {v.dtype for v in state.values() if v.is_floating_point()}
+    if len(dtypes) == 1:  # a model trained in float64 comes back in float64
+        model = model.to(dtypes.pop())
+    model.load_state_dict(state)
+    return Checkpoint(model.to(device), meta, tensors)

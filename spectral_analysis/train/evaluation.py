@@ -1,0 +1,78 @@
+"""Evaluation of a model on a split of a task (no gradients), and the run log ``metrics.jsonl``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from spectral_analysis.data import Split, TaskData
+from spectral_analysis.nn import RecurrentModel
+from spectral_analysis.train.objectives import loss_and_metrics, weighted_mean
+
+
+def model_outputs(model: nn.Module, inputs: torch.Tensor, h0=None):
+    """``(outputs, run)``: a recurrent model's run (with its final state), or a feed-forward output."""
+    if isinstance(model, RecurrentModel):
+        run = model.run(inputs, h0)
+        return run.outputs, run
+    return model(inputs), None
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, task: TaskData, split: Split, batch_size: int, device: torch.device,
+             max_batches: int | None = None) -> dict[str, float]:
+    """Metrics of ``model`` on ``split``: mean over batches (stream tasks: windows carrying the state)."""
+    was_training = model.training
+    model.eval()
+    parts: list[tuple[dict[str, float], int]] = []
+    if task.stream:
+        state = None
+        for start in range(0, split.inputs.shape[1], task.length):
+            x = split.inputs[:, start:start + task.length].to(device)
+            y = split.targets[:, start:start + task.length].to(device)
+            outputs, run = model_outputs(model, x, state)
+            state = run.state
+            parts.append((loss_and_metrics(task.kind, outputs, y, task.recall_steps)[1], y.numel()))
+            if max_batches and len(parts) >= max_batches:
+                break
+    else:
+        for start in range(0, len(split), batch_size):
+            x = split.inputs[start:start + batch_size].to(device)
+            y = split.targets[start:start + batch_size].to(device)
+            outputs, _ = model_outputs(model, x)
+            parts.append((loss_and_metrics(task.kind, outputs, y, task.recall_steps)[1], len(x)))
+            if max_batches and len(parts) >= max_batches:
+                break
+    model.train(was_training)
+    return weighted_mean(parts)
+
+
+class RunLog:
+    """``metrics.jsonl``: one JSON object a line, flushed and fsynced as it is written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def truncate_after(self, step: int) -> None:
+        """Drop the lines of steps after ``step`` (what a killed run wrote past its last checkpoint)."""
+        if not self.path.exists():
+            return
+        kept = [line for line in self.path.read_text().splitlines()
+                if line.strip() and json.loads(line)["step"] <= step]
+        self.path.write_text("".join(line + "\n" for line in kept))
+
+    def write(self, record: dict[str, Any]) -> None:
+        with open(self.path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def read(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]

@@ -1,0 +1,45 @@
+"""Losses and metrics by task kind (``spectral_analysis.data.base.TASK_KINDS``)."""
+
+from __future__ import annotations
+
+import math
+
+from torch import Tensor
+from torch.nn import functional as F
+
+PRIMARY_METRIC = {"regression-last": "mse", "classification-last": "accuracy", "classification": "accuracy",
+                  "sequence": "cross_entropy"}
+
+
+def loss_and_metrics(kind: str, outputs: Tensor, targets: Tensor,
+                     recall_steps: int | None = None) -> tuple[Tensor, dict[str, float]]:
+    """The training loss and the batch's metrics (means over the batch); ``recall_steps`` adds
+    ``accuracy_recall``, the accuracy on the last steps of a sequence (the copy task's symbols)."""
+    if kind == "regression-last":
+        loss = F.mse_loss(outputs[:, -1], targets)
+        return loss, {"mse": loss.item()}
+    if kind in ("classification-last", "classification"):
+        logits = outputs[:, -1] if kind == "classification-last" else outputs
+        loss = F.cross_entropy(logits, targets)
+        accuracy = (logits.argmax(-1) == targets).float().mean().item()
+        return loss, {"cross_entropy": loss.item(), "accuracy": accuracy}
+    if kind == "sequence":
+        loss = F.cross_entropy(outputs.flatten(0, 1), targets.flatten())
+        accuracy = (outputs.argmax(-1) == targets).float().mean().item()
+        ce = loss.item()
+        metrics = {"cross_entropy": ce, "accuracy": accuracy, "perplexity": math.exp(min(ce, 700.0))}
+        if recall_steps:
+            recalled = outputs[:, -recall_steps:].argmax(-1) == targets[:, -recall_steps:]
+            metrics["accuracy_recall"] = recalled.float().mean().item()
+        return loss, metrics
+    raise ValueError(f"unknown task kind {kind!r}")
+
+
+def weighted_mean(parts: list[tuple[dict[str, float], int]]) -> dict[str, float]:
+    """Average per-batch metrics weighted by batch size; perplexity from the averaged cross-entropy."""
+    total = sum(w for _, w in parts)
+    keys = parts[0][0].keys()
+    mean = {k: sum(m[k] * w for m, w in parts) / total for k in keys if k != "perplexity"}
+    if "perplexity" in keys:
+        mean["perplexity"] = math.exp(min(mean["cross_entropy"], 700.0))
+    return mean

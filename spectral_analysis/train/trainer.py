@@ -1,0 +1,282 @@
+"""The trainer: a model of the registry on a task of the data layer, with recorders and checkpoints.
+
+A run directory holds ``config.json``, ``metrics.jsonl`` (one JSON object a line, written as it
+happens), ``checkpoints/step-NNNNNN.safetensors`` and ``last.safetensors``. Every
+``record_every`` steps a ``train`` line records ``loss``, the batch's metrics,
+``spectral_margin`` (max_i |sigma_i - 1| over every transition matrix), ``singular_values`` (all
+of them, per matrix), ``grad_h0_norm`` (the Frobenius norm of dL/dh^(0) over the batch, for the
+batch-mean loss; recurrent models only) and ``time`` (training seconds so far). Every
+``eval_every`` steps a ``valid`` line; a ``test`` line at the end.
+
+Resuming reloads ``last.safetensors`` (model, optimizer state, carried hidden state, step) and
+drops log lines past it. Batches depend only on (seed, step) and the learning rate only on the
+epoch, so a resumed run repeats the uninterrupted one exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from tqdm import tqdm
+
+from spectral_analysis.data import TaskData, load_task
+from spectral_analysis.nn import LSTMNet, RecurrentModel, build_model
+from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
+from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
+from spectral_analysis.train.evaluation import RunLog, evaluate, model_outputs
+from spectral_analysis.train.objectives import PRIMARY_METRIC, loss_and_metrics
+from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
+
+OPTIMIZERS = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop, "sgd": torch.optim.SGD}
+RESUMABLE_CHANGES = ("steps", "epochs", "device", "progress")
+
+
+@dataclass
+class TrainConfig:
+    model: str
+    task: str
+    out: str
+    hidden: int = 128
+    model_options: dict[str, Any] = field(default_factory=dict)
+    task_options: dict[str, Any] = field(default_factory=dict)
+    optimizer: str = "adam"
+    lr: float = 1e-3
+    lr_decay: float = 1.0  # multiplied in once per epoch
+    batch_size: int = 50
+    steps: int | None = None
+    epochs: int | None = None
+    clip: float | None = None  # max gradient norm
+    penalty: float = 0.0  # weight of the models' spectral penalty (sigma map "none")
+    seed: int = 0
+    device: str = "auto"
+    record_every: int = 10
+    eval_every: int = 100
+    checkpoint_every: int = 100
+    eval_batches: int | None = None
+    progress: bool = True
+
+    def validate(self) -> None:
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; expected one of {tuple(OPTIMIZERS)}")
+        if (self.steps is None) == (self.epochs is None):
+            raise ValueError("give exactly one of steps and epochs")
+        for name in ("steps", "epochs", "batch_size", "hidden", "record_every", "eval_every",
+                     "checkpoint_every", "eval_batches"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not self.lr > 0:
+            raise ValueError(f"learning rate must be > 0, got {self.lr}")
+        if not 0 < self.lr_decay <= 1:
+            raise ValueError(f"lr decay must lie in (0, 1], got {self.lr_decay}")
+        if self.clip is not None and not self.clip > 0:
+            raise ValueError(f"gradient clip must be > 0, got {self.clip}")
+        if self.penalty < 0:
+            raise ValueError(f"penalty weight must be >= 0, got {self.penalty}")
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("--device cuda was asked for but no CUDA device is available")
+    if name != "cpu" and not name.startswith("cuda"):
+        raise ValueError(f"unknown device {name!r}; expected auto, cpu or cuda")
+    return torch.device(name)
+
+
+def load_run_task(config: TrainConfig) -> TaskData:
+    options = dict(config.task_options)
+    if config.task == "ptb":
+        options["batch_size"] = config.batch_size
+    return load_task(config.task, **options)
+
+
+def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> dict[str, Tensor]:
+    return {f"optimizer/{i}/{key}": value for i, state in optimizer.state_dict()["state"].items()
+            for key, value in state.items() if isinstance(value, Tensor)}
+
+
+def _restore_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, Tensor]) -> None:
+    state: dict[int, dict[str, Tensor]] = {}
+    for name, value in tensors.items():
+        if name.startswith("optimizer/"):
+            _, index, key = name.split("/", 2)
+            state.setdefault(int(index), {})[key] = value
+    optimizer.load_state_dict({"state": state, "param_groups": optimizer.state_dict()["param_groups"]})
+
+
+def _carry_tensors(carry) -> dict[str, Tensor]:
+    if carry is None:
+        return {}
+    parts = carry if isinstance(carry, tuple) else (carry,)
+    return {f"carry/{i}": t for i, t in enumerate(parts)}
+
+
+def _restore_carry(tensors: dict[str, Tensor], device: torch.device):
+    parts = [tensors[f"carry/{i}"].to(device) for i in range(2) if f"carry/{i}" in tensors]
+    if not parts:
+        return None
+    return tuple(parts) if len(parts) == 2 else parts[0]
+
+
+def _detach(state):
+    return tuple(s.detach() for s in state) if isinstance(state, tuple) else state.detach()
+
+
+class Trainer:
+    def __init__(self, config: TrainConfig, resume: bool = False) -> None:
+        config.validate()
+        self.config, self.out = config, Path(config.out)
+        self.device = resolve_device(config.device)
+        self.log = RunLog(self.out / "metrics.jsonl")
+        last = self.out / "last.safetensors"
+        if resume and not last.is_file():
+            raise ValueError(f"nothing to resume: {last} does not exist")
+        if not resume and (self.out / "config.json").exists():
+            raise ValueError(f"{self.out} already holds a run; use --resume or another --out")
+        self.task = load_run_task(config)
+        torch.manual_seed(config.seed)
+        self.model = build_model(config.model, self.task.input_size, config.hidden, self.task.output_size,
+                                 **config.model_options).to(self.device)
+        self.recurrent = isinstance(self.model, RecurrentModel)
+        if self.task.kind == "classification" and self.recurrent:
+            raise ValueError(f"task {config.task!r} has flat inputs: use a feed-forward model (mlp, ...)")
+        if self.task.kind != "classification" and not self.recurrent:
+            raise ValueError(f"task {config.task!r} is sequential: use a recurrent model, "
+                             f"not {config.model!r}")
+        self.optimizer = OPTIMIZERS[config.optimizer](self.model.parameters(), lr=config.lr)
+        self.batches = (StreamBatches(self.task.train, self.task.length) if self.task.stream
+                        else ShuffledBatches(self.task.train, config.batch_size, config.seed))
+        self.total_steps = config.steps or config.epochs * self.batches.steps_per_epoch
+        self.step, self.elapsed, self.carry = 0, 0.0, None
+        self.latest: dict[str, dict[str, Any]] = {}
+        if resume:
+            self._resume(last)
+
+    def _resume(self, last: Path) -> None:
+        stored = json.loads((self.out / "config.json").read_text())["train"]
+        current = asdict(self.config)
+        for key, value in current.items():
+            if key not in RESUMABLE_CHANGES and stored.get(key) != value:
+                raise ValueError(f"cannot resume: {key} was {stored.get(key)!r} in this run, now {value!r}")
+        checkpoint = load_checkpoint(last, self.device)
+        self.model.load_state_dict(checkpoint.model.state_dict())
+        _restore_optimizer(self.optimizer, checkpoint.tensors)
+        self.carry = _restore_carry(checkpoint.tensors, self.device)
+        self.step, self.elapsed = checkpoint.metadata["step"], checkpoint.metadata["elapsed"]
+        self.latest = checkpoint.metadata.get("metrics", {})
+        self.log.truncate_after(self.step)
+
+    def task_metadata(self) -> dict[str, Any]:
+        task = self.task
+        size = task.train.targets.numel() if task.stream else len(task.train)
+        return {"name": task.name, "options": task.options, "kind": task.kind, "length": task.length,
+                "input_size": task.input_size, "output_size": task.output_size,
+                "data_bound": task.data_bound(), "train_size": size, "baselines": task.baselines}
+
+    def _save(self) -> None:
+        meta = {"task": self.task_metadata(), "step": self.step, "elapsed": self.elapsed,
+                "metrics": self.latest, "train": asdict(self.config)}
+        extra = {**_optimizer_tensors(self.optimizer), **_carry_tensors(self.carry)}
+        numbered = self.out / "checkpoints" / f"step-{self.step:06d}.safetensors"
+        save_checkpoint(numbered, self.model, meta, extra)
+        save_checkpoint(self.out / "last.safetensors", self.model, meta, extra)
+
+    def _initial_state(self, fresh: bool, batch: int, want_grad: bool):
+        state = None if (fresh or not self.task.stream) else self.carry
+        if not want_grad:
+            return state
+        if state is None:
+            zero = self.model.zero_state(batch)
+            state = (zero, zero.clone()) if isinstance(self.model, LSTMNet) else zero
+        return tuple(s.clone().requires_grad_() for s in state) if isinstance(state, tuple) \
+            else state.clone().requires_grad_()
+
+    def _train_step(self, record: bool) -> dict[str, Any]:
+        x, y, fresh = self.batches.get(self.step)
+        x, y = x.to(self.device), y.to(self.device)
+        epoch = self.batches.epoch_of(self.step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.config.lr * self.config.lr_decay ** epoch
+        h0 = self._initial_state(fresh, x.shape[0], record and self.recurrent) if self.recurrent else None
+        outputs, run = model_outputs(self.model, x, h0)
+        loss, metrics = loss_and_metrics(self.task.kind, outputs, y, self.task.recall_steps)
+        objective = loss
+        if self.config.penalty:
+            objective = loss + self.config.penalty * self.model.spectral_penalty()
+        self.optimizer.zero_grad(set_to_none=True)
+        objective.backward()
+        if self.config.clip:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip)
+        self.optimizer.step()
+        self.model.constrain_()
+        if self.task.stream:
+            self.carry = _detach(run.state)
+        record_line = {"step": self.step + 1, "phase": "train", "epoch": epoch, "loss": loss.item(),
+                       **metrics}
+        if record:
+            svals = weight_singular_values(self.model)
+            grad = h0[0].grad if isinstance(h0, tuple) else (h0.grad if h0 is not None else None)
+            record_line.update({"spectral_margin": spectral_margin(svals),
+                                "singular_values": [s.tolist() for s in svals],
+                                "grad_h0_norm": float(grad.norm()) if grad is not None else None})
+        return record_line
+
+    def _evaluate(self, phase: str) -> dict[str, Any]:
+        split = self.task.valid if phase == "valid" else self.task.test
+        limit = self.config.eval_batches if phase == "valid" else None
+        metrics = evaluate(self.model, self.task, split, max(self.config.batch_size, 256), self.device, limit)
+        line = {"step": self.step, "phase": phase, **metrics, "time": round(self.elapsed, 3)}
+        self.log.write(line)
+        self.latest[phase] = line
+        return line
+
+    def run(self, callback: Callable[[int], None] | None = None) -> dict[str, Any]:
+        """Train up to ``total_steps``; ``callback(step)`` runs after each step (a test can stop the run
+        there as a kill would). Returns the last train, valid and test lines."""
+        cfg = self.config
+        self.out.mkdir(parents=True, exist_ok=True)
+        if not (self.out / "config.json").exists():
+            config = {"train": asdict(cfg), "model": self.model.config, "task": self.task_metadata(),
+                      "device": str(self.device), "total_steps": self.total_steps}
+            (self.out / "config.json").write_text(json.dumps(config, indent=2))
+        primary = PRIMARY_METRIC[self.task.kind]
+        bar = tqdm(total=self.total_steps, initial=self.step, disable=not cfg.progress,
+                   desc=f"{cfg.model} on {self.task.name}", dynamic_ncols=True)
+        self.model.train()
+        while self.step < self.total_steps:
+            started = time.perf_counter()
+            record = (self.step + 1) % cfg.record_every == 0 or self.step + 1 == self.total_steps
+            line = self._train_step(record)
+            self.step += 1
+            self.elapsed += time.perf_counter() - started
+            if record:
+                line["time"] = round(self.elapsed, 3)
+                self.log.write(line)
+                self.latest["train"] = line
+                bar.set_postfix({"loss": f"{line['loss']:.4g}", primary: f"{line[primary]:.4g}"})
+            if self.step % cfg.eval_every == 0 or self.step == self.total_steps:
+                self._evaluate("valid")
+            if self.step == self.total_steps:
+                self._evaluate("test")
+            if self.step % cfg.checkpoint_every == 0 or self.step == self.total_steps:
+                self._save()
+            bar.update(1)
+            if callback:
+                callback(self.step)
+        bar.close()
+        return dict(self.latest)
+
+
+def train(config: TrainConfig, resume: bool = False,
+          callback: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Build, train and checkpoint; see :class:`Trainer`."""
+    return Trainer(config, resume).run(callback)
