@@ -18,7 +18,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_demo_json_is_one_document_with_measured_numbers():
-    proc = run("demo", "--size", "12", "--json")
+    proc = run("svd-demo", "--size", "12", "--json")
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
     assert payload["full_decomposition"]["rebuild_error_fast"] < 1e-10
@@ -53,7 +53,7 @@ def test_decompose_non_member_from_csv_text_output(tmp_path):
 
 @pytest.mark.parametrize("args,needle", [
     (["decompose", "/nonexistent/w.npy"], "matrix file not found"),
-    (["demo", "--size", "1"], "--size must be >= 2"),
+    (["svd-demo", "--size", "1"], "--size must be >= 2"),
 ])
 def test_errors_are_one_line_without_traceback(args, needle):
     proc = run(*args)

@@ -1,4 +1,4 @@
-"""``spectral-analysis demo`` and ``decompose``: the SVD map and its inverse on matrices."""
+"""``spectral-analysis svd-demo`` and ``decompose``: the SVD map and its inverse on matrices."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    demo = sub.add_parser("demo", help="decompose, rebuild and constrain matrices (the main job)")
+    demo = sub.add_parser("svd-demo", help="decompose, rebuild and constrain matrices")
     demo.add_argument("--size", type=int, default=24, help="matrix size n (default 24)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--json", action="store_true")

@@ -1,0 +1,150 @@
+"""Tasks: shapes, ranges, seeds and baselines; loaders of packaged data and of a user's own files."""
+
+import gzip
+import math
+import struct
+
+import numpy as np
+import pytest
+import torch
+
+from spectral_analysis.data import load_task, task_options, ucr_input_size
+from spectral_analysis.data.synthetic import BLANK, MARKER
+
+
+def test_addition_shapes_markers_and_the_0167_baseline():
+    task = load_task("addition", length=50, train_size=20000, valid_size=10, test_size=10, seed=3)
+    x, y = task.train.inputs, task.train.targets
+    assert x.shape == (20000, 50, 2) and y.shape == (20000, 1)
+    assert bool(((x[..., 0] >= 0) & (x[..., 0] <= 1)).all())
+    markers = x[..., 1]
+    assert torch.equal(markers.sum(1), torch.full((20000,), 2.0))
+    assert torch.equal(markers[:, :25].sum(1), torch.ones(20000))  # one in each half
+    assert torch.allclose((x[..., 0] * markers).sum(1, keepdim=True), y)
+    predict_one = float(((y - 1.0) ** 2).mean())
+    assert predict_one == pytest.approx(task.baselines["mse_predict_one"], abs=0.005)
+    assert task.baselines["mse_predict_one"] == pytest.approx(0.1667, abs=1e-4)
+    again = load_task("addition", **task.options)
+    assert torch.equal(again.train.inputs, x) and torch.equal(again.test.targets, task.test.targets)
+    other = load_task("addition", length=50, train_size=20000, valid_size=10, test_size=10, seed=4)
+    assert not torch.equal(other.train.inputs, x)
+
+
+def test_copy_layout_and_memoryless_baseline():
+    T = 30
+    task = load_task("copy", length=T, train_size=500, valid_size=5, test_size=5)
+    x, y = task.train.inputs, task.train.targets
+    assert x.shape == y.shape == (500, T + 20) and task.length == T + 20
+    assert bool((x[:, :10] < 8).all())
+    assert bool((x[:, T + 9] == MARKER).all())  # a_9 at step T + 10 (1-based)
+    rest = torch.cat([x[:, 10:T + 9], x[:, T + 10:]], dim=1)
+    assert bool((rest == BLANK).all())
+    assert torch.equal(y[:, -10:], x[:, :10]) and bool((y[:, :-10] == BLANK).all())
+    assert task.baselines["cross_entropy_memoryless"] == pytest.approx(10 * math.log(8) / (T + 20))
+    assert task.data_bound() == 1.0 and task.recall_steps == 10
+
+
+def test_packaged_mnist_pixel_two_pixel_permuted_and_flat():
+    pixel = load_task("mnist", train_size=100)
+    assert pixel.train.inputs.shape == (100, 784, 1) and pixel.length == 784
+    assert len(pixel.valid) == 10000 and len(pixel.test) == 10000
+    assert float(pixel.train.inputs.min()) >= 0.0 and float(pixel.train.inputs.max()) <= 1.0
+    two = load_task("mnist", pixels_per_step=2, train_size=100)
+    assert two.train.inputs.shape == (100, 392, 2)
+    assert torch.equal(two.train.inputs.reshape(100, -1), pixel.train.inputs.reshape(100, -1))
+    permuted = load_task("permuted-mnist", train_size=100, seed=1)
+    assert torch.equal(permuted.train.inputs.sort(1).values, pixel.train.inputs.sort(1).values)
+    assert not torch.equal(permuted.train.inputs, pixel.train.inputs)
+    flat = load_task("mnist-flat", train_size=100)
+    assert flat.train.inputs.shape == (100, 784) and flat.kind == "classification"
+    assert set(pixel.test.targets.tolist()) == set(range(10))
+
+
+def _write_idx(path, array: np.ndarray) -> None:
+    header = struct.pack(">BBBB", 0, 0, 8, array.ndim) + struct.pack(">" + "I" * array.ndim, *array.shape)
+    with gzip.open(path, "wb") as f:
+        f.write(header + array.astype(np.uint8).tobytes())
+
+
+def test_mnist_from_a_users_idx_directory(tmp_path):
+    rng = np.random.default_rng(0)
+    _write_idx(tmp_path / "train-images-idx3-ubyte.gz", rng.integers(0, 256, (10010, 28, 28)))
+    _write_idx(tmp_path / "train-labels-idx1-ubyte.gz", rng.integers(0, 10, 10010))
+    _write_idx(tmp_path / "t10k-images-idx3-ubyte.gz", rng.integers(0, 256, (7, 28, 28)))
+    _write_idx(tmp_path / "t10k-labels-idx1-ubyte.gz", rng.integers(0, 10, 7))
+    task = load_task("mnist", data_dir=str(tmp_path))
+    assert (len(task.train), len(task.valid), len(task.test)) == (10, 10000, 7)
+    assert float(task.train.inputs.max()) <= 1.0
+    (tmp_path / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(b"\x00\x00\x08\x01\x00\x00\x00\x09"))
+    with pytest.raises(ValueError, match="truncated"):
+        load_task("mnist", data_dir=str(tmp_path))
+
+
+@pytest.mark.parametrize("name,length,n_i,classes", [("ArrowHead", 251, 1, 3), ("GunPoint", 150, 10, 2),
+                                                     ("ItalyPowerDemand", 24, 4, 2), ("Coffee", 286, 13, 2)])
+def test_packaged_ucr_sets_with_validation_holdout(name, length, n_i, classes):
+    task = load_task("ucr", dataset=name)
+    assert task.input_size == n_i and task.length * n_i == length and task.output_size == classes
+    total = len(task.train) + len(task.valid)
+    assert len(task.valid) == round(0.2 * total)
+    assert set(task.test.targets.tolist()) <= set(range(classes))
+
+
+def test_appendix_c_input_size_reproduces_table_4_depths():
+    """Table 4's depths (length -> depth), all but 50words (270 -> 27, the rule gives 18)."""
+    table = {176: 16, 251: 251, 470: 47, 512: 32, 128: 16, 286: 22, 300: 20, 80: 10, 96: 12, 140: 14,
+             136: 17, 131: 131, 350: 25, 150: 15, 256: 16, 24: 6, 637: 49}
+    for length, depth in table.items():
+        assert length // ucr_input_size(length) == depth
+    assert 270 // ucr_input_size(270) == 18
+
+
+def test_ucr_from_a_users_directory(tmp_path):
+    rows = ["1 0.1 0.2 0.3 0.4", "2 0.5 0.6 0.7 0.8", "1 0.0 0.1 0.0 0.1", "2 1.0 1.0 1.0 1.0",
+            "1 0.3 0.3 0.3 0.3"]
+    (tmp_path / "Toy_TRAIN.tsv").write_text("\n".join(r.replace(" ", "\t") for r in rows))
+    (tmp_path / "Toy_TEST.tsv").write_text("\n".join(r.replace(" ", "\t") for r in rows[:2]))
+    task = load_task("ucr", dataset="Toy", data_dir=str(tmp_path))
+    assert task.input_size == 2 and task.length == 2 and len(task.valid) == 1 and len(task.train) == 4
+    assert task.test.targets.tolist() == [0, 1]
+    (tmp_path / "Bad_TRAIN.tsv").write_text("1\t0.1\t0.2\n2\t0.3\n")
+    (tmp_path / "Bad_TEST.tsv").write_text("1\t0.1\t0.2\n")
+    with pytest.raises(ValueError, match="equal-length"):
+        load_task("ucr", dataset="Bad", data_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="not found"):
+        load_task("ucr", dataset="Missing", data_dir=str(tmp_path))
+
+
+def test_penn_treebank_streams():
+    task = load_task("ptb", length=35, batch_size=20)
+    assert task.input_size == task.output_size == 10000 and task.stream
+    assert task.train.inputs.shape[0] == 20
+    assert torch.equal(task.train.inputs[:, 1:], task.train.targets[:, :-1])  # shifted by one token
+    assert task.baselines["perplexity_uniform"] == 10000.0
+
+
+def test_ptb_from_a_users_directory(tmp_path):
+    for split, text in (("train", "a b c\nb c a\n"), ("valid", "a b\n"), ("test", "c a\n")):
+        (tmp_path / f"ptb.{split}.txt").write_text(text)
+    task = load_task("ptb", length=2, batch_size=1, data_dir=str(tmp_path))
+    assert task.input_size == 4  # a, b, c, <eos>
+    (tmp_path / "ptb.test.txt").write_text("zebra\n")
+    with pytest.raises(ValueError, match="outside the training vocabulary"):
+        load_task("ptb", length=2, batch_size=1, data_dir=str(tmp_path))
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: load_task("sine"), "unknown task"),
+    (lambda: load_task("addition", dataset="x"), r"does not take option\(s\) \['dataset'\]"),
+    (lambda: load_task("addition", length=0), "length must be"),
+    (lambda: load_task("ucr"), "needs a dataset"),
+    (lambda: load_task("mnist", pixels_per_step=3), "pixels_per_step"),
+    (lambda: load_task("mnist", data_dir="/nonexistent"), "not found"),
+])
+def test_bad_task_arguments(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_task_options_are_listed():
+    assert "length" in task_options("addition") and "dataset" in task_options("ucr")

@@ -1,0 +1,213 @@
+"""Trainer, recorders, checkpoints and resume."""
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from spectral_analysis.cli import main
+from spectral_analysis.train import (
+    CheckpointError,
+    TrainConfig,
+    Trainer,
+    load_checkpoint,
+    loss_and_metrics,
+    train,
+)
+
+
+def _config(out, **overrides) -> TrainConfig:
+    base = dict(model="spectral", task="addition", out=str(out), hidden=12, batch_size=16,
+                model_options={"m1": 4, "m2": 6, "r": 0.05},
+                task_options={"length": 12, "train_size": 160, "valid_size": 32, "test_size": 32},
+                steps=24, record_every=4, eval_every=8, checkpoint_every=5, progress=False)
+    base.update(overrides)
+    return TrainConfig(**base)
+
+
+def _lines(out):
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_run_directory_records_and_checkpoints(tmp_path):
+    out = tmp_path / "run"
+    summary = train(_config(out))
+    assert (out / "config.json").is_file() and (out / "last.safetensors").is_file()
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [
+        f"step-{s:06d}.safetensors" for s in (5, 10, 15, 20, 24)]
+    lines = _lines(out)
+    train_lines = [line for line in lines if line["phase"] == "train"]
+    assert [line["step"] for line in train_lines] == [4, 8, 12, 16, 20, 24]
+    for line in train_lines:
+        assert {"loss", "mse", "spectral_margin", "singular_values", "grad_h0_norm", "time"} <= set(line)
+        assert 0 <= line["spectral_margin"] <= 0.05 + 1e-6 and line["grad_h0_norm"] > 0
+    assert [line["step"] for line in lines if line["phase"] == "valid"] == [8, 16, 24]
+    assert summary["test"]["step"] == 24
+    checkpoint = load_checkpoint(out / "last.safetensors")
+    meta = checkpoint.metadata
+    assert meta["step"] == 24 and meta["task"]["length"] == 12 and meta["task"]["train_size"] == 160
+    assert meta["task"]["data_bound"] == pytest.approx(
+        float(Trainer(_config(tmp_path / "other")).task.train.inputs.norm(dim=-1).max()))
+    assert meta["model"]["options"]["m1"] == 4 and meta["package_version"]
+    svals = checkpoint.model.singular_values().tolist()
+    assert svals == pytest.approx(train_lines[-1]["singular_values"][0], abs=1e-6)
+
+
+def test_grad_h0_norm_is_the_gradient_at_the_first_cell(tmp_path):
+    trainer = Trainer(_config(tmp_path / "run", steps=1, record_every=1))
+    model = copy.deepcopy(trainer.model)
+    x, y, _ = trainer.batches.get(0)
+    h0 = torch.zeros(1, x.shape[0], 12, requires_grad=True)
+    loss, _ = loss_and_metrics("regression-last", model.run(x, h0).outputs, y)
+    loss.backward()
+    summary = trainer.run()
+    assert summary["train"]["grad_h0_norm"] == pytest.approx(float(h0.grad.norm()), rel=1e-5)
+
+
+def test_resume_after_an_interruption_repeats_the_uninterrupted_run(tmp_path):
+    full = train(_config(tmp_path / "full"))
+
+    def stop_at_13(step):
+        if step == 13:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(_config(tmp_path / "cut"), callback=stop_at_13)
+    assert max(line["step"] for line in _lines(tmp_path / "cut")) == 12  # past the step-10 checkpoint
+    resumed = train(_config(tmp_path / "cut"), resume=True)
+    for phase in ("train", "valid", "test"):
+        strip = {k: v for k, v in full[phase].items() if k != "time"}
+        assert strip == {k: v for k, v in resumed[phase].items() if k != "time"}, phase
+    a = load_checkpoint(tmp_path / "full" / "last.safetensors").tensors
+    b = load_checkpoint(tmp_path / "cut" / "last.safetensors").tensors
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    steps = [(line["phase"], line["step"]) for line in _lines(tmp_path / "cut")]
+    assert steps == [(line["phase"], line["step"]) for line in _lines(tmp_path / "full")]
+
+
+def test_killed_process_resumes_to_the_same_final_metrics(tmp_path):
+    """A real SIGKILL mid-run (after the first checkpoint), then --resume from the command line."""
+    args = ["train", "--model", "spectral", "--task", "addition", "--length", "40", "--train-size", "512",
+            "--valid-size", "64", "--test-size", "64", "--hidden", "24", "--m1", "6", "--m2", "6",
+            "--batch-size", "32", "--steps", "400", "--checkpoint-every", "20", "--eval-every", "100",
+            "--no-progress", "--json"]
+    cmd = [sys.executable, "-m", "spectral_analysis.cli", *args]
+    full = json.loads(subprocess.run([*cmd, "--out", str(tmp_path / "full")], capture_output=True,
+                                     text=True, check=True, timeout=300).stdout)
+    proc = subprocess.Popen([*cmd, "--out", str(tmp_path / "killed")], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    first = tmp_path / "killed" / "checkpoints" / "step-000040.safetensors"
+    deadline = time.time() + 120
+    while not first.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    resumed = json.loads(subprocess.run([*cmd, "--out", str(tmp_path / "killed"), "--resume"],
+                                        capture_output=True, text=True, check=True, timeout=300).stdout)
+    for phase in ("valid", "test"):
+        assert {k: v for k, v in full[phase].items() if k != "time"} == \
+               {k: v for k, v in resumed[phase].items() if k != "time"}
+
+
+def test_resume_and_overwrite_guards(tmp_path):
+    out = tmp_path / "run"
+    train(_config(out, steps=5))
+    with pytest.raises(ValueError, match="already holds a run"):
+        train(_config(out, steps=5))
+    with pytest.raises(ValueError, match="cannot resume: lr"):
+        train(_config(out, steps=10, lr=0.1), resume=True)
+    with pytest.raises(ValueError, match="nothing to resume"):
+        train(_config(tmp_path / "empty", steps=5), resume=True)
+    longer = train(_config(out, steps=10), resume=True)  # more steps is allowed
+    assert longer["test"]["step"] == 10
+
+
+@pytest.fixture
+def checkpoint_file(tmp_path):
+    train(_config(tmp_path / "run", steps=5))
+    return tmp_path / "run" / "last.safetensors"
+
+
+def test_bad_checkpoints_are_named_errors(tmp_path, checkpoint_file, capsys):
+    data = checkpoint_file.read_bytes()
+    cases = {}
+    torch.save({"weights": torch.zeros(2)}, tmp_path / "pickled.safetensors")
+    cases["pickled.safetensors"] = "pickle / torch.save"
+    (tmp_path / "truncated.safetensors").write_bytes(data[: len(data) // 2])
+    cases["truncated.safetensors"] = "truncated or corrupt"
+    tampered = bytearray(data)
+    tampered[-3] ^= 0xFF
+    (tmp_path / "tampered.safetensors").write_bytes(bytes(tampered))
+    cases["tampered.safetensors"] = "checksum mismatch"
+    save_file({"w": torch.zeros(3)}, tmp_path / "foreign.safetensors", metadata={"author": "someone"})
+    cases["foreign.safetensors"] = "not a spectral-analysis checkpoint"
+    cases["missing.safetensors"] = "not found"
+    for name, needle in cases.items():
+        with pytest.raises(CheckpointError, match=needle):
+            load_checkpoint(tmp_path / name)
+        assert main(["inspect", str(tmp_path / name)]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and needle in err[0]
+
+
+def test_metadata_tensor_mismatch_is_named(tmp_path, checkpoint_file):
+    from safetensors import safe_open
+    with safe_open(str(checkpoint_file), "pt") as f:
+        meta = json.loads(f.metadata()["spectral_analysis"])
+        tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
+    meta["model"]["hidden_size"] = 13
+    from spectral_analysis.train.checkpoint import tensor_digest
+    save_file(tensors, tmp_path / "mismatch.safetensors",
+              metadata={"spectral_analysis": json.dumps(meta), "sha256": tensor_digest(tensors)})
+    with pytest.raises(CheckpointError, match="has shape"):
+        load_checkpoint(tmp_path / "mismatch.safetensors")
+
+
+def test_inspect_json(checkpoint_file, capsys):
+    assert main(["inspect", str(checkpoint_file), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["model"]["name"] == "spectral" and payload["T"] == 12 and payload["m"] == 160
+    assert payload["step"] == 5 and len(payload["singular_values"][0]) == 12
+    assert payload["B"] > 1.0 and "test" in payload["metrics"]
+
+
+@pytest.mark.parametrize("model,task,options", [("lstm", "copy", {"length": 5, "train_size": 64}),
+                                                ("ornn", "copy", {"length": 5, "train_size": 64}),
+                                                ("mlp", "mnist-flat", {"train_size": 64})])
+def test_other_models_and_tasks_train_and_reload(tmp_path, model, task, options):
+    config = _config(tmp_path / "run", model=model, task=task, model_options={}, task_options=options,
+                     steps=6)
+    summary = train(config)
+    assert summary["test"]["step"] == 6
+    reloaded = load_checkpoint(tmp_path / "run" / "last.safetensors").model
+    assert reloaded.parameter_counts() == Trainer(_config(tmp_path / "x", model=model, task=task,
+                                                          model_options={}, task_options=options,
+                                                          steps=6)).model.parameter_counts()
+
+
+def test_train_flag_errors(tmp_path, capsys):
+    assert main(["train", "--model", "mlp", "--task", "addition", "--steps", "1", "--out",
+                 str(tmp_path / "a")]) == 1
+    assert "use a recurrent model" in capsys.readouterr().err
+    assert main(["train", "--model", "rnn", "--task", "mnist", "--length", "5", "--out",
+                 str(tmp_path / "b")]) == 1
+    assert "does not take option(s) ['length']" in capsys.readouterr().err
+    assert main(["train", "--model", "rnn", "--task", "addition", "--lr", "-1", "--out",
+                 str(tmp_path / "c")]) == 1
+    assert "learning rate must be > 0" in capsys.readouterr().err
+
+
+def test_demo_trains_both_models_and_says_where(tmp_path, capsys):
+    assert main(["demo", "--steps", "4", "--length", "8", "--out", str(tmp_path), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert set(payload["runs"]) == {"rnn", "spectral"} and payload["baseline_mse"] == pytest.approx(1 / 6)
+    for run in payload["runs"].values():
+        assert os.path.isfile(os.path.join(run["out"], "last.safetensors"))
+        assert run["test_mse"] > 0
