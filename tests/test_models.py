@@ -237,3 +237,18 @@ def test_penalty_of_the_unconstrained_map_and_its_gradient():
     with torch.no_grad():
         mlp.input_layer.sigma_hat.fill_(2.0)
     assert mlp.spectral_penalty().item() == pytest.approx(3.0)  # input layer: min(4, 3) values
+
+
+@pytest.mark.parametrize("name", ["spectral", "rnn", "lstm"])
+def test_symbol_ids_equal_their_one_hot_vectors(name):
+    torch.manual_seed(9)
+    model = build_model(name, 10, 6, 4, activation="relu") if name != "lstm" else build_model(name, 10, 6, 4)
+    model = model.double()
+    ids = torch.randint(0, 10, (3, 7))
+    one_hot = nn.functional.one_hot(ids, 10).double()
+    routes = ["torch", "loop"] + (["scan"] if name != "lstm" else [])
+    for route in routes:
+        assert torch.allclose(model.run(ids, recurrence=route).outputs,
+                              model.run(one_hot, recurrence=route).outputs, atol=1e-12)
+    with pytest.raises(ValueError, match=r"symbol ids must lie in \[0, 10\)"):
+        model(torch.tensor([[3, 10]]))
