@@ -10,6 +10,7 @@ materialized once per forward pass and the time loop runs by one of the routes o
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,7 +41,7 @@ class RecurrentRun:
     state: Tensor | tuple[Tensor, Tensor]
 
 
-class RecurrentModel(nn.Module):
+class RecurrentModel(nn.Module, ABC):
     """Shared input checks and ``forward`` of the recurrent models."""
 
     input_size: int
@@ -90,11 +91,13 @@ class RecurrentModel(nn.Module):
                              f"{f' or ({batch}, {n})' if L == 1 else ''}, got {tuple(h0.shape)}")
         return h0
 
+    @abstractmethod
     def run(self, x: Tensor, h0=None, recurrence: str | None = None) -> RecurrentRun:
-        raise NotImplementedError
+        """Outputs, per-layer hidden states and the final state on ``x``."""
 
+    @abstractmethod
     def transition_parameter_count(self) -> int:
-        raise NotImplementedError
+        """Free parameters of the recurrent weights."""
 
     def parameter_counts(self) -> dict[str, int]:
         """Free parameters by component; the transition counts are the papers' (Section 4)."""

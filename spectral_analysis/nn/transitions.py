@@ -16,6 +16,7 @@ the structure where it gives them, ``torch.linalg.svdvals`` otherwise), ``singul
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 
 import torch
 from torch import Tensor, nn
@@ -51,13 +52,14 @@ def random_reflectors(n: int, m: int) -> Tensor:
     return Y * trapezoid_mask(n, m, dtype=Y.dtype)
 
 
-class Transition(nn.Module):
+class Transition(nn.Module, ABC):
     """The interface; subclasses implement :meth:`matrix` and the counts."""
 
     size: int
 
+    @abstractmethod
     def matrix(self) -> Tensor:
-        raise NotImplementedError
+        """The dense ``n x n`` W, differentiable."""
 
     def singular_values(self) -> Tensor:
         """Singular values of W, descending; ``svdvals`` of the dense matrix unless overridden."""
@@ -67,11 +69,13 @@ class Transition(nn.Module):
         """Largest singular value the structure allows (``None`` when unbounded)."""
         return None
 
+    @abstractmethod
     def parameter_count(self) -> int:
-        raise NotImplementedError
+        """Free parameters as the papers count them."""
 
+    @abstractmethod
     def structured_form(self) -> dict[str, Tensor]:
-        raise NotImplementedError
+        """The named factors W is built from."""
 
     def apply_reference(self, h: Tensor) -> Tensor:
         """``W h`` for ``h (..., n)`` by the structure's own per-step procedure."""
