@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from spectral_analysis.analysis import bound_report
+from spectral_analysis.cli.analysis import write_analysis
 from spectral_analysis.cli.common import emit
 from spectral_analysis.cli.models import add_model_flags, model_options
 from spectral_analysis.data import TASK_NAMES
@@ -94,8 +96,22 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+DEMO_BOUND_LENGTHS = (30, 100, 300)
+
+
+def _demo_bounds(checkpoint_path: Path) -> dict[str, Any]:
+    """log10 G(w) of the trained weights at T = 30, 100, 300 (gamma = 1, B from the checkpoint)."""
+    checkpoint = load_checkpoint(checkpoint_path)
+    reports = {T: bound_report(checkpoint, length=T) for T in DEMO_BOUND_LENGTHS}
+    return {"log10_G": {str(T): r["log10_G"] for T, r in reports.items()},
+            "corollary1_log10_G": {str(T): r["corollary1"]["log10_G"] for T, r in reports.items()
+                                   if r["corollary1"]},
+            "W_norm": reports[DEMO_BOUND_LENGTHS[0]]["norms"]["W"]}
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
-    """The main job: RNN and Spectral-RNN on the addition task, side by side, on this machine."""
+    """The main job: RNN and Spectral-RNN on the addition task, side by side, on this machine, then
+    the analyzers on both checkpoints and their bounds G(w) at T = 30, 100, 300."""
     root = Path(args.out) / time.strftime("demo-%Y%m%d-%H%M%S")
     runs = {}
     for model, options in (("rnn", {}), ("spectral", {"m1": 16, "m2": 16, "r": 0.01})):
@@ -109,6 +125,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
                        "spectral_margin": summary["train"]["spectral_margin"],
                        "grad_h0_norm": summary["train"]["grad_h0_norm"],
                        "train_seconds": summary["test"]["time"]}
+        checkpoint = root / model / "last.safetensors"
+        write_analysis(checkpoint, root / model / "analysis")
+        runs[model].update(_demo_bounds(checkpoint))
+        runs[model]["analysis"] = str(root / model / "analysis")
     payload = {"task": "addition", "length": args.length, "steps": args.steps, "baseline_mse": 2.0 / 12.0,
                "runs": runs}
 
@@ -120,8 +140,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
             lines.append(f"  {model:<9} test MSE {r['test_mse']:.4f} ({verdict} the baseline), spectral "
                          f"margin {r['spectral_margin']:.3g}, ||dL/dh0|| {r['grad_h0_norm']:.3g}, "
                          f"{r['train_seconds']:.0f} s")
-            lines.append(f"            run: {r['out']} (metrics.jsonl, last.safetensors)")
-        lines.append("  next: spectral-analysis inspect <run>/last.safetensors")
+            lines.append(f"            run: {r['out']} (metrics.jsonl, last.safetensors); analysis: "
+                         f"{r['analysis']}")
+        lengths = list(next(iter(p["runs"].values()))["log10_G"])
+        lines.append("log10 G(w) of Theorem 5 for the trained weights at sequence length T (gamma = 1, "
+                     "B from the data):")
+        lines.append(f"  {'model':<9} {'||W||':>7} " + " ".join(f"{'T=' + T:>9}" for T in lengths))
+        for model, r in p["runs"].items():
+            lines.append(f"  {model:<9} {r['W_norm']:>7.4f} "
+                         + " ".join(f"{r['log10_G'][T]:>9.2f}" for T in lengths))
+            if r["corollary1_log10_G"]:
+                lines.append(f"  {'  Cor. 1':<9} {'':>7} "
+                             + " ".join(f"{r['corollary1_log10_G'][T]:>9.2f}" for T in lengths))
+        lines.append("  next: spectral-analysis bound|analyze <run>/last.safetensors")
         return "\n".join(lines)
 
     emit(args, payload, text)

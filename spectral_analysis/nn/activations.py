@@ -50,6 +50,20 @@ def activate_(z: Tensor, name: str, leak: float = DEFAULT_LEAK) -> Tensor:
     return z
 
 
+def derivative(z: Tensor, name: str, leak: float = DEFAULT_LEAK) -> Tensor:
+    """``phi'(z)`` from the pre-activation, with autograd's values at the kinks (relu'(0) = 0,
+    leaky_relu'(0) = leak, abs'(0) = 0)."""
+    if name == "relu":
+        return (z > 0).to(z.dtype)
+    if name == "leaky_relu":
+        return torch.where(z > 0, torch.ones_like(z), torch.full_like(z, leak))
+    if name == "tanh":
+        return 1.0 - torch.tanh(z) ** 2
+    if name == "abs":
+        return torch.sign(z)
+    return torch.ones_like(z)
+
+
 def derivative_from_output(h: Tensor, name: str, leak: float = DEFAULT_LEAK) -> Tensor:
     """``phi'(z)`` read off ``h = phi(z)`` (relu, leaky_relu with leak > 0, tanh, identity).
 

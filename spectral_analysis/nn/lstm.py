@@ -12,6 +12,8 @@ An LSTM has no single transition matrix: :meth:`LSTMNet.transition_matrix` retur
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor, nn
 
@@ -67,6 +69,33 @@ class LSTMNet(RecurrentModel):
 
     def transition_parameter_count(self) -> int:
         return sum(w.numel() for w in self.recurrent_weights)
+
+    @property
+    def state_size(self) -> int:
+        """The flat state is ``(h_1 .. h_L, c_1 .. c_L)``: ``2 L n``."""
+        return 2 * self.num_layers * self.hidden_size
+
+    def top_hidden(self, state: Tensor) -> Tensor:
+        L, n = self.num_layers, self.hidden_size
+        return state[..., (L - 1) * n:L * n]
+
+    def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
+        L, n = self.num_layers, self.hidden_size
+
+        def step(state: Tensor, x: Tensor) -> Tensor:
+            layer_input, hs, cs = x, [], []
+            for layer in range(L):
+                w_ih, w_hh, b = self.input_weights[layer], self.recurrent_weights[layer], self.biases[layer]
+                h, c = state[..., layer * n:(layer + 1) * n], state[..., (L + layer) * n:(L + layer + 1) * n]
+                projected = (nn.functional.linear(layer_input, w_ih) if layer_input.is_floating_point()
+                             else nn.functional.embedding(layer_input, w_ih.T))
+                i, f, g, o = (projected + h @ w_hh.T + b).chunk(4, dim=-1)
+                c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+                layer_input = torch.sigmoid(o) * torch.tanh(c)
+                hs.append(layer_input)
+                cs.append(c)
+            return torch.cat(hs + cs, dim=-1)
+        return step
 
     def run(self, x: Tensor, h0: tuple[Tensor, Tensor] | None = None,
             recurrence: str | None = None) -> RecurrentRun:

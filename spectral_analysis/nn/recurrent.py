@@ -11,13 +11,13 @@ materialized once per forward pass and the time loop runs by one of the routes o
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.nn.activations import DEFAULT_LEAK, check_activation
+from spectral_analysis.nn.activations import DEFAULT_LEAK, activate, check_activation, derivative
 from spectral_analysis.nn.recurrence import (
     RECURRENCES,
     recurrence_loop,
@@ -109,6 +109,37 @@ class RecurrentModel(nn.Module, ABC):
         counts["total"] = sum(counts.values())
         return counts
 
+    # The per-step view used by the analyzers (Jacobian products, Lyapunov exponents, gradient flow):
+    # the whole state of all layers as one flat vector s_t, s_t = step(s_{t-1}, x_t), y_t = readout(s_t).
+
+    @property
+    @abstractmethod
+    def state_size(self) -> int:
+        """Length of the flat state vector s_t."""
+
+    def initial_state(self, batch: int) -> Tensor:
+        """The zero state ``(B, state_size)`` the models start from."""
+        return self._reference_weight().new_zeros(batch, self.state_size)
+
+    @abstractmethod
+    def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
+        """``step(s, x_t) -> s'`` on flat states ``(..., state_size)`` and one input ``x_t`` ``(..., n_i)``
+        (or symbol ids ``(...)``), with the weights materialized once; differentiable."""
+
+    @abstractmethod
+    def top_hidden(self, state: Tensor) -> Tensor:
+        """The hidden vector of the last layer inside a flat state (what the read-out sees)."""
+
+    def readout(self, state: Tensor) -> Tensor:
+        """``y_t = Y h_t`` (Eq. 5) from a flat state."""
+        return self.output(self.top_hidden(state))
+
+    def step_jacobian_function(self) -> Callable[[Tensor, Tensor], Tensor]:
+        """``A(s, x_t) = d step(s, x_t) / d s`` as ``(B, d, d)`` for a batch ``(B, d)``: by ``torch.func``
+        (``vmap`` of ``jacrev``) unless a model overrides it with its closed form."""
+        step = self.step_function()
+        return torch.func.vmap(torch.func.jacrev(step, argnums=0))
+
     def forward(self, x: Tensor, h0=None, return_hidden: bool = False):
         """Outputs ``(B, T, n_y)`` of every step; with ``return_hidden``, also the hidden states
         ``(L, B, T, n)`` of every layer."""
@@ -168,6 +199,54 @@ class RecurrentNet(RecurrentModel):
 
     def transition_parameter_count(self) -> int:
         return sum(t.parameter_count() for t in self.transitions)
+
+    @property
+    def state_size(self) -> int:
+        return self.num_layers * self.hidden_size
+
+    def top_hidden(self, state: Tensor) -> Tensor:
+        return state[..., -self.hidden_size:]
+
+    def _layer_inputs(self, layer: int, layer_input: Tensor) -> Tensor:
+        """``M x + b`` for one step (float vectors or symbol ids)."""
+        M, b = self.input_weights[layer], self.biases[layer]
+        if layer_input.is_floating_point():
+            return nn.functional.linear(layer_input, M, b)
+        return nn.functional.embedding(layer_input, M.T) + b
+
+    def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
+        Ws, n = self.transition_matrices(), self.hidden_size
+
+        def step(state: Tensor, x: Tensor) -> Tensor:
+            layer_input, new = x, []
+            for layer, W in enumerate(Ws):
+                h = state[..., layer * n:(layer + 1) * n]
+                layer_input = activate(h @ W.mT + self._layer_inputs(layer, layer_input), self.activation,
+                                       self.leak)
+                new.append(layer_input)
+            return torch.cat(new, dim=-1)
+        return step
+
+    def step_jacobian_function(self) -> Callable[[Tensor, Tensor], Tensor]:
+        """Closed form: layer l's rows are ``D_l (M_l [rows of l-1] + W_l E_l)``, ``D_l = diag phi'(z_l)``
+        (for one layer, ``D W`` as in KRU's Eq. 3)."""
+        Ws, n, L = self.transition_matrices(), self.hidden_size, self.num_layers
+
+        def jacobian(state: Tensor, x: Tensor) -> Tensor:
+            B = state.shape[0]
+            layer_input, below, rows = x, None, []
+            for layer, W in enumerate(Ws):
+                z = state[:, layer * n:(layer + 1) * n] @ W.mT + self._layer_inputs(layer, layer_input)
+                d = derivative(z, self.activation, self.leak)
+                block = state.new_zeros(B, n, L * n)
+                block[:, :, layer * n:(layer + 1) * n] = W
+                if below is not None:
+                    block = block + self.input_weights[layer] @ below
+                below = d.unsqueeze(-1) * block
+                rows.append(below)
+                layer_input = activate(z, self.activation, self.leak)
+            return torch.cat(rows, dim=1)
+        return jacobian
 
     def run(self, x: Tensor, h0: Tensor | None = None, recurrence: str | None = None) -> RecurrentRun:
         """Eq. 4-5 on ``x (B, T, n_i)``, by route ``recurrence`` (default: the model's own)."""

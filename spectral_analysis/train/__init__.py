@@ -1,5 +1,6 @@
 """Training layer: the trainer, its recorders, and checkpoint read/write (safetensors, no pickle)."""
 
+from spectral_analysis.data.objectives import PRIMARY_METRIC, loss_and_metrics
 from spectral_analysis.train.checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -7,7 +8,6 @@ from spectral_analysis.train.checkpoint import (
     read_checkpoint,
     save_checkpoint,
 )
-from spectral_analysis.train.objectives import PRIMARY_METRIC, loss_and_metrics
 from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
 from spectral_analysis.train.trainer import OPTIMIZERS, TrainConfig, Trainer, train
 

@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 from spectral_analysis.data import Split, TaskData
+from spectral_analysis.data.objectives import loss_and_metrics, weighted_mean
 from spectral_analysis.nn import RecurrentModel
-from spectral_analysis.train.objectives import loss_and_metrics, weighted_mean
 
 
 def model_outputs(model: nn.Module, inputs: torch.Tensor, h0=None):

@@ -27,11 +27,11 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from spectral_analysis.data import TaskData, load_task
+from spectral_analysis.data.objectives import PRIMARY_METRIC, loss_and_metrics
 from spectral_analysis.nn import LSTMNet, RecurrentModel, build_model
 from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
 from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
 from spectral_analysis.train.evaluation import RunLog, evaluate, model_outputs
-from spectral_analysis.train.objectives import PRIMARY_METRIC, loss_and_metrics
 from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop, "sgd": torch.optim.SGD}

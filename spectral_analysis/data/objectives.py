@@ -1,4 +1,4 @@
-"""Losses and metrics by task kind (``spectral_analysis.data.base.TASK_KINDS``)."""
+"""Losses and metrics by task kind (:data:`spectral_analysis.data.base.TASK_KINDS`): part of a task."""
 
 from __future__ import annotations
 

@@ -1,0 +1,160 @@
+"""The generalization bound of a checkpoint: Theorem 5, Corollary 1 and the explicit A.6 bound.
+
+Conventions (README, "Analyzers"): biases are absorbed as in :mod:`spectral_analysis.analysis.network`;
+``T`` is the trained length unless given; ``B`` is given, else measured on the training inputs
+(when data is used), else the checkpoint's recorded ``data_bound``; gamma is given, else the
+``margin_quantile`` of the training margins (when data is used, default the 10th percentile), else 1
+(a pure complexity comparison, log10 G shifts by -2 log10 gamma).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import torch
+
+from spectral_analysis.analysis.bounds import (
+    complexity_term,
+    gamma_grid_point,
+    pac_bayes_bound,
+    weight_norms,
+)
+from spectral_analysis.analysis.checkpoint_data import checkpoint_task, task_split
+from spectral_analysis.analysis.margins import classification_margins, margin_loss, margin_quantile
+from spectral_analysis.analysis.network import Eq17Network, eq17_network
+from spectral_analysis.data import TaskData
+from spectral_analysis.train.checkpoint import Checkpoint
+
+DEFAULT_QUANTILE = 0.1
+DEFAULT_DELTA = 0.05
+
+
+def split_margins(model: torch.nn.Module, inputs: torch.Tensor, labels: torch.Tensor,
+                  batch_size: int = 512) -> torch.Tensor:
+    """Margins of the last-step outputs over a whole split, in float64."""
+    parts = []
+    with torch.no_grad():
+        for start in range(0, len(inputs), batch_size):
+            x = inputs[start:start + batch_size]
+            x = x.to(torch.float64) if x.is_floating_point() else x
+            outputs = model.run(x).outputs[:, -1]
+            parts.append(classification_margins(outputs, labels[start:start + batch_size]))
+    return torch.cat(parts)
+
+
+def _subsample(n: int, samples: int | None, seed: int) -> torch.Tensor | None:
+    if samples is None or samples >= n:
+        return None
+    if samples < 2:
+        raise ValueError(f"--samples must be >= 2, got {samples}")
+    return torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:samples].sort().values
+
+
+def _task_for_margins(checkpoint: Checkpoint) -> TaskData:
+    task = checkpoint_task(checkpoint.metadata)
+    if task.kind != "classification-last":
+        raise ValueError(f"margins need one class label per sequence (a classification-last task such as "
+                         f"MNIST or UCR); task {task.name!r} is {task.kind}. Leave out --data and "
+                         f"--margin-quantile to get G(w) alone")
+    return task
+
+
+def bound_report(checkpoint: Checkpoint, data: str | None = None, margin: float | None = None,
+                 quantile: float | None = None, delta: float = DEFAULT_DELTA, data_bound: float | None = None,
+                 length: int | None = None, samples: int | None = None, seed: int = 0) -> dict[str, Any]:
+    """Every number of the bound for ``checkpoint`` (see the module docstring for the defaults)."""
+    if margin is not None and quantile is not None:
+        raise ValueError("give either a margin or a margin quantile, not both")
+    if margin is not None and not (math.isfinite(margin) and margin > 0):
+        raise ValueError(f"the margin gamma must be > 0, got {margin}")
+    if not (0.0 < delta < 1.0):
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+    if data_bound is not None and not (math.isfinite(data_bound) and data_bound > 0):
+        raise ValueError(f"the data bound B must be > 0, got {data_bound}")
+    meta = checkpoint.metadata.get("task") or {}
+    T = length if length is not None else meta.get("length")
+    if T is None or isinstance(T, bool) or not isinstance(T, int) or T < 1:
+        raise ValueError(f"the sequence length T must be an integer >= 1, got {T!r}")
+    use_data = data is not None or quantile is not None
+    task = _task_for_margins(checkpoint) if use_data else None
+    net = eq17_network(checkpoint.model, symbolic_inputs=bool(task and task.symbolic))
+    report: dict[str, Any] = {"model": checkpoint.metadata.get("model", {}).get("name"),
+                              "task": meta.get("name"), "T": T, "delta": delta, **net.sizes,
+                              "absorbed": {"constant_input": net.constant_input,
+                                           "output_unit": net.output_unit}}
+    if data_bound is not None:
+        raw_B, source = data_bound, "given"
+    elif task is not None:
+        raw_B, source = task.data_bound(), "measured on the training inputs"
+    elif meta.get("data_bound") is not None:
+        raw_B, source = float(meta["data_bound"]), "checkpoint metadata"
+    else:
+        raise ValueError("no data bound B: the checkpoint does not record one; give --data-bound")
+    B = net.data_bound(raw_B)
+    report.update({"B": B, "B_inputs": raw_B, "B_source": source})
+
+    train_margins = None
+    if task is not None:
+        model = copy.deepcopy(checkpoint.model).to(torch.float64)
+        chosen = _subsample(len(task.train), samples, seed)
+        x, y = task.train.inputs, task.train.targets
+        if chosen is not None:
+            x, y = x[chosen], y[chosen]
+        train_margins = split_margins(model, x, y)
+    gamma_from_data = False
+    if margin is not None:
+        gamma, gamma_source = margin, "given"
+    elif train_margins is not None:
+        q = DEFAULT_QUANTILE if quantile is None else quantile
+        gamma, gamma_source = margin_quantile(train_margins, q), f"{q:g} quantile of the training margins"
+        gamma_from_data = True
+    else:
+        gamma, gamma_source = 1.0, "default (no data)"
+    report.update({"gamma": gamma, "gamma_source": gamma_source})
+
+    norms = weight_norms(net)
+    report["norms"] = {"W": norms.W, "M": norms.M, "Y": norms.Y, "W_frobenius": norms.W_frobenius,
+                       "M_frobenius": norms.M_frobenius, "Y_frobenius": norms.Y_frobenius}
+    theorem = complexity_term(norms, T, net.sizes["h"], B, gamma)
+    report.update({"log10_G": theorem.log10_G, "factors": theorem.factors})
+    report["W_norm_bound"] = net.singular_value_bound
+    bound_W = net.singular_value_bound
+    report["corollary1"] = (complexity_term(norms, T, net.sizes["h"], B, gamma, bound_W).as_dict()
+                            if bound_W is not None else None)
+    report.update({"margin_loss": None, "bound": None, "explicit": None})
+    if train_margins is not None:
+        report.update(_with_margins(model, task, net, data or "train", train_margins, T, B, gamma,
+                                    gamma_from_data, delta, samples, seed))
+    return report
+
+
+def _with_margins(model: torch.nn.Module, task: TaskData, net: Eq17Network, data: str,
+                  train_margins: torch.Tensor, T: int, B: float, gamma: float, gamma_from_data: bool,
+                  delta: float, samples: int | None, seed: int) -> dict[str, Any]:
+    """Margin losses and the explicit bound (always from the training margins, m = their count)."""
+    bound_gamma = gamma_grid_point(gamma)[0] if gamma_from_data else gamma
+    train_loss = margin_loss(train_margins, bound_gamma)
+    explicit = pac_bayes_bound(net, T, B, bound_gamma, train_loss, len(train_margins), delta, gamma_from_data)
+    if data == "train":
+        margins = train_margins
+    else:
+        split = task_split(task, data)
+        chosen = _subsample(len(split), samples, seed)
+        x, y = split.inputs, split.targets
+        if chosen is not None:
+            x, y = x[chosen], y[chosen]
+        margins = split_margins(model, x, y)
+    return {"data": data, "m": len(train_margins), "margin_loss": margin_loss(margins, gamma),
+            "error_rate": margin_loss(margins, 0.0), "train_margin_loss": train_loss,
+            "bound_gamma": bound_gamma, "bound": explicit.bound, "vacuous": explicit.vacuous,
+            "explicit": explicit.as_dict()}
+
+
+def weights_arrays(checkpoint: Checkpoint) -> dict[str, Any]:
+    """The dense W, M, Y exactly as the bound uses them, and the absorption flags (``weights`` command)."""
+    net = eq17_network(checkpoint.model)
+    return {"W": net.W.cpu().numpy(), "M": net.M.cpu().numpy(), "Y": net.Y.cpu().numpy(),
+            "activation": net.activation, "leak": net.leak, "constant_input": net.constant_input,
+            "output_unit": net.output_unit}

@@ -1,0 +1,39 @@
+"""What the analyzers need from a checkpoint besides its weights: its task's data, re-created offline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from spectral_analysis.data import Split, TaskData, load_task
+
+
+def checkpoint_task(metadata: dict[str, Any]) -> TaskData:
+    """The task a checkpoint was trained on, rebuilt from its metadata (same options, same seed)."""
+    task = metadata.get("task") or {}
+    if "name" not in task:
+        raise ValueError("the checkpoint's metadata names no task; give --data-bound and --length instead "
+                         "of using data")
+    options = dict(task.get("options") or {})
+    if task["name"] == "ptb":
+        options["batch_size"] = (metadata.get("train") or {}).get("batch_size", 50)
+    return load_task(task["name"], **options)
+
+
+def task_split(task: TaskData, name: str) -> Split:
+    if name not in ("train", "valid", "test"):
+        raise ValueError(f"data split must be train, valid or test, got {name!r}")
+    return getattr(task, name)
+
+
+def sample_batch(task: TaskData, split: Split, count: int, seed: int = 0) -> tuple[Tensor, Tensor]:
+    """``count`` sequences of one window (length T) from ``split``, chosen at random (seeded)."""
+    if count < 1:
+        raise ValueError(f"the number of samples must be >= 1, got {count}")
+    if task.stream:
+        return split.inputs[:count, :task.length], split.targets[:count, :task.length]
+    generator = torch.Generator().manual_seed(seed)
+    index = torch.randperm(len(split), generator=generator)[:count].sort().values
+    return split.inputs[index], split.targets[index]

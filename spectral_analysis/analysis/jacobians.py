@@ -1,0 +1,171 @@
+"""Jacobian products over time, gradient flow and Lyapunov exponents of a recurrent model.
+
+Every recurrent model exposes a flat state ``s_t = step(s_{t-1}, x_t)`` and its step Jacobian
+``A_t = ds_t / ds_{t-1}`` (closed form ``D_t W`` for Eq. 4, ``torch.func`` for the others), so all
+of this works for any model of the registry. For one layer ``s_t = h^(t)``.
+
+- ``J(t) = dh^(T)/dh^(t)`` by one backward recursion ``J(t) = J(t+1) A_{t+1}``, ``J(T) = I``, batched
+  over samples and rescaled at every step (its log scale is carried), so T = 784 neither overflows
+  nor underflows; its singular values are reported as log10. KRU's Eq. 3 bounds
+  ``||J(t)|| <= prod ||D_k W|| <= ||W||^(T-t)`` for 1-Lipschitz activations.
+- ``||dL/dh^(t)||`` for the task's loss: one backward pass with a zero offset added to every state.
+- Lyapunov exponents by the QR method (Benettin et al.): ``Q_t R_t = A_t Q_{t-1}`` with
+  ``diag(R_t) > 0``; ``lambda_i = (1/T) sum_t ln R_t[i, i]`` (natural log, per step).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from spectral_analysis.nn import RecurrentModel
+
+LN10 = math.log(10.0)
+
+
+def _check(model: RecurrentModel, x: Tensor) -> None:
+    if not isinstance(model, RecurrentModel):
+        raise ValueError(f"Jacobians over time need a recurrent model, got {type(model).__name__}")
+    model.check_input(x)
+
+
+def state_trajectory(model: RecurrentModel, x: Tensor, s0: Tensor | None = None) -> Tensor:
+    """``s_0 .. s_T`` as ``(B, T + 1, d)`` (no gradients)."""
+    _check(model, x)
+    step = model.step_function()
+    with torch.no_grad():
+        s = model.initial_state(x.shape[0]) if s0 is None else s0
+        states = [s]
+        for t in range(x.shape[1]):
+            s = step(s, x[:, t])
+            states.append(s)
+    return torch.stack(states, dim=1)
+
+
+@dataclass
+class JacobianProducts:
+    """``J(t) = dh^(T)/dh^(t)`` for t = 0 .. T; arrays indexed ``[sample, t]``."""
+
+    log10_singular_values: np.ndarray  # (B, T + 1, d), descending
+    matrices: Tensor | None  # (B, T + 1, d, d) when asked for (may overflow for long T)
+
+    @property
+    def log10_norms(self) -> np.ndarray:
+        return self.log10_singular_values[..., 0]
+
+    @property
+    def log10_condition_numbers(self) -> np.ndarray:
+        return self.log10_singular_values[..., 0] - self.log10_singular_values[..., -1]
+
+
+def jacobian_products(model: RecurrentModel, x: Tensor, s0: Tensor | None = None,
+                      keep_matrices: bool = False, spectra: bool = True) -> JacobianProducts:
+    """All ``J(t)`` by the backward recursion ``J(t) = J(t+1) A_{t+1}`` (one batched matmul a step)."""
+    states = state_trajectory(model, x, s0)
+    jac = model.step_jacobian_function()
+    B, T1, d = states.shape
+    T = T1 - 1
+    with torch.no_grad():
+        J = torch.eye(d, dtype=states.dtype, device=states.device).expand(B, d, d).clone()
+        log_scale = torch.zeros(B, dtype=torch.float64, device=states.device)
+        svals = np.zeros((B, T1, d)) if spectra else np.zeros((B, T1, 0))
+        kept = [J.clone()] if keep_matrices else []
+        if spectra:
+            svals[:, T] = 0.0
+        for t in range(T - 1, -1, -1):
+            J = J @ jac(states[:, t], x[:, t])
+            scale = J.flatten(1).norm(dim=1)
+            safe = torch.where(scale > 0, scale, torch.ones_like(scale))
+            J = J / safe[:, None, None]
+            log_scale = log_scale + torch.where(scale > 0, safe.log().double(),
+                                                torch.full_like(log_scale, -math.inf))
+            if keep_matrices:
+                kept.append(J * log_scale.exp().to(J.dtype)[:, None, None])
+            if spectra:
+                sv = torch.linalg.svdvals(J).double()
+                with np.errstate(divide="ignore"):
+                    svals[:, t] = (np.log(sv.cpu().numpy()) + log_scale.cpu().numpy()[:, None]) / LN10
+        matrices = torch.stack(kept[::-1], dim=1) if keep_matrices else None
+    return JacobianProducts(svals, matrices)
+
+
+def jacobians_by_autograd(model: RecurrentModel, x: Tensor, s0: Tensor | None = None,
+                          vectorize: bool = False) -> Tensor:
+    """The slow twin: ``J(t)`` for every t by a separate ``torch.autograd.functional.jacobian`` of
+    ``s_t -> s_T`` per sample and per t; ``(B, T + 1, d, d)``."""
+    states = state_trajectory(model, x, s0)
+    step = model.step_function()
+    B, T1, d = states.shape
+    out = states.new_zeros(B, T1, d, d)
+    for b in range(B):
+        for t in range(T1):
+            def run_from(s: Tensor, t: int = t, b: int = b) -> Tensor:
+                for k in range(t, T1 - 1):
+                    s = step(s, x[b:b + 1, k])
+                return s
+
+            J = torch.autograd.functional.jacobian(run_from, states[b:b + 1, t], vectorize=vectorize)
+            out[b, t] = J.reshape(d, d)
+    return out
+
+
+def transition_norm_bound(model: RecurrentModel, T: int) -> np.ndarray | None:
+    """``log10 ||W||^(T-t)`` for t = 0 .. T (KRU Eq. 3), for one-layer nets of Eq. 4; else ``None``."""
+    if model.num_layers != 1 or not hasattr(model, "transitions"):
+        return None
+    with torch.no_grad():
+        norm = float(torch.linalg.matrix_norm(model.transition_matrix(0).double(), ord=2))
+    with np.errstate(divide="ignore"):
+        return (T - np.arange(T + 1)) * np.log10(norm)
+
+
+def hidden_gradient_norms(model: RecurrentModel, x: Tensor, loss_fn: Callable[[Tensor], Tensor],
+                          s0: Tensor | None = None) -> np.ndarray:
+    """``||dL/ds_t||`` (Frobenius over the batch) for t = 0 .. T, ``L = loss_fn(outputs (B, T, n_y))``.
+
+    A zero offset ``e_t`` is added to every state and ``dL/de_t`` read off one backward pass; at t = 0
+    this is the trainer's ``grad_h0_norm``.
+    """
+    _check(model, x)
+    step = model.step_function()
+    s = model.initial_state(x.shape[0]) if s0 is None else s0
+    offsets = [torch.zeros_like(s, requires_grad=True) for _ in range(x.shape[1] + 1)]
+    s = s + offsets[0]
+    outputs = []
+    for t in range(x.shape[1]):
+        s = step(s, x[:, t]) + offsets[t + 1]
+        outputs.append(model.readout(s))
+    grads = torch.autograd.grad(loss_fn(torch.stack(outputs, dim=1)), offsets, allow_unused=True)
+    return np.array([0.0 if g is None else float(g.norm()) for g in grads])
+
+
+def lyapunov_exponents(model: RecurrentModel, x: Tensor, s0: Tensor | None = None,
+                       burn_in: int = 0) -> np.ndarray:
+    """Lyapunov spectrum ``(B, d)`` (natural log per step, descending) of the input-driven recurrence.
+
+    QR with sign fixing: ``Q_t R_t = A_t Q_{t-1}``, ``Q_t <- Q_t S``, ``R_t <- S R_t``, ``S = sign diag R_t``;
+    the first ``burn_in`` steps only align Q. A singular ``A_t`` (dead relu units) gives ``-inf``.
+    """
+    states = state_trajectory(model, x, s0)
+    B, T1, d = states.shape
+    T = T1 - 1
+    if not 0 <= burn_in < T:
+        raise ValueError(f"burn_in must lie in [0, {T}) for T = {T} steps, got {burn_in}")
+    jac = model.step_jacobian_function()
+    with torch.no_grad():
+        Q = torch.eye(d, dtype=states.dtype, device=states.device).expand(B, d, d).clone()
+        total = torch.zeros(B, d, dtype=torch.float64, device=states.device)
+        for t in range(T):
+            Q, R = torch.linalg.qr(jac(states[:, t], x[:, t]) @ Q)
+            diag = torch.diagonal(R, dim1=-2, dim2=-1)
+            sign = torch.where(diag < 0, -torch.ones_like(diag), torch.ones_like(diag))
+            Q = Q * sign[:, None, :]
+            if t >= burn_in:
+                total += diag.abs().double().log()
+    exponents = (total / (T - burn_in)).cpu().numpy()
+    return -np.sort(-exponents, axis=1)

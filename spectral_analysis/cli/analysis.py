@@ -1,0 +1,137 @@
+"""``spectral-analysis weights``, ``bound`` and ``analyze``: the analyzers on a checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from spectral_analysis.analysis.bound_report import DEFAULT_DELTA, bound_report, weights_arrays
+from spectral_analysis.analysis.report import analyze_checkpoint, json_ready, report_markdown, run_directory
+from spectral_analysis.analysis.trajectories import read_trajectory
+from spectral_analysis.cli.common import CommandError, emit
+from spectral_analysis.plotting.analysis import plot_analysis, plot_singular_value_heatmap
+from spectral_analysis.train import load_checkpoint
+
+
+def cmd_weights(args: argparse.Namespace) -> int:
+    arrays = weights_arrays(load_checkpoint(args.checkpoint))
+    out = Path(args.out)
+    if out.suffix != ".npz":
+        raise CommandError(f"--out must name a .npz file, got {args.out}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(out, W=arrays["W"], M=arrays["M"], Y=arrays["Y"],
+             constant_input=np.array(arrays["constant_input"]), output_unit=np.array(arrays["output_unit"]))
+    payload = {"out": str(out), "W": list(arrays["W"].shape), "M": list(arrays["M"].shape),
+               "Y": list(arrays["Y"].shape), "activation": arrays["activation"],
+               "constant_input": arrays["constant_input"], "output_unit": arrays["output_unit"]}
+
+    def text(p: dict) -> str:
+        return (f"wrote {p['out']}: W {tuple(p['W'])}, M {tuple(p['M'])}, Y {tuple(p['Y'])} (float64, "
+                f"Eq. 17 with biases absorbed: constant input {p['constant_input']}, output unit "
+                f"{p['output_unit']}; activation {p['activation']})")
+
+    emit(args, payload, text)
+    return 0
+
+
+def bound_text(p: dict[str, Any]) -> str:
+    lines = [f"{p['model']} on {p['task']}: T = {p['T']}, h = {p['h']} (n = {p['n']}, n_i = {p['n_i']}, "
+             f"n_y = {p['n_y']}), B = {p['B']:.6g} ({p['B_source']}), gamma = {p['gamma']:.6g} "
+             f"({p['gamma_source']})",
+             "log10 of each factor of G(w) (Theorem 5):"]
+    lines += [f"  {name:<36} {value:>12.4f}" for name, value in p["factors"].items()]
+    lines.append(f"  {'log10 G(w)':<36} {p['log10_G']:>12.4f}")
+    if p["corollary1"]:
+        lines.append(f"Corollary 1 (||W|| <= {p['W_norm_bound']:.6g}): "
+                     f"log10 G = {p['corollary1']['log10_G']:.4f}")
+    if p["explicit"]:
+        e = p["explicit"]
+        bound = "none" if p["bound"] is None else f"{p['bound']:.6g}"
+        lines += [f"margin loss on {p['data']}: {p['margin_loss']:.4f} (error rate {p['error_rate']:.4f}); "
+                  f"training margin loss at gamma = {p['bound_gamma']:.4g}: {p['train_margin_loss']:.4f} "
+                  f"(m = {p['m']})",
+                  f"explicit bound (A.6, delta = {p['delta']}): L_0 <= {bound} [{e['regime']}; "
+                  f"log10 complexity "
+                  f"{'-' if e['log10_complexity'] is None else format(e['log10_complexity'], '.4f')}]"
+                  f"{' -- vacuous (> 1)' if p['vacuous'] else ''}"]
+    return "\n".join(lines)
+
+
+def cmd_bound(args: argparse.Namespace) -> int:
+    report = bound_report(load_checkpoint(args.checkpoint), data=args.data, margin=args.margin,
+                          quantile=args.margin_quantile, delta=args.delta, data_bound=args.data_bound,
+                          length=args.length, samples=args.samples, seed=args.seed)
+    emit(args, json_ready(report), bound_text)
+    return 0
+
+
+def write_analysis(checkpoint_path: str | Path, out: str | Path, samples: int = 8, trials: int = 20,
+                   seed: int = 0, burn_in: int = 0) -> tuple[dict[str, Any], list[Path]]:
+    """Analyze a checkpoint and write ``report.json``, ``report.md`` and the figures into ``out``."""
+    report = analyze_checkpoint(load_checkpoint(checkpoint_path), checkpoint_path, samples=samples,
+                                trials=trials, seed=seed, burn_in=burn_in)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+    (out / "report.md").write_text(report_markdown(report))
+    figures = plot_analysis(report, out)
+    run = run_directory(checkpoint_path)
+    if run is not None and isinstance(report["trajectory"], list):
+        trajectory = read_trajectory(run)
+        figures.append(plot_singular_value_heatmap(
+            trajectory.steps, trajectory.singular_values[0],
+            f"{trajectory.model}: singular values of W over training", out / "singular_values.png"))
+    return report, figures
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    report, figures = write_analysis(args.checkpoint, args.out, args.samples, args.trials, args.seed,
+                                     args.burn_in)
+    payload = {**report, "out": str(args.out), "figures": [str(f) for f in figures]}
+
+    def text(p: dict) -> str:
+        return report_markdown(p) + f"\nwritten to {p['out']}: report.json, report.md, " + ", ".join(
+            Path(f).name for f in p["figures"])
+
+    emit(args, payload, text)
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    weights = sub.add_parser("weights", help="dense W, M, Y of a checkpoint as the bound uses them (.npz)")
+    weights.add_argument("checkpoint")
+    weights.add_argument("--out", required=True, help="output .npz file")
+    weights.add_argument("--json", action="store_true")
+    weights.set_defaults(func=cmd_weights)
+
+    bound = sub.add_parser("bound", help="the PAC-Bayes bound G(w) of Theorem 5 and the explicit A.6 bound")
+    bound.add_argument("checkpoint")
+    bound.add_argument("--data", choices=("train", "test"), default=None,
+                       help="compute margins on this split (classification tasks); the bound uses train")
+    gamma = bound.add_mutually_exclusive_group()
+    gamma.add_argument("--margin", type=float, default=None, help="the margin gamma")
+    gamma.add_argument("--margin-quantile", type=float, default=None,
+                       help="gamma = this quantile of the training margins (default 0.1 with --data)")
+    bound.add_argument("--delta", type=float, default=DEFAULT_DELTA,
+                       help="confidence 1 - delta (default 0.05)")
+    bound.add_argument("--data-bound", type=float, default=None, help="B, the bound on ||x_t|| (before the "
+                       "constant input of the bias is added)")
+    bound.add_argument("--length", type=int, default=None, help="T (default: the trained length)")
+    bound.add_argument("--samples", type=int, default=None, help="use a random subset of this many samples")
+    bound.add_argument("--seed", type=int, default=0)
+    bound.add_argument("--json", action="store_true")
+    bound.set_defaults(func=cmd_bound)
+
+    analyze = sub.add_parser("analyze", help="bound, Lemma 3, Jacobians, Lyapunov exponents, trajectories")
+    analyze.add_argument("checkpoint")
+    analyze.add_argument("--out", required=True, help="directory for report.json, report.md and figures")
+    analyze.add_argument("--samples", type=int, default=8, help="test sequences for Jacobians (default 8)")
+    analyze.add_argument("--trials", type=int, default=20, help="random perturbations for Lemma 3")
+    analyze.add_argument("--burn-in", type=int, default=0, help="steps before Lyapunov sums start")
+    analyze.add_argument("--seed", type=int, default=0)
+    analyze.add_argument("--json", action="store_true")
+    analyze.set_defaults(func=cmd_analyze)

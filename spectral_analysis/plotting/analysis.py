@@ -1,0 +1,94 @@
+"""Figures of an analysis report (``spectral-analysis analyze``): Jacobians, Lyapunov, trajectories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+
+def _finite(values: list[Any]) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
+    """Write the report's figures into ``out``; returns their paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sns.set_theme(style="whitegrid", context="notebook")
+    name = report["model"]["name"]
+    paths = []
+    norms = _finite(report["jacobian_log10_norms"])
+    T = len(norms) - 1
+    lag = T - np.arange(T + 1)
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    axes[0].plot(lag, norms, label=r"$\log_{10}\|\partial h^{(T)}/\partial h^{(t)}\|$")
+    if report["jacobian_log10_bound"] is not None:
+        axes[0].plot(lag, _finite(report["jacobian_log10_bound"]), "--", label=r"$\log_{10}\|W\|^{T-t}$")
+    axes[0].set_xlabel("T - t (steps)")
+    axes[0].set_ylabel("log10 spectral norm")
+    axes[0].legend(fontsize=8)
+    axes[1].plot(lag, _finite(report["jacobian_log10_condition"]))
+    axes[1].set_xlabel("T - t (steps)")
+    axes[1].set_ylabel("log10 condition number")
+    grads = _finite(report["grad_norms"])
+    axes[2].semilogy(np.arange(T + 1), np.where(grads > 0, grads, np.nan))
+    axes[2].set_xlabel("t (step)")
+    axes[2].set_ylabel(r"$\|\partial L/\partial h^{(t)}\|$")
+    fig.suptitle(f"{name}: Jacobian products and gradient flow ({report['task']}, T = {T})", fontsize=11)
+    paths.append(_save(fig, out / "jacobians.png"))
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    exponents = _finite(report["lyapunov_exponents"])
+    ax.plot(np.arange(1, len(exponents) + 1), exponents, "o-", ms=3)
+    ax.axhline(0.0, color="black", lw=0.8)
+    ax.set_xlabel("index i")
+    ax.set_ylabel(r"Lyapunov exponent $\lambda_i$ (nats / step)")
+    ax.set_title(f"{name}: Lyapunov spectrum ({report['task']})", fontsize=11)
+    paths.append(_save(fig, out / "lyapunov.png"))
+
+    trajectory = report.get("trajectory")
+    if isinstance(trajectory, list) and trajectory:
+        steps = np.array([row["step"] for row in trajectory])
+        fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+        axes[0].plot(steps, [row["spectral_margin"] for row in trajectory])
+        axes[0].set_ylabel(r"spectral margin $\max_i|\sigma_i - 1|$")
+        axes[1].semilogy(steps, [row["condition_number"] for row in trajectory])
+        axes[1].set_ylabel("condition number of W")
+        axes[2].semilogy(steps, _finite([row["grad_h0_norm"] for row in trajectory]))
+        axes[2].set_ylabel(r"$\|\partial L/\partial h^{(0)}\|$")
+        for ax in axes:
+            ax.set_xlabel("training step")
+        fig.suptitle(f"{name}: training trajectory", fontsize=11)
+        paths.append(_save(fig, out / "trajectory.png"))
+    return paths
+
+
+def plot_singular_value_heatmap(steps: np.ndarray, singular_values: np.ndarray, title: str,
+                                out: str | Path) -> Path:
+    """Singular values of W (rows: index, columns: training step) as a heat map."""
+    sns.set_theme(style="white", context="notebook")
+    fig, ax = plt.subplots(figsize=(8, 4))
+    first, last = float(steps[0]), float(steps[-1])
+    if first == last:  # one recorded step: give it a visible width
+        first, last = first - 0.5, last + 0.5
+    image = ax.imshow(singular_values.T, aspect="auto", origin="upper", cmap="viridis",
+                      extent=(first, last, singular_values.shape[1], 0))
+    fig.colorbar(image, ax=ax, label=r"$\sigma_i$")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("index i (descending)")
+    ax.set_title(title, fontsize=11)
+    return _save(fig, Path(out))

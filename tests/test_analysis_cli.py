@@ -1,0 +1,136 @@
+"""The analyzer commands on real checkpoints: weights, bound, analyze; their errors."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from spectral_analysis.analysis.network import Eq17Network
+from spectral_analysis.cli import main
+from spectral_analysis.nn import build_model
+from spectral_analysis.train import TrainConfig, load_checkpoint, save_checkpoint, train
+
+SMALL_ADDITION = {"length": 12, "train_size": 60, "valid_size": 20, "test_size": 20}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("analysis-runs")
+    common = {"batch_size": 20, "record_every": 5, "eval_every": 20, "checkpoint_every": 20, "progress": False}
+    train(TrainConfig(model="spectral", task="ucr", out=str(root / "ucr"), hidden=12, steps=40,
+                      model_options={"m1": 4, "m2": 4, "output_bias": True},
+                      task_options={"dataset": "GunPoint"}, lr=3e-3, **common))
+    train(TrainConfig(model="rnn", task="addition", out=str(root / "rnn"), hidden=8, steps=20,
+                      task_options=SMALL_ADDITION, **common))
+    train(TrainConfig(model="lstm", task="addition", out=str(root / "lstm"), hidden=6, steps=20,
+                      task_options=SMALL_ADDITION, **common))
+    mlp = build_model("mlp", 4, 8, 3)
+    save_checkpoint(root / "mlp.safetensors", mlp, {"task": {"name": "mnist-flat", "length": 1}})
+    return root
+
+
+def run_json(capsys, *args: str) -> dict:
+    assert main([*args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_bound_json_with_training_margins(runs, capsys):
+    ckpt = str(runs / "ucr" / "last.safetensors")
+    report = run_json(capsys, "bound", ckpt, "--data", "train", "--margin", "0.05")
+    for key in ("log10_G", "T", "h", "B", "gamma", "norms", "margin_loss", "bound", "explicit", "corollary1"):
+        assert key in report
+    assert report["gamma"] == 0.05 and report["data"] == "train" and report["m"] == 40
+    assert report["absorbed"] == {"constant_input": True, "output_unit": True}
+    assert report["h"] == max(report["n"], report["n_i"], report["n_y"]) == 13
+    assert report["B"] == pytest.approx(math.sqrt(report["B_inputs"] ** 2 + 1))
+    assert report["log10_G"] == pytest.approx(sum(report["factors"].values()))
+    assert report["corollary1"]["W_norm_used"] == pytest.approx(1.1)
+    assert 0 <= report["margin_loss"] <= 1 and report["vacuous"] is True
+    test = run_json(capsys, "bound", ckpt, "--data", "test", "--margin", "0.05")
+    assert test["data"] == "test" and test["train_margin_loss"] == report["margin_loss"]
+    longer = run_json(capsys, "bound", ckpt, "--length", "784", "--data-bound", "2")
+    assert longer["T"] == 784 and longer["B"] == pytest.approx(math.sqrt(5)) and longer["gamma"] == 1.0
+    assert longer["margin_loss"] is None and longer["bound"] is None
+
+
+def test_weights_npz_recomputes_the_model_and_the_bound(runs, capsys, tmp_path):
+    ckpt = runs / "ucr" / "last.safetensors"
+    out = tmp_path / "w.npz"
+    run_json(capsys, "weights", str(ckpt), "--out", str(out))
+    arrays = np.load(out)
+    checkpoint = load_checkpoint(ckpt)
+    model = checkpoint.model.double()
+    net = Eq17Network(torch.from_numpy(arrays["W"]), torch.from_numpy(arrays["M"]), torch.from_numpy(arrays["Y"]),
+                      model.activation, model.leak, False, bool(arrays["constant_input"]),
+                      bool(arrays["output_unit"]), model.input_size, None)
+    x = torch.randn(3, 15, model.input_size, dtype=torch.float64)
+    assert torch.allclose(net.final(net.inputs(x))[1], model(x)[:, -1], atol=1e-10)
+    report = run_json(capsys, "bound", str(ckpt))
+    norms = [np.linalg.norm(arrays[k], 2) for k in ("W", "M", "Y")]
+    w2 = sum(np.linalg.norm(arrays[k]) ** 2 for k in ("W", "M", "Y"))
+    h, T, B = report["h"], report["T"], report["B"]
+    by_hand = (2 * math.log10(B) + 4 * math.log10(T) + math.log10(h * math.log(h)) + math.log10(w2)
+               + max(0.0, (2 * T - 2) * math.log10(norms[0])) + max(0.0, 2 * math.log10(norms[1]))
+               + max(0.0, 2 * math.log10(norms[2])))
+    assert report["log10_G"] == pytest.approx(by_hand, rel=1e-10)
+
+
+def test_analyze_writes_report_and_figures(runs, capsys, tmp_path):
+    out = tmp_path / "analysis"
+    report = run_json(capsys, "analyze", str(runs / "rnn" / "last.safetensors"), "--out", str(out),
+                      "--samples", "3", "--trials", "3")
+    T = 12
+    assert len(report["jacobian_norms"]) == len(report["grad_norms"]) == T + 1
+    assert len(report["lyapunov_exponents"]) == 8
+    assert report["perturbation"]["holds"] and report["jacobian_bound_holds"]
+    assert report["bound"]["gamma_source"] == "default (no data)"
+    assert [row["step"] for row in report["trajectory"]] == [5, 10, 15, 20]
+    for name in ("report.json", "report.md", "jacobians.png", "lyapunov.png", "trajectory.png",
+                 "singular_values.png"):
+        assert (out / name).stat().st_size > 0
+    assert json.loads((out / "report.json").read_text())["grad_norms"] == report["grad_norms"]
+    assert "## Lyapunov exponents" in (out / "report.md").read_text()
+
+
+def test_analyze_works_for_an_lstm_and_explains_what_it_skips(runs, capsys, tmp_path):
+    report = run_json(capsys, "analyze", str(runs / "lstm" / "last.safetensors"), "--out", str(tmp_path),
+                      "--samples", "2", "--trials", "2")
+    assert "LSTM" in report["bound"]["skipped"] and "LSTM" in report["perturbation"]["skipped"]
+    assert len(report["lyapunov_exponents"]) == 12  # the state (h, c)
+    assert report["jacobian_log10_bound"] is None and len(report["grad_norms"]) == 13
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--margin", "0"], "margin gamma must be > 0"),
+    (["--margin", "-0.5"], "margin gamma must be > 0"),
+    (["--delta", "1"], "delta must lie in (0, 1)"),
+    (["--delta", "0"], "delta must lie in (0, 1)"),
+    (["--length", "0"], "T must be an integer >= 1"),
+    (["--data-bound", "-1"], "data bound B must be > 0"),
+    (["--data", "train", "--margin-quantile", "1.5"], "quantile must lie in (0, 1)"),
+])
+def test_bound_errors_name_the_problem(runs, capsys, args, needle):
+    assert main(["bound", str(runs / "ucr" / "last.safetensors"), *args]) == 1
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("checkpoint, extra, needle", [
+    ("mlp.safetensors", [], "not a recurrent model"),
+    ("lstm/last.safetensors", [], "LSTM"),
+    ("rnn/last.safetensors", ["--data", "train"], "regression-last"),
+])
+def test_bound_refuses_models_and_tasks_outside_the_theorem(runs, capsys, checkpoint, extra, needle):
+    assert main(["bound", str(runs / checkpoint), *extra]) == 1
+    assert needle in capsys.readouterr().err
+
+
+def test_corrupt_checkpoint_is_refused(tmp_path, capsys):
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a checkpoint at all")
+    assert main(["bound", str(bad)]) == 1
+    assert "not a readable safetensors file" in capsys.readouterr().err
