@@ -20,7 +20,8 @@ SMALL_ADDITION = {"length": 12, "train_size": 60, "valid_size": 20, "test_size":
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("analysis-runs")
-    common = {"batch_size": 20, "record_every": 5, "eval_every": 20, "checkpoint_every": 20, "progress": False}
+    common = {"batch_size": 20, "record_every": 5, "eval_every": 20, "checkpoint_every": 20,
+              "progress": False}
     train(TrainConfig(model="spectral", task="ucr", out=str(root / "ucr"), hidden=12, steps=40,
                       model_options={"m1": 4, "m2": 4, "output_bias": True},
                       task_options={"dataset": "GunPoint"}, lr=3e-3, **common))
@@ -64,8 +65,8 @@ def test_weights_npz_recomputes_the_model_and_the_bound(runs, capsys, tmp_path):
     arrays = np.load(out)
     checkpoint = load_checkpoint(ckpt)
     model = checkpoint.model.double()
-    net = Eq17Network(torch.from_numpy(arrays["W"]), torch.from_numpy(arrays["M"]), torch.from_numpy(arrays["Y"]),
-                      model.activation, model.leak, False, bool(arrays["constant_input"]),
+    W, M, Y = (torch.from_numpy(arrays[k]) for k in ("W", "M", "Y"))
+    net = Eq17Network(W, M, Y, model.activation, model.leak, False, bool(arrays["constant_input"]),
                       bool(arrays["output_unit"]), model.input_size, None)
     x = torch.randn(3, 15, model.input_size, dtype=torch.float64)
     assert torch.allclose(net.final(net.inputs(x))[1], model(x)[:, -1], atol=1e-10)

@@ -24,10 +24,11 @@ from spectral_analysis.nn import build_model
 
 
 def _net(W: torch.Tensor, M: torch.Tensor, Y: torch.Tensor, activation: str = "relu") -> Eq17Network:
-    return Eq17Network(W.double(), M.double(), Y.double(), activation, 0.2, False, False, False, M.shape[1], None)
+    return Eq17Network(W.double(), M.double(), Y.double(), activation, 0.2, False, False, False, M.shape[1],
+                       None)
 
 
-def _direct_G(W, M, Y, B, T, gamma):
+def _literal_g(W, M, Y, B, T, gamma):
     """Theorem 5 evaluated literally in floats (small T only)."""
     spec = [float(torch.linalg.matrix_norm(A, ord=2)) for A in (W, M, Y)]
     h = max(W.shape[0], M.shape[1], Y.shape[0])
@@ -37,13 +38,13 @@ def _direct_G(W, M, Y, B, T, gamma):
 
 
 @pytest.mark.parametrize("scale", [0.5, 1.7])
-def test_log10_G_matches_the_formula_literally(scale):
+def test_log10_g_matches_the_formula_literally(scale):
     torch.manual_seed(0)
     W, M, Y = torch.randn(6, 6) * scale / 6 ** 0.5, torch.randn(6, 3) * 2, torch.randn(4, 6) * 0.3
     net = _net(W, M, Y)
     term = complexity_term(weight_norms(net), 7, net.sizes["h"], 1.3, 0.7)
-    assert term.log10_G == pytest.approx(math.log10(_direct_G(W.double(), M.double(), Y.double(), 1.3, 7, 0.7)),
-                                         rel=1e-12)
+    literal = _literal_g(W.double(), M.double(), Y.double(), 1.3, 7, 0.7)
+    assert term.log10_G == pytest.approx(math.log10(literal), rel=1e-12)
     assert sum(term.factors.values()) == pytest.approx(term.log10_G)
 
 
@@ -54,7 +55,7 @@ def test_long_sequence_with_norm_two_is_finite_in_log_space():
     assert math.isfinite(term.log10_G)
     assert term.factors["max(||W||^(2T-2), 1)"] == pytest.approx(1566 * math.log10(2))
     with pytest.raises(OverflowError):  # why log space is needed
-        _direct_G(2 * Q, net.M, net.Y, 1.0, 784, 1.0)
+        _literal_g(2 * Q, net.M, net.Y, 1.0, 784, 1.0)
 
 
 def test_corollary1_uses_the_sigma_map_bound_for_spectral_rnn():
@@ -129,7 +130,8 @@ def test_explicit_bound_follows_lemma2_with_the_proofs_sigma():
     sigma = gamma / (SIGMA_CONSTANT * math.sqrt(2 * h * math.log(12 * h)) * T * B * (T * math.e + math.e + 1)
                      * beta_tilde)
     assert 10 ** result.log10_sigma == pytest.approx(sigma, rel=1e-10)
-    expected = 0.1 + 4 * math.sqrt((norms.w_squared / (2 * sigma ** 2) + math.log(6 * m * K / delta)) / (m - 1))
+    kl = norms.w_squared / (2 * sigma ** 2)
+    expected = 0.1 + 4 * math.sqrt((kl + math.log(6 * m * K / delta)) / (m - 1))
     assert result.bound == pytest.approx(expected, rel=1e-10)
     assert result.eps_times_length <= 1
 

@@ -20,7 +20,8 @@ from spectral_analysis.analysis import (
 from spectral_analysis.nn import build_model
 from spectral_analysis.train import TrainConfig, train
 
-CASES = [("rnn", {"activation": "tanh"}), ("rnn", {"num_layers": 2}), ("lstm", {}), ("lstm", {"num_layers": 2}),
+CASES = [("rnn", {"activation": "tanh"}), ("rnn", {"num_layers": 2}), ("lstm", {}),
+         ("lstm", {"num_layers": 2}),
          ("spectral", {"activation": "relu", "m1": 3, "m2": 2}), ("ornn", {"activation": "abs"}),
          ("irnn", {"activation": "leaky_relu"})]
 
