@@ -15,6 +15,7 @@ from spectral_analysis.analysis import (
     lyapunov_exponents,
     read_trajectory,
     state_trajectory,
+    trajectory_table,
     transition_norm_bound,
 )
 from spectral_analysis.nn import build_model
@@ -146,5 +147,7 @@ def test_trajectory_reads_the_run_log(tmp_path):
     assert np.allclose(trajectory.spectral_margin, np.abs(sv - 1).max(axis=1))
     rows = trajectory.rows()
     assert len(rows) == 4 and rows[-1]["grad_h0_norm"] > 0
+    both = trajectory_table([tmp_path / "run", tmp_path / "run"])
+    assert len(both) == 8 and {row["model"] for row in both} == {"spectral"}
     with pytest.raises(ValueError, match="no metrics.jsonl"):
         read_trajectory(tmp_path)

@@ -73,3 +73,8 @@ def read_trajectory(run_dir: str | Path) -> Trajectory:
                       for line in lines])
     return Trajectory(model, str(run), np.array([line["step"] for line in lines]), svals,
                       np.array([line["spectral_margin"] for line in lines], dtype=np.float64), grads)
+
+
+def trajectory_table(run_dirs: list[str | Path]) -> list[dict[str, Any]]:
+    """The long-form rows of several runs (e.g. RNN and Spectral-RNN) in one table, keyed by model."""
+    return [row for run in run_dirs for row in read_trajectory(run).rows()]
