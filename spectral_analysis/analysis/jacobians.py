@@ -74,9 +74,7 @@ def jacobian_products(model: RecurrentModel, x: Tensor, s0: Tensor | None = None
         J = torch.eye(d, dtype=states.dtype, device=states.device).expand(B, d, d).clone()
         log_scale = torch.zeros(B, dtype=torch.float64, device=states.device)
         svals = np.zeros((B, T1, d)) if spectra else np.zeros((B, T1, 0))
-        kept = [J.clone()] if keep_matrices else []
-        if spectra:
-            svals[:, T] = 0.0
+        kept = [J.clone()] if keep_matrices else []  # J(T) = I: its log10 singular values stay 0
         for t in range(T - 1, -1, -1):
             J = J @ jac(states[:, t], x[:, t])
             scale = J.flatten(1).norm(dim=1)
