@@ -56,7 +56,7 @@ def main() -> None:
             "recursion_with_spectra_s": seconds(lambda: jacobian_products(model, x), args.repeats),
             "autograd_vectorized_s": seconds(lambda: jacobians_by_autograd(model, x, vectorize=True), 1)}
     k = args.autograd_steps
-    partial = seconds(lambda: _first_t_autograd(model, x, k), 1)
+    partial = seconds(lambda: jacobians_by_autograd(model, x, times=k), 1)
     work_all, work_part = sum(T - t for t in range(T + 1)), sum(T - t for t in range(k))
     case["autograd_first_t_s"] = partial
     case["autograd_extrapolated_s"] = partial * work_all / work_part
@@ -68,23 +68,6 @@ def main() -> None:
         print(f"{key:>48}: {value:.4g}" if isinstance(value, float) else f"{key:>48}: {value}")
     write_report(args.out, "cpu", "all J(t) = dh^(T)/dh^(t) of one sequence: recursion vs per-t autograd",
                  [case])
-
-
-def _first_t_autograd(model, x: torch.Tensor, k: int) -> None:
-    """Non-vectorized autograd Jacobians for t = 0 .. k-1 (the longest, most expensive ones)."""
-    step = model.step_function()
-    with torch.no_grad():
-        s = model.initial_state(1)
-        starts = [s]
-        for t in range(k - 1):
-            s = step(s, x[:, t])
-            starts.append(s)
-    for t, s_t in enumerate(starts):
-        def run_from(s: torch.Tensor, t: int = t) -> torch.Tensor:
-            for j in range(t, x.shape[1]):
-                s = step(s, x[:, j])
-            return s
-        torch.autograd.functional.jacobian(run_from, s_t)
 
 
 if __name__ == "__main__":

@@ -93,15 +93,16 @@ def jacobian_products(model: RecurrentModel, x: Tensor, s0: Tensor | None = None
 
 
 def jacobians_by_autograd(model: RecurrentModel, x: Tensor, s0: Tensor | None = None,
-                          vectorize: bool = False) -> Tensor:
-    """The slow twin: ``J(t)`` for every t by a separate ``torch.autograd.functional.jacobian`` of
-    ``s_t -> s_T`` per sample and per t; ``(B, T + 1, d, d)``."""
+                          vectorize: bool = False, times: int | None = None) -> Tensor:
+    """The slow twin: ``J(t)`` by a separate ``torch.autograd.functional.jacobian`` of ``s_t -> s_T``
+    per sample and per t; ``(B, T + 1, d, d)``, or only t < ``times`` (``(B, times, d, d)``)."""
     states = state_trajectory(model, x, s0)
     step = model.step_function()
     B, T1, d = states.shape
-    out = states.new_zeros(B, T1, d, d)
+    count = T1 if times is None else min(times, T1)
+    out = states.new_zeros(B, count, d, d)
     for b in range(B):
-        for t in range(T1):
+        for t in range(count):
             def run_from(s: Tensor, t: int = t, b: int = b) -> Tensor:
                 for k in range(t, T1 - 1):
                     s = step(s, x[b:b + 1, k])

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from spectral_analysis.analysis.bounds import WeightNorms, weight_norms
 from spectral_analysis.analysis.network import Eq17Network
 
 
@@ -49,12 +50,10 @@ def _scaled_direction(shape: torch.Size, target: float, generator: torch.Generat
     return direction * (target / norm) if norm > 0 else direction
 
 
-def lemma3_right_hand_sides(net: Eq17Network, T: int, B: float, dW: float, dM: float,
+def lemma3_right_hand_sides(norms: WeightNorms, T: int, B: float, dW: float, dM: float,
                             dY: float) -> tuple[float, float]:
     """log10 of Eq. 22's bound on ``||dh_T||`` and of the output bound, for perturbation norms given."""
-    W = float(torch.linalg.matrix_norm(net.W, ord=2))
-    M = float(torch.linalg.matrix_norm(net.M, ord=2))
-    Y = float(torch.linalg.matrix_norm(net.Y, ord=2))
+    W, M, Y = norms.W, norms.M, norms.Y
     log_power = (T - 1) * math.log10(W) if W > 1 else 0.0
 
     def log10(value: float) -> float:
@@ -82,16 +81,16 @@ def perturbation_check(net: Eq17Network, x: Tensor, B: float | None = None, tria
         raise ValueError(f"the batch has an input of norm {measured_B:.6g} > B = {B:.6g}: Assumption 1(a) "
                          f"fails, give a larger data bound")
     generator = torch.Generator().manual_seed(seed)
+    norms = weight_norms(net)
     h_T, y = net.final(xs)
     hidden_slack, output_slack, violations = [], [], []
     for trial in range(trials):
         deltas = {}
         for name, A in (("W", net.W), ("M", net.M), ("Y", net.Y)):
-            target = fraction * float(torch.linalg.matrix_norm(A, ord=2)) / T
-            deltas[name] = _scaled_direction(A.shape, target, generator, A)
+            deltas[name] = _scaled_direction(A.shape, fraction * getattr(norms, name) / T, generator, A)
         h_p, y_p = net.final(xs, net.W + deltas["W"], net.M + deltas["M"], net.Y + deltas["Y"])
-        norms = {k: float(torch.linalg.matrix_norm(v, ord=2)) for k, v in deltas.items()}
-        log_h, log_y = lemma3_right_hand_sides(net, T, B, norms["W"], norms["M"], norms["Y"])
+        sizes = {k: float(torch.linalg.matrix_norm(v, ord=2)) for k, v in deltas.items()}
+        log_h, log_y = lemma3_right_hand_sides(norms, T, B, sizes["W"], sizes["M"], sizes["Y"])
         for which, change, log_rhs, store in (("hidden", (h_p - h_T).norm(dim=1), log_h, hidden_slack),
                                               ("output", (y_p - y).norm(dim=1), log_y, output_slack)):
             worst = int(change.argmax())
