@@ -8,12 +8,16 @@ import torch
 from spectral_analysis.analysis.linear_rnn import (
     LinearRNNProblem,
     monte_carlo_risk,
+    optimal_risk,
     population_risk,
     printed_gradient,
     random_problem,
+    random_transitions,
+    realizable_problem,
     risk_gradient,
     risk_hessian,
     stacked_powers,
+    theorem5_constant,
 )
 
 
@@ -97,3 +101,57 @@ def test_bad_problems_are_named():
         LinearRNNProblem(Y, A, -S.double(), 0.0, 2)
     with pytest.raises(ValueError, match="W must be"):
         population_risk(torch.zeros(3, 3, dtype=torch.float64), LinearRNNProblem(Y, A, S.double(), 0.0, 2))
+
+
+def test_batched_risk_and_gradient_match_one_at_a_time():
+    problem = random_problem(3, 3, 2)
+    Ws = torch.stack([random_transition(3, seed) for seed in range(4)])
+    risks, grads = population_risk(Ws, problem), risk_gradient(Ws, problem)
+    for k in range(4):
+        assert float(risks[k]) == pytest.approx(float(population_risk(Ws[k], problem)), rel=1e-13)
+        assert torch.allclose(grads[k], risk_gradient(Ws[k], problem), atol=1e-12)
+
+
+def test_realizable_problem_attains_c_at_its_teacher_and_nowhere_below():
+    problem = realizable_problem(3, 3, low=1.0, high=2.0, noise=0.25)
+    assert float(torch.linalg.svdvals(problem.W_star).min()) >= 1.0 - 1e-12
+    assert float(torch.linalg.svdvals(problem.W_star).max()) <= 2.0 + 1e-12
+    assert optimal_risk(problem) == 0.25
+    assert float(population_risk(problem.W_star, problem)) == pytest.approx(0.25, abs=1e-10)
+    assert float(risk_gradient(problem.W_star, problem).norm()) < 1e-9
+    others = random_transitions(3, 20, 0.0, 3.0, torch.Generator().manual_seed(1))
+    assert bool((population_risk(others, problem) > 0.25).all())
+
+
+def test_optimal_risk_for_t1_is_the_least_squares_value_even_when_y_is_wide():
+    """n_y < n: Y W = A is underdetermined, R* = C + ||(Y Y^+ - I) A Sigma^(1/2)||^2 = C."""
+    for ny in (2, 5):
+        problem = random_problem(4, 1, ny, noise=0.3)
+        r_star = optimal_risk(problem)
+        assert r_star >= 0.3 - 1e-12
+        samples = random_transitions(4, 200, 0.0, 3.0, torch.Generator().manual_seed(ny))
+        assert float(population_risk(samples, problem).min()) >= r_star - 1e-10
+        # the least-squares point is critical
+        W = torch.linalg.lstsq(problem.Y, problem.A).solution
+        assert float(risk_gradient(W, problem).norm()) < 1e-10
+    assert optimal_risk(random_problem(4, 1, 2, noise=0.3)) == pytest.approx(0.3, abs=1e-10)
+    assert optimal_risk(random_problem(2, 1, 5, noise=0.3)) > 0.3 + 1e-3  # tall Y: A is not reachable
+
+
+def test_unknown_optimum_and_bad_teacher_and_bad_e_are_named():
+    with pytest.raises(ValueError, match="closed form only for t = 1"):
+        optimal_risk(random_problem(3, 2))
+    problem = random_problem(2, 2)
+    with pytest.raises(ValueError, match="does not realize A"):
+        LinearRNNProblem(problem.Y, problem.A, problem.Sigma, 0.1, 2, torch.eye(2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="e > 0"):
+        theorem5_constant(problem, 0.0)
+    with pytest.raises(ValueError, match="low <= high"):
+        random_transitions(2, 3, 2.0, 1.0, torch.Generator())
+
+
+def test_theorem5_constant_is_the_printed_minimum():
+    problem = random_problem(2, 3)
+    s = float(torch.linalg.eigvalsh(problem.Sigma).min())
+    assert theorem5_constant(problem, 0.5) == pytest.approx(s ** 2 * min(1, 4 * 0.25, 9 * 0.0625))
+    assert theorem5_constant(problem, 2.0) == pytest.approx(s ** 2)

@@ -1,0 +1,48 @@
+"""The toolkit's common check record: one claim of a paper, the verdict and the evidence.
+
+Every face that judges a claim (``landscape``, the symbolic checks, ``paper_checks/``) reports a JSON
+object ``{"checks": [record, ...]}`` with records ``{source, claim, verdict, evidence, numbers}``:
+
+- ``source``: where the claim is printed, e.g. ``"earlier version, Theorem 5"``;
+- ``verdict``: ``holds`` (measured and agrees), ``differs`` (the printed formula or number is not what
+  the measurement gives, though the claim's conclusion may survive), ``fails`` (a counterexample to
+  the claim itself), ``unverified`` (the measurement cannot settle it);
+- ``evidence``: one or two sentences with the measured numbers; ``numbers``: the same, machine-readable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+VERDICTS = ("holds", "differs", "fails", "unverified")
+
+
+@dataclass
+class CheckRecord:
+    """One verdict on one claim (see the module docstring for the fields)."""
+
+    source: str
+    claim: str
+    verdict: str
+    evidence: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def checks_markdown(records: list[CheckRecord]) -> str:
+    """A Markdown table: source, claim, verdict, evidence."""
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| source | claim | verdict | evidence |", "|---|---|---|---|"]
+    lines += [f"| {cell(r.source)} | {cell(r.claim)} | **{r.verdict}** | {cell(r.evidence)} |"
+              for r in records]
+    return "\n".join(lines)
