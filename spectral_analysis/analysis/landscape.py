@@ -35,6 +35,7 @@ from spectral_analysis.analysis.linear_rnn import (
     theorem5_constant,
 )
 from spectral_analysis.analysis.theorem5 import (
+    Counterexample,
     identity_teacher_counterexample,
     inequality_path,
     inequality_ratios,
@@ -126,7 +127,7 @@ def _point_dict(point: CriticalPoint) -> dict[str, Any]:
     return {**data, "W": point.W.tolist()}
 
 
-def _counterexample_dict(found: Any, e: float) -> dict[str, Any] | None:
+def _counterexample_dict(found: Counterexample | None, e: float) -> dict[str, Any] | None:
     if found is None:
         return None
     return {"a": found.a, "z": [found.z.real, found.z.imag], "n": found.problem.hidden,
