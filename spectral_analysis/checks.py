@@ -7,7 +7,9 @@ object ``{"checks": [record, ...]}`` with records ``{source, claim, verdict, evi
 - ``verdict``: ``holds`` (measured and agrees), ``differs`` (the printed formula or number is not what
   the measurement gives, though the claim's conclusion may survive), ``fails`` (a counterexample to
   the claim itself), ``unverified`` (the measurement cannot settle it);
-- ``evidence``: one or two sentences with the measured numbers; ``numbers``: the same, machine-readable.
+- ``evidence``: one or two sentences with the measured numbers; ``numbers``: the same, machine-readable;
+- ``derived`` and ``printed``: for formula checks, the expression derived from the definition and the
+  one the paper prints (strings; ``None`` where the claim is not a formula).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class CheckRecord:
     verdict: str
     evidence: str
     numbers: dict[str, Any] = field(default_factory=dict)
+    derived: str | None = None
+    printed: str | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:

@@ -175,7 +175,7 @@ def test_landscape_report_verdicts_on_a_small_problem():
     assert verdicts["Theorem 5"] == "fails"
     assert set(verdicts.values()) <= {"holds", "differs", "fails", "unverified"}
     for check in report["checks"]:
-        assert set(check) == {"source", "claim", "verdict", "evidence", "numbers"}
+        assert set(check) == {"source", "claim", "verdict", "evidence", "numbers", "derived", "printed"}
     descent = report["descent"]
     signs = report["checks"][4]["numbers"]
     # SVD descent never reaches R* from a start whose det sign differs from the teacher's
