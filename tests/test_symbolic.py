@@ -151,3 +151,15 @@ def test_verify_symbolic_command(tmp_path, capsys):
     assert main(["verify-symbolic", "--only", "nonsense"]) == 1
     assert "unknown symbolic check" in capsys.readouterr().err
     assert set(SYMBOLIC_CHECKS) >= {"claim1", "table1", "algorithm1"}
+
+
+def test_wrong_reflector_properties_and_a_zero_preactivation_differ():
+    u, _, _ = householder.vectors(3)
+    H = householder.reflector_matrix(u)
+    assert judge(H.trace(), 3 - 1, list(u)).verdict == "differs"  # one eigenvalue is -1, not 1
+    assert judge(H * u, u, list(u)).verdict == "differs"
+    P, angles = peers.packed_rotations(3)
+    g = sp.Matrix(sp.symbols("g0:3", real=True))
+    back = P.T * sp.diag(0, 1, 1) * g  # sign(z_1) = 0
+    assert judge((back.T * back)[0, 0], (g.T * g)[0, 0], [*angles, *g],
+                 simplifier=peers.pythagorean(angles)).verdict == "differs"
