@@ -28,6 +28,11 @@ MODEL_FLAGS: dict[str, dict[str, Any]] = {
     "init": {"choices": DENSE_INITS, "help": "RNN/IRNN transition init"},
     "forget_bias": {"type": float, "help": "LSTM forget-gate bias init (default 1)"},
     "output_bias": {"action": argparse.BooleanOptionalAction, "help": "bias on the read-out Y"},
+    "factor_sizes": {"type": int, "nargs": "+", "help": "KRU factor sizes p_f, product = hidden size "
+                     "(default all 2)"},
+    "complex": {"action": argparse.BooleanOptionalAction, "help": "KRU complex factors (real form, size 2n)"},
+    "rotations": {"type": int, "help": "DizzyRNN packed rotations K (default all: n - 1, n for odd n)"},
+    "svd": {"action": argparse.BooleanOptionalAction, "help": "DizzyRNN Section 5: U diag(sigma) V^T"},
 }
 
 

@@ -1,5 +1,13 @@
 """Math layer: Householder reflectors, the SVD map and its inverse, singular-value maps (torch only)."""
 
+from spectral_analysis.linalg.givens import (
+    apply_packed_rotation,
+    givens_apply,
+    givens_apply_transpose,
+    givens_matrix,
+    packed_pairs,
+    rotation_count,
+)
 from spectral_analysis.linalg.householder import (
     hgrad,
     householder_product_sequential,
@@ -11,6 +19,7 @@ from spectral_analysis.linalg.householder import (
     trapezoid_mask,
     unpack_reflectors,
 )
+from spectral_analysis.linalg.kronecker import check_factors, kron_matrix, kron_matvec
 from spectral_analysis.linalg.reflector_factor import complete_orthogonal, orthogonal_to_reflectors
 from spectral_analysis.linalg.reflector_loop import reflector_loop
 from spectral_analysis.linalg.sigma_maps import SIGMA_MAP_KINDS, SigmaMap
@@ -24,10 +33,11 @@ from spectral_analysis.linalg.svd_map import svd_compose, svd_compose_packed, sv
 from spectral_analysis.linalg.wy import apply_householder, householder_product
 
 __all__ = [
-    "SIGMA_MAP_KINDS", "ImageMembership", "MembershipUndecidedError", "SigmaMap", "apply_householder",
-    "complete_orthogonal", "hgrad", "householder_product", "householder_product_sequential",
-    "hprod", "normalize_reflectors", "orthogonal_to_reflectors", "pack_reflectors", "reflector",
-    "reflector_loop", "reflector_product", "svd_compose", "svd_compose_packed",
-    "svd_compose_reference", "svd_decompose", "svd_image_membership", "trapezoid_mask",
-    "unpack_reflectors",
+    "ImageMembership", "MembershipUndecidedError", "SIGMA_MAP_KINDS", "SigmaMap", "apply_householder",
+    "apply_packed_rotation", "check_factors", "complete_orthogonal", "givens_apply",
+    "givens_apply_transpose", "givens_matrix", "hgrad", "householder_product",
+    "householder_product_sequential", "hprod", "kron_matrix", "kron_matvec", "normalize_reflectors",
+    "orthogonal_to_reflectors", "pack_reflectors", "packed_pairs", "reflector", "reflector_loop",
+    "reflector_product", "rotation_count", "svd_compose", "svd_compose_packed", "svd_compose_reference",
+    "svd_decompose", "svd_image_membership", "trapezoid_mask", "unpack_reflectors",
 ]

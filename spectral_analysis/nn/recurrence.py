@@ -8,8 +8,9 @@ Four interchangeable routes, all exact (they differ only in rounding):
   and one in-place activation per step; backward runs one ``mm`` and two elementwise ops per step
   and forms ``dL/dW = sum_t g_t h_{t-1}^T`` as one large GEMM at the end. Every activation.
 - ``loop``: the obviously correct twin, a plain Python loop under autograd (dense W).
-- ``reflector``: the same loop with ``W h`` applied through the reflectors one at a time
-  (Algorithm 1, :func:`~spectral_analysis.linalg.reflector_loop`), the paper's own procedure.
+- ``reflector``: the same loop with ``W h`` applied by the transition's own structure, W never formed:
+  the reflectors one at a time (Algorithm 1, :func:`~spectral_analysis.linalg.reflector_loop`), KRU's
+  factor-by-factor product, DizzyRNN's packed rotations. ``auto`` takes this route for KRU.
 
 ``auto`` picks ``torch`` for relu/tanh on CUDA (cuDNN) and ``scan`` elsewhere: on the CPU the scan
 measured faster than PyTorch's own kernel (``benchmarks/bench_recurrence.py``).

@@ -253,10 +253,13 @@ class RecurrentNet(RecurrentModel):
         self.check_input(x)
         B = x.shape[0]
         h0 = self.zero_state(B) if h0 is None else self.check_state(h0, B)
-        mode = resolve_recurrence(recurrence or self.recurrence, self.activation, x.device)
+        requested = recurrence or self.recurrence
+        mode = resolve_recurrence(requested, self.activation, x.device)
+        if requested == "auto" and all(getattr(t, "structured_apply", False) for t in self.transitions):
+            mode = "reflector"  # W h by the structure (KRU's factor-by-factor product), W never formed
         if mode == "reflector" and any(isinstance(t, DenseTransition) for t in self.transitions):
-            raise ValueError("recurrence='reflector' needs a structured transition (oRNN, Spectral-RNN); "
-                             "this model has a dense W, use 'loop'")
+            raise ValueError("recurrence='reflector' needs a structured transition (oRNN, Spectral-RNN, KRU, "
+                             "DizzyRNN); this model has a dense W, use 'loop'")
         layer_input, hidden = x, []
         for transition, M, b, h_init in zip(self.transitions, self.input_weights, self.biases, h0,
                                             strict=True):

@@ -1,5 +1,8 @@
 """Named models: ``build_model(name, input_size, hidden_size, output_size, **options)``.
 
+For ``kru`` with ``complex=True``, ``hidden_size`` is the number N of complex units; the net runs on
+their real form, so ``model.hidden_size`` is 2N (see :mod:`spectral_analysis.nn.peer_transitions`).
+
 Every option has a default, listed in :data:`MODEL_OPTIONS`; an option a model does not take is an
 error that names the accepted ones. The built model carries ``model.config`` (name, sizes and every
 resolved option), from which :func:`build_model` rebuilds the same architecture (checkpoints use it).
@@ -15,6 +18,7 @@ from spectral_analysis.linalg import SigmaMap
 from spectral_analysis.nn.activations import DEFAULT_LEAK
 from spectral_analysis.nn.feedforward import FeedForwardNet, SpectralLinear
 from spectral_analysis.nn.lstm import LSTMNet
+from spectral_analysis.nn.peer_transitions import GivensSVDTransition, GivensTransition, KroneckerTransition
 from spectral_analysis.nn.recurrent import RecurrentNet
 from spectral_analysis.nn.transitions import DenseTransition, HouseholderTransition, SpectralTransition
 
@@ -29,13 +33,15 @@ MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     "lstm": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "forget_bias": 1.0},
     "ornn": {**_RECURRENT, "m": None},
     "spectral": {**_RECURRENT, "m1": None, "m2": None, **_SIGMA},
+    "kru": {**_RECURRENT, "activation": "relu", "factor_sizes": None, "complex": False},
+    "dizzy": {**_RECURRENT, "activation": "abs", "rotations": None, "svd": False},
     "mlp": dict(_FEEDFORWARD),
     "resnet": dict(_FEEDFORWARD),
     "spectral-mlp": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA},
     "spectral-resnet": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA},
 }
 MODEL_NAMES = tuple(MODEL_OPTIONS)
-RECURRENT_MODELS = ("rnn", "irnn", "lstm", "ornn", "spectral")
+RECURRENT_MODELS = ("rnn", "irnn", "lstm", "ornn", "spectral", "kru", "dizzy")
 
 
 def resolve_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -69,6 +75,13 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
         transitions = [DenseTransition(n, o["init"], o.get("init_std")) for _ in range(layers)]
     elif name == "ornn":
         transitions = [HouseholderTransition(n, o["m"]) for _ in range(layers)]
+    elif name == "kru":
+        sizes = o["factor_sizes"]
+        transitions = [KroneckerTransition(n, None if sizes is None else list(sizes), bool(o["complex"]))
+                       for _ in range(layers)]
+    elif name == "dizzy":
+        kind = GivensSVDTransition if o["svd"] else GivensTransition
+        transitions = [kind(n, o["rotations"]) for _ in range(layers)]
     else:
         sigma_map = SigmaMap(o["sigma_map"], o["sigma_star"], o["r"])
         transitions = [SpectralTransition(n, o["m1"], o["m2"], sigma_map) for _ in range(layers)]

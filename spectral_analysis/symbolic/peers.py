@@ -8,6 +8,7 @@ import sympy as sp
 import torch
 
 from spectral_analysis.checks import CheckRecord
+from spectral_analysis.linalg import packed_pairs
 from spectral_analysis.symbolic.compare import judge, numeric_error
 
 
@@ -64,19 +65,16 @@ def check_dizzy_gradient() -> CheckRecord:
 
 
 def packed_rotations(n: int) -> tuple[sp.Matrix, list[sp.Symbol]]:
-    """``P_1 ... P_(n-1)``: n - 1 packed rotations, each of disjoint pairs (round-robin pairing), one angle
-    per pair: n (n - 1) / 2 angles, every pair of coordinates rotated once."""
-    players = list(range(n))
+    """``P_1 ... P_K`` over the round-robin schedule of :func:`spectral_analysis.linalg.packed_pairs` (the
+    one the toolkit's DizzyRNN uses), one angle per pair: n (n - 1) / 2 angles, every pair rotated once."""
     P, angles = sp.eye(n), []
-    for _ in range(n - 1):
+    for pairs_a, pairs_b in packed_pairs(n):
         packed = sp.eye(n)
-        for i in range(n // 2):
-            a, b = sorted((players[i], players[n - 1 - i]))
+        for a, b in zip(pairs_a, pairs_b, strict=True):
             theta = sp.Symbol(f"theta_{a}{b}", real=True)
             angles.append(theta)
             packed = packed * givens(n, a, b, theta)
         P = P * packed
-        players = [players[0], players[-1], *players[1:-1]]
     return P, angles
 
 

@@ -1,0 +1,180 @@
+"""KRU's Kronecker product, DizzyRNN's packed Givens rotations, their transitions and models."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from spectral_analysis.linalg import (
+    givens_apply,
+    givens_apply_transpose,
+    givens_matrix,
+    kron_matrix,
+    kron_matvec,
+    packed_pairs,
+    rotation_count,
+)
+from spectral_analysis.nn import build_model
+from spectral_analysis.nn.peer_transitions import (
+    GivensSVDTransition,
+    GivensTransition,
+    KroneckerTransition,
+    default_factor_sizes,
+)
+from spectral_analysis.train import load_checkpoint, save_checkpoint
+
+D = torch.float64
+
+
+@pytest.mark.parametrize(
+    "shapes, dtype",
+    [([(2, 2)] * 5, D), ([(3, 2), (2, 4), (1, 3)], D), ([(2, 2)] * 3, torch.complex128), ([(4, 4)], D)],
+)
+def test_kron_matvec_matches_the_dense_product_and_gradcheck(shapes, dtype):
+    gen = torch.Generator().manual_seed(0)
+    factors = [torch.randn(p, q, generator=gen, dtype=dtype) for p, q in shapes]
+    Q = math.prod(q for _, q in shapes)
+    h = torch.randn(3, 2, Q, generator=gen, dtype=dtype)
+    assert torch.allclose(kron_matvec(factors, h), h @ kron_matrix(factors).mT, atol=1e-12)
+    leaves = [f.clone().requires_grad_() for f in factors] + [h.clone().requires_grad_()]
+    assert torch.autograd.gradcheck(lambda *x: kron_matvec(list(x[:-1]), x[-1]), leaves)
+
+
+def test_kron_errors_are_named():
+    with pytest.raises(ValueError, match="at least one factor"):
+        kron_matvec([], torch.zeros(2))
+    with pytest.raises(ValueError, match="has length 3"):
+        kron_matvec([torch.eye(2), torch.eye(2)], torch.zeros(3))
+    with pytest.raises(ValueError, match="must be a matrix"):
+        kron_matrix([torch.zeros(2, 2, 2)])
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 8])
+def test_round_robin_schedule_rotates_every_pair_once(n):
+    schedule = packed_pairs(n)
+    assert len(schedule) == rotation_count(n) == (n - 1 if n % 2 == 0 else n)
+    seen = []
+    for a, b in schedule:
+        assert len(set(a) | set(b)) == 2 * len(a)  # disjoint pairs in one packed rotation
+        seen += list(zip(a, b, strict=True))
+    assert sorted(seen) == [(i, j) for i in range(n) for j in range(i + 1, n)]
+
+
+def givens_by_hand(angles, schedule, n):
+    """P_1 ... P_K from explicit R_ab(theta): cos on (a,a),(b,b), sin at (a,b), -sin at (b,a)."""
+    W = torch.eye(n, dtype=D)
+    for theta, (a, b) in zip(angles, schedule, strict=False):
+        P = torch.eye(n, dtype=D)
+        for t, i, j in zip(theta, a, b, strict=True):
+            R = torch.eye(n, dtype=D)
+            R[i, i] = R[j, j] = torch.cos(t)
+            R[i, j], R[j, i] = torch.sin(t), -torch.sin(t)
+            P = P @ R
+        W = W @ P
+    return W
+
+
+@pytest.mark.parametrize("n, K", [(4, 3), (5, 5), (6, 2)])
+def test_givens_product_matches_the_paper_rotations(n, K):
+    schedule = packed_pairs(n)
+    gen = torch.Generator().manual_seed(n)
+    angles = [torch.randn(len(a), generator=gen, dtype=D) for a, _ in schedule[:K]]
+    W = givens_matrix(angles, schedule, n)
+    assert torch.allclose(W, givens_by_hand(angles, schedule, n), atol=1e-12)
+    assert torch.allclose(W @ W.T, torch.eye(n, dtype=D), atol=1e-12)
+    assert float(torch.linalg.det(W)) == pytest.approx(1.0)
+    h = torch.randn(3, n, generator=gen, dtype=D)
+    assert torch.allclose(givens_apply_transpose(angles, schedule, h), h @ W, atol=1e-12)
+    leaves = [a.clone().requires_grad_() for a in angles]
+    assert torch.autograd.gradcheck(lambda *t: givens_apply(list(t), schedule, h), leaves)
+
+
+@pytest.mark.parametrize(
+    "transition",
+    [
+        lambda: KroneckerTransition(8),
+        lambda: KroneckerTransition(8, complex_factors=True),
+        lambda: KroneckerTransition(12, [3, 4]),
+        lambda: GivensTransition(5),
+        lambda: GivensTransition(6, 2),
+        lambda: GivensSVDTransition(4),
+    ],
+)
+def test_structured_product_singular_values_and_counts(transition):
+    torch.manual_seed(0)
+    T = transition().double()
+    with torch.no_grad():
+        for p in T.parameters():
+            p.add_(0.1 * torch.randn_like(p))  # off the unitary initialization
+    h = torch.randn(4, T.size, dtype=D)
+    W = T.matrix()
+    assert torch.allclose(T.apply_reference(h), h @ W.T, atol=1e-12)
+    assert torch.allclose(T.singular_values(), torch.linalg.svdvals(W), atol=1e-10)
+    expected = {
+        KroneckerTransition: lambda t: sum(p * p for p in t.factor_sizes) * (2 if t.complex_factors else 1),
+        GivensTransition: lambda t: sum(len(a) for a, _ in t.schedule[: t.rotations]),
+        GivensSVDTransition: lambda t: t.U.parameter_count() + t.V.parameter_count() + t.size,
+    }
+    assert T.parameter_count() == expected[type(T)](T) == sum(p.numel() for p in T.parameters())
+
+
+def test_kru_counts_and_soft_unitary_penalty():
+    assert KroneckerTransition(128, complex_factors=True).parameter_count() == 8 * 7  # 8 log2 N
+    assert default_factor_sizes(64) == [2] * 6 and default_factor_sizes(12) == [2, 2, 3]
+    T = KroneckerTransition(8, complex_factors=True).double()
+    assert float(T.spectral_penalty().detach()) < 1e-10  # unitary factors at init
+    W = T.complex_matrix()
+    assert torch.allclose(W.mH @ W, torch.eye(8, dtype=W.dtype), atol=1e-6)  # unitary factors -> unitary W
+    with torch.no_grad():
+        for p in T.parameters():
+            p.mul_(1.3)
+    before = T.spectral_penalty()
+    before.backward()
+    with torch.no_grad():
+        for p in T.parameters():
+            p.sub_(0.01 * p.grad)
+    assert float(T.spectral_penalty().detach()) < float(before.detach())
+    with pytest.raises(ValueError, match="multiply to 6"):
+        KroneckerTransition(8, [2, 3])
+
+
+def test_dizzy_theorems_3_and_4_norm_preserved_through_time():
+    """abs + packed rotations, loss on the last state only: ||dL/dh_t|| is the same for every t, and
+    with W_x a rotation product, ||dL/dx_t|| = ||dL/dh_(t-1)||."""
+    torch.manual_seed(1)
+    n, T = 6, 12
+    model = build_model("dizzy", n, n, 1).double()
+    with torch.no_grad():
+        model.input_weights[0].copy_(GivensTransition(n).double().matrix())
+    W, M, b = model.transition_matrix(0), model.input_weights[0], model.biases[0]
+    x = torch.randn(T, n, dtype=D, requires_grad=True)
+    h = torch.zeros(n, dtype=D)
+    states = []
+    for t in range(T):
+        h = (W @ h + M @ x[t] + b).abs()
+        h.retain_grad()
+        states.append(h)
+    (states[-1] ** 2).sum().backward()
+    norms = torch.stack([s.grad.norm() for s in states[1:]])
+    assert torch.allclose(norms, norms[-1].expand_as(norms), rtol=1e-12)
+    assert torch.allclose(x.grad.norm(dim=1), norms[-1].expand(T), rtol=1e-12)
+
+
+def test_registry_options_and_structured_route(tmp_path, monkeypatch):
+    model = build_model("kru", 3, 8, 2, complex=True)
+    assert model.hidden_size == 16 and model.config["options"]["complex"] is True
+    x = torch.randn(2, 5, 3)
+    scan = model.run(x, recurrence="scan").outputs
+    monkeypatch.setattr(KroneckerTransition, "matrix", lambda self: (_ for _ in ()).throw(AssertionError))
+    assert torch.allclose(model(x), scan, atol=1e-5)  # auto runs the factor product, never forms W
+    monkeypatch.undo()
+    save_checkpoint(tmp_path / "kru.safetensors", model, {"task": "addition"})
+    loaded = load_checkpoint(tmp_path / "kru.safetensors").model
+    assert torch.equal(loaded(x), model(x))
+    with pytest.raises(ValueError, match="rotations"):
+        build_model("dizzy", 2, 6, 1, rotations=9)
+    dizzy = build_model("dizzy", 2, 6, 1, svd=True, rotations=2)
+    assert dizzy.transition_parameter_count() == 2 * (3 + 3) + 6
+    assert float(dizzy.spectral_penalty()) == 0.0
