@@ -23,6 +23,7 @@ from spectral_analysis.nn.peer_transitions import (
     KroneckerTransition,
     default_factor_sizes,
 )
+from spectral_analysis.nn.urnn import UnitaryTransition
 from spectral_analysis.train import load_checkpoint, save_checkpoint
 
 D = torch.float64
@@ -177,4 +178,46 @@ def test_registry_options_and_structured_route(tmp_path, monkeypatch):
         build_model("dizzy", 2, 6, 1, rotations=9)
     dizzy = build_model("dizzy", 2, 6, 1, svd=True, rotations=2)
     assert dizzy.transition_parameter_count() == 2 * (3 + 3) + 6
-    assert float(dizzy.spectral_penalty()) == 0.0
+    assert float(dizzy.spectral_penalty().detach()) == 0.0
+
+
+def test_urnn_transition_is_the_printed_product_and_unitary():
+    torch.manual_seed(2)
+    T = UnitaryTransition(8).double()
+    n = 8
+    F = torch.fft.fft(torch.eye(n, dtype=torch.complex128), norm="ortho")  # the unitary DFT matrix
+    phases = [torch.diag(torch.exp(1j * T.thetas[j].detach())) for j in range(3)]
+    v = [torch.complex(T.reflections[j, 0], T.reflections[j, 1]).detach() for j in range(2)]
+    eye = torch.eye(n, dtype=torch.complex128)
+    R = [eye - 2 * torch.outer(x, x.conj()) / x.abs().square().sum() for x in v]
+    Pi = torch.eye(n, dtype=torch.complex128)[T.permutation]
+    W = phases[2] @ R[1] @ F.conj().T @ phases[1] @ Pi @ R[0] @ F @ phases[0]
+    assert torch.allclose(T.complex_matrix(), W, atol=1e-12)
+    assert torch.allclose(W.mH @ W, torch.eye(n, dtype=W.dtype), atol=1e-12)
+    h = torch.randn(3, 2 * n, dtype=D)
+    assert torch.allclose(T.apply_reference(h), h @ T.matrix().T, atol=1e-12)
+    assert T.parameter_count() == 7 * n
+
+
+def test_urnn_run_matches_a_complex_recurrence_and_is_refused_by_the_bound(tmp_path):
+    torch.manual_seed(3)
+    model = build_model("urnn", 3, 4, 2).double()
+    with torch.no_grad():
+        model.biases[0].copy_(torch.tensor([-0.5, 0.2, 0.0, 0.1]))
+    x = torch.randn(2, 5, 3, dtype=D)
+    W = model.transitions[0].complex_matrix()
+    V = model.input_weights[0]
+    Vc = torch.complex(V[:4], V[4:])
+    h = torch.zeros(2, 4, dtype=torch.complex128)
+    b = model.biases[0]
+    for t in range(5):
+        z = h @ W.T + x[:, t].to(torch.complex128) @ Vc.T
+        h = torch.relu(z.abs() + b) / z.abs() * z  # modReLU
+    assert torch.allclose(model.run(x).state[0], torch.cat([h.real, h.imag], dim=-1), atol=1e-12)
+    save_checkpoint(tmp_path / "urnn.safetensors", model, {"task": "addition"})
+    loaded = load_checkpoint(tmp_path / "urnn.safetensors").model
+    assert torch.equal(loaded(x), model(x))
+    from spectral_analysis.analysis import eq17_network
+
+    with pytest.raises(ValueError, match="modReLU"):
+        eq17_network(model)

@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 from spectral_analysis.nn import LSTMNet, RecurrentNet
 from spectral_analysis.nn.activations import activate
+from spectral_analysis.nn.urnn import UnitaryRNN
 
 
 @dataclass
@@ -88,6 +89,9 @@ def eq17_network(model: nn.Module, symbolic_inputs: bool = False) -> Eq17Network
     if isinstance(model, LSTMNet):
         raise ValueError("Theorem 5 and Lemma 3 are about h_t = phi(W h_{t-1} + M x_t) (Eq. 17); an LSTM's "
                          "gated update is not of that form")
+    if isinstance(model, UnitaryRNN):
+        raise ValueError("Theorem 5 needs h_t = phi(W h_{t-1} + M x_t) with phi elementwise (Eq. 17); the "
+                         "uRNN's modReLU scales each complex pair (Re, Im) together, with a trainable bias")
     if not isinstance(model, RecurrentNet):
         raise ValueError(f"Theorem 5 is about recurrent nets; this checkpoint holds a "
                          f"{type(model).__name__}, not a recurrent model")

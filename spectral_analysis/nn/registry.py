@@ -1,7 +1,8 @@
 """Named models: ``build_model(name, input_size, hidden_size, output_size, **options)``.
 
-For ``kru`` with ``complex=True``, ``hidden_size`` is the number N of complex units; the net runs on
-their real form, so ``model.hidden_size`` is 2N (see :mod:`spectral_analysis.nn.peer_transitions`).
+For ``kru`` with ``complex=True`` and for ``urnn``, ``hidden_size`` is the number N of complex units; the
+net runs on their real form, so ``model.hidden_size`` is 2N (see :mod:`spectral_analysis.nn.peer_transitions`
+and :mod:`spectral_analysis.nn.urnn`).
 
 Every option has a default, listed in :data:`MODEL_OPTIONS`; an option a model does not take is an
 error that names the accepted ones. The built model carries ``model.config`` (name, sizes and every
@@ -21,6 +22,7 @@ from spectral_analysis.nn.lstm import LSTMNet
 from spectral_analysis.nn.peer_transitions import GivensSVDTransition, GivensTransition, KroneckerTransition
 from spectral_analysis.nn.recurrent import RecurrentNet
 from spectral_analysis.nn.transitions import DenseTransition, HouseholderTransition, SpectralTransition
+from spectral_analysis.nn.urnn import UnitaryRNN
 
 _RECURRENT = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 1, "recurrence": "auto",
               "output_bias": False}
@@ -35,13 +37,14 @@ MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     "spectral": {**_RECURRENT, "m1": None, "m2": None, **_SIGMA},
     "kru": {**_RECURRENT, "activation": "relu", "factor_sizes": None, "complex": False},
     "dizzy": {**_RECURRENT, "activation": "abs", "rotations": None, "svd": False},
+    "urnn": {"output_bias": True, "num_layers": 1},
     "mlp": dict(_FEEDFORWARD),
     "resnet": dict(_FEEDFORWARD),
     "spectral-mlp": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA},
     "spectral-resnet": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA},
 }
 MODEL_NAMES = tuple(MODEL_OPTIONS)
-RECURRENT_MODELS = ("rnn", "irnn", "lstm", "ornn", "spectral", "kru", "dizzy")
+RECURRENT_MODELS = ("rnn", "irnn", "lstm", "ornn", "spectral", "kru", "dizzy", "urnn")
 
 
 def resolve_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -56,6 +59,8 @@ def resolve_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
+    if name == "urnn":
+        return UnitaryRNN(ni, n, ny, o["output_bias"], o["num_layers"])
     if name == "lstm":
         return LSTMNet(ni, n, ny, o["num_layers"], o["forget_bias"], o["recurrence"], o["output_bias"])
     if name in ("mlp", "resnet", "spectral-mlp", "spectral-resnet"):

@@ -1,0 +1,198 @@
+"""The unitary RNN (Arjovsky et al. 2016), the baseline both main papers compare with.
+
+``W = D3 R2 F^-1 D2 Pi R1 F D1`` on complex states: ``D_j = diag(exp(i theta_j))``, complex reflections
+``R_j = I - 2 v_j v_j^H / ||v_j||^2``, a fixed permutation ``Pi`` and the unitary FFT ``F`` (7n real
+parameters). ``h_t = modReLU(W h_(t-1) + V x_t)`` with ``modReLU(z)_i = relu(|z_i| + b_i) z_i / |z_i|``
+and ``y_t = U (Re h_t; Im h_t) + c``.
+
+As with complex KRU, the model runs on the **real form**: the state is ``(Re h; Im h)`` of length 2n,
+``matrix()`` is the real ``2n x 2n`` form of W, ``V`` is the real ``2n x n_i`` matrix ``(Re V; Im V)``.
+modReLU is not elementwise on that vector (it scales each complex pair), so Theorem 5's Eq. 17 does not
+cover this model; the Jacobian analyzers use the per-step view below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun
+from spectral_analysis.nn.transitions import Transition, _check_size
+
+MODRELU_EPS = 1e-6  # |z| is floored here inside modReLU, so its gradient stays finite at z = 0
+
+
+def complex_reflection(v: Tensor, z: Tensor) -> Tensor:
+    """``(I - 2 v v^H / ||v||^2) z`` for ``z (..., n)``."""
+    return z - 2.0 * v * (z @ v.conj()).unsqueeze(-1) / v.abs().square().sum()
+
+
+def modrelu(z: Tensor, b: Tensor) -> Tensor:
+    """``relu(|z| + b) z / |z|`` per complex unit (Arjovsky et al., Eq. 8)."""
+    magnitude = z.abs().clamp_min(MODRELU_EPS)
+    return torch.relu(magnitude + b) / magnitude * z
+
+
+def to_complex(h: Tensor, n: int) -> Tensor:
+    return torch.complex(h[..., :n], h[..., n:])
+
+
+def to_real(z: Tensor) -> Tensor:
+    return torch.cat([z.real, z.imag], dim=-1)
+
+
+class UnitaryTransition(Transition):
+    """uRNN's W in real form (``size = 2n``); the permutation is drawn once from ``seed`` and saved."""
+
+    structured_apply = True
+
+    def __init__(self, n: int, seed: int = 0) -> None:
+        super().__init__()
+        n = _check_size(n)
+        self.units, self.size = n, 2 * n
+        self.thetas = nn.Parameter((torch.rand(3, n) * 2 - 1) * torch.pi)
+        self.reflections = nn.Parameter(torch.randn(2, 2, n))  # [j][real, imag]
+        generator = torch.Generator().manual_seed(seed)
+        self.register_buffer("permutation", torch.randperm(n, generator=generator))
+
+    def complex_apply(self, z: Tensor) -> Tensor:
+        """``W z`` for complex ``z (..., n)``, right to left: D1, F, R1, Pi, D2, F^-1, R2, D3; O(n log n)."""
+        phases = torch.exp(1j * self.thetas.to(torch.promote_types(self.thetas.dtype, torch.float32)))
+        v1 = torch.complex(self.reflections[0, 0], self.reflections[0, 1])
+        v2 = torch.complex(self.reflections[1, 0], self.reflections[1, 1])
+        z = phases[0] * z
+        z = torch.fft.fft(z, norm="ortho")
+        z = complex_reflection(v1, z)
+        z = z[..., self.permutation]
+        z = phases[1] * z
+        z = torch.fft.ifft(z, norm="ortho")
+        z = complex_reflection(v2, z)
+        return phases[2] * z
+
+    def complex_matrix(self) -> Tensor:
+        """The dense complex W (its columns are ``W e_j``)."""
+        eye = torch.eye(
+            self.units,
+            dtype=torch.complex128 if self.thetas.dtype == torch.float64 else torch.complex64,
+            device=self.thetas.device,
+        )
+        return self.complex_apply(eye).mT
+
+    def matrix(self) -> Tensor:
+        W = self.complex_matrix()
+        return torch.cat([torch.cat([W.real, -W.imag], dim=1), torch.cat([W.imag, W.real], dim=1)], dim=0)
+
+    def apply_reference(self, h: Tensor) -> Tensor:
+        return to_real(self.complex_apply(to_complex(h, self.units).to(self._complex_dtype())))
+
+    def _complex_dtype(self) -> torch.dtype:
+        return torch.complex128 if self.thetas.dtype == torch.float64 else torch.complex64
+
+    def singular_values(self) -> Tensor:
+        return torch.ones(self.size, dtype=self.thetas.dtype, device=self.thetas.device)
+
+    def singular_value_bound(self) -> float:
+        return 1.0
+
+    def parameter_count(self) -> int:
+        """7n: three phase diagonals and two complex reflection vectors."""
+        return self.thetas.numel() + self.reflections.numel()
+
+    def structured_form(self) -> dict[str, Tensor]:
+        return {"thetas": self.thetas, "reflections": self.reflections, "permutation": self.permutation}
+
+
+class UnitaryRNN(RecurrentModel):
+    """uRNN (see the module docstring), real-form state of size 2n per layer; layer l > 0 reads the
+    real-form state of layer l - 1."""
+
+    activation = "modrelu"
+
+    def __init__(
+        self, input_size: int, n: int, output_size: int, output_bias: bool = True, num_layers: int = 1
+    ) -> None:
+        super().__init__()
+        for name, value in (
+            ("input_size", input_size),
+            ("output_size", output_size),
+            ("num_layers", num_layers),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.transitions = nn.ModuleList([UnitaryTransition(n, seed=layer) for layer in range(num_layers)])
+        self.units = n
+        self.input_size, self.hidden_size, self.output_size = input_size, 2 * n, output_size
+        self.num_layers = num_layers
+        fan_ins = [input_size] + [2 * n] * (num_layers - 1)
+        self.input_weights = nn.ParameterList(
+            [nn.Parameter(torch.randn(2 * n, f) * (2 * f) ** -0.5) for f in fan_ins]
+        )
+        self.biases = nn.ParameterList([nn.Parameter(torch.zeros(n)) for _ in fan_ins])  # modReLU's b
+        self.output = nn.Linear(2 * n, output_size, bias=output_bias)
+        nn.init.normal_(self.output.weight, std=(2 * n) ** -0.5)
+        if output_bias:
+            nn.init.zeros_(self.output.bias)
+
+    def transition_matrix(self, layer: int = 0) -> Tensor:
+        return self.transitions[layer].matrix()
+
+    def transition_matrices(self) -> list[Tensor]:
+        return [t.matrix() for t in self.transitions]
+
+    def singular_values(self, layer: int = 0) -> Tensor:
+        return self.transitions[layer].singular_values()
+
+    def transition_parameter_count(self) -> int:
+        return sum(t.parameter_count() for t in self.transitions)
+
+    def spectral_penalty(self) -> Tensor:
+        """Zero: W is unitary by construction."""
+        return self.biases[0].new_zeros(())
+
+    def constrain_(self) -> None:
+        """Nothing to project: every parameter value gives a unitary W."""
+
+    @property
+    def state_size(self) -> int:
+        return self.num_layers * 2 * self.units
+
+    def top_hidden(self, state: Tensor) -> Tensor:
+        return state[..., -2 * self.units :]
+
+    def _input(self, layer: int, x: Tensor) -> Tensor:
+        M = self.input_weights[layer]
+        return nn.functional.linear(x, M) if x.is_floating_point() else nn.functional.embedding(x, M.T)
+
+    def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
+        d = 2 * self.units
+
+        def step(state: Tensor, x: Tensor) -> Tensor:
+            layer_input, new = x, []
+            for layer, (transition, b) in enumerate(zip(self.transitions, self.biases, strict=True)):
+                h = state[..., layer * d : (layer + 1) * d]
+                z = to_complex(transition.apply_reference(h) + self._input(layer, layer_input), self.units)
+                layer_input = to_real(modrelu(z, b))
+                new.append(layer_input)
+            return torch.cat(new, dim=-1)
+
+        return step
+
+    def run(self, x: Tensor, h0: Tensor | None = None, recurrence: str | None = None) -> RecurrentRun:
+        """The time loop with W applied by its factors (FFTs, reflections), never formed."""
+        self.check_input(x)
+        if recurrence not in (None, "auto", "reflector", "loop"):
+            raise ValueError(
+                f"the uRNN runs its factored loop only; recurrence {recurrence!r} is not available"
+            )
+        B, d = x.shape[0], 2 * self.units
+        h0 = self.zero_state(B) if h0 is None else self.check_state(h0, B)
+        state, step, states = h0.transpose(0, 1).reshape(B, -1), self.step_function(), []
+        for t in range(x.shape[1]):
+            state = step(state, x[:, t])
+            states.append(state)
+        S = torch.stack(states, dim=1)  # (B, T, L * 2n)
+        hidden = [S[..., layer * d : (layer + 1) * d] for layer in range(self.num_layers)]
+        final = torch.stack([H[:, -1] for H in hidden])
+        return RecurrentRun(self.output(hidden[-1]), hidden, final)
