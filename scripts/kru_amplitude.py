@@ -34,7 +34,8 @@ def run(amplitude: float, args: argparse.Namespace, out: Path) -> dict:
                          lr=args.lr, steps=args.steps, penalty=amplitude, seed=args.seed,
                          eval_every=args.steps, checkpoint_every=args.steps, progress=False)
     summary = train(config)
-    W = load_checkpoint(out / "last.safetensors").model.transitions[0].complex_matrix().detach().to(torch.complex128)
+    transition = load_checkpoint(out / "last.safetensors").model.transitions[0]
+    W = transition.complex_matrix().detach().to(torch.complex128)
     return {"amplitude": amplitude, "spectral_norm": float(torch.linalg.matrix_norm(W, ord=2)),
             "spectral_radius": float(torch.linalg.eigvals(W).abs().max()),
             "valid_mse": summary["valid"]["mse"] if "valid" in summary else None}
