@@ -16,22 +16,12 @@ Side by side in one run on the same model and input (Spectral-RNN, leaky_relu, f
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
-from report import write_report
+from report import seconds, write_report
 
 from spectral_analysis.analysis import jacobian_products, jacobians_by_autograd
 from spectral_analysis.nn import build_model
-
-
-def seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
 
 
 def main() -> None:

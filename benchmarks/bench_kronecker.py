@@ -12,21 +12,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 
 import torch
-from report import write_report
+from report import seconds, write_report
 
 from spectral_analysis.linalg import kron_matrix, kron_matvec
-
-
-def seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
 
 
 def main() -> None:

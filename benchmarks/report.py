@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import platform
+import time
+from collections.abc import Callable
 
 import torch
 
@@ -22,3 +24,13 @@ def write_report(path: str | None, device: str, what: str, cases: list[dict]) ->
         with open(path, "w") as f:
             json.dump({"machine": machine_info(device), "dtype": "float32", "what": what, "cases": cases},
                       f, indent=2)
+
+
+def seconds(fn: Callable[[], object], repeats: int) -> float:
+    """The median wall time of ``repeats`` calls of ``fn``."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]

@@ -147,7 +147,32 @@ class RecurrentModel(nn.Module, ABC):
         return (run.outputs, torch.stack(run.hidden)) if return_hidden else run.outputs
 
 
-class RecurrentNet(RecurrentModel):
+class TransitionLayers:
+    """What a model whose layers each hold a :class:`Transition` in ``self.transitions`` gets from them."""
+
+    def transition_matrix(self, layer: int = 0) -> Tensor:
+        """The dense ``W`` of ``layer`` (differentiable)."""
+        return self.transitions[layer].matrix()
+
+    def transition_matrices(self) -> list[Tensor]:
+        return [t.matrix() for t in self.transitions]
+
+    def singular_values(self, layer: int = 0) -> Tensor:
+        return self.transitions[layer].singular_values()
+
+    def spectral_penalty(self) -> Tensor:
+        """Sum of the layers' soft singular-value penalties (``||sigma - sigma*||^2`` for map ``none``)."""
+        return sum((t.spectral_penalty() for t in self.transitions), self.biases[0].new_zeros(()))
+
+    def constrain_(self) -> None:
+        for t in self.transitions:
+            t.constrain_()
+
+    def transition_parameter_count(self) -> int:
+        return sum(t.parameter_count() for t in self.transitions)
+
+
+class RecurrentNet(TransitionLayers, RecurrentModel):
     """Eq. 4-5 with one transition per layer (RNN, IRNN, oRNN, Spectral-RNN, later KRU/Dizzy)."""
 
     def __init__(self, transitions: Sequence[Transition], input_size: int, output_size: int,
@@ -178,27 +203,6 @@ class RecurrentNet(RecurrentModel):
         nn.init.normal_(self.output.weight, std=n ** -0.5)
         if output_bias:
             nn.init.zeros_(self.output.bias)
-
-    def transition_matrix(self, layer: int = 0) -> Tensor:
-        """The dense ``W`` of ``layer`` (differentiable)."""
-        return self.transitions[layer].matrix()
-
-    def transition_matrices(self) -> list[Tensor]:
-        return [t.matrix() for t in self.transitions]
-
-    def singular_values(self, layer: int = 0) -> Tensor:
-        return self.transitions[layer].singular_values()
-
-    def spectral_penalty(self) -> Tensor:
-        """Sum of the layers' soft singular-value penalties (``||sigma - sigma*||^2`` for map ``none``)."""
-        return sum((t.spectral_penalty() for t in self.transitions), self.biases[0].new_zeros(()))
-
-    def constrain_(self) -> None:
-        for t in self.transitions:
-            t.constrain_()
-
-    def transition_parameter_count(self) -> int:
-        return sum(t.parameter_count() for t in self.transitions)
 
     @property
     def state_size(self) -> int:

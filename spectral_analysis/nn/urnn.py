@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun
+from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun, TransitionLayers
 from spectral_analysis.nn.transitions import Transition, _check_size
 
 MODRELU_EPS = 1e-6  # |z| is floored here inside modReLU, so its gradient stays finite at z = 0
@@ -104,7 +104,7 @@ class UnitaryTransition(Transition):
         return {"thetas": self.thetas, "reflections": self.reflections, "permutation": self.permutation}
 
 
-class UnitaryRNN(RecurrentModel):
+class UnitaryRNN(TransitionLayers, RecurrentModel):
     """uRNN (see the module docstring), real-form state of size 2n per layer; layer l > 0 reads the
     real-form state of layer l - 1."""
 
@@ -134,25 +134,6 @@ class UnitaryRNN(RecurrentModel):
         nn.init.normal_(self.output.weight, std=(2 * n) ** -0.5)
         if output_bias:
             nn.init.zeros_(self.output.bias)
-
-    def transition_matrix(self, layer: int = 0) -> Tensor:
-        return self.transitions[layer].matrix()
-
-    def transition_matrices(self) -> list[Tensor]:
-        return [t.matrix() for t in self.transitions]
-
-    def singular_values(self, layer: int = 0) -> Tensor:
-        return self.transitions[layer].singular_values()
-
-    def transition_parameter_count(self) -> int:
-        return sum(t.parameter_count() for t in self.transitions)
-
-    def spectral_penalty(self) -> Tensor:
-        """Zero: W is unitary by construction."""
-        return self.biases[0].new_zeros(())
-
-    def constrain_(self) -> None:
-        """Nothing to project: every parameter value gives a unitary W."""
 
     @property
     def state_size(self) -> int:
