@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 import torch
 
+from spectral_analysis.cli import main
 from spectral_analysis.linalg import (
     givens_apply,
     givens_apply_transpose,
@@ -24,7 +26,7 @@ from spectral_analysis.nn.peer_transitions import (
     default_factor_sizes,
 )
 from spectral_analysis.nn.urnn import UnitaryTransition
-from spectral_analysis.train import load_checkpoint, save_checkpoint
+from spectral_analysis.train import TrainConfig, load_checkpoint, save_checkpoint, train
 
 D = torch.float64
 
@@ -221,3 +223,23 @@ def test_urnn_run_matches_a_complex_recurrence_and_is_refused_by_the_bound(tmp_p
 
     with pytest.raises(ValueError, match="modReLU"):
         eq17_network(model)
+
+
+@pytest.mark.parametrize("name, options", [("kru", {"complex": True}), ("dizzy", {"svd": True}),
+                                           ("urnn", {})])
+def test_peers_train_and_the_analyzers_run_on_their_checkpoints(name, options, tmp_path, capsys):
+    out = tmp_path / name
+    train(TrainConfig(model=name, task="copy", out=str(out), hidden=4, steps=10, model_options=options,
+                      task_options={"length": 6, "train_size": 40, "valid_size": 20, "test_size": 20},
+                      batch_size=20, record_every=5, eval_every=10, checkpoint_every=10, progress=False))
+    checkpoint = str(out / "last.safetensors")
+    assert main(["analyze", checkpoint, "--out", str(tmp_path / "analysis"), "--samples", "2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["jacobian_log10_norms"]) == 6 + 20 + 1  # copy task: T = length + 20
+    assert (tmp_path / "analysis" / "jacobians.png").exists()
+    if name == "urnn":
+        assert "modReLU" in report["bound"]["skipped"]
+        assert main(["bound", checkpoint]) == 1
+    else:
+        assert math.isfinite(report["bound"]["log10_G"])
+        assert main(["bound", checkpoint, "--json"]) == 0
