@@ -1,30 +1,65 @@
-"""The paper checks compute their verdicts; the figure script regenerates from the benchmark report."""
+"""The paper checks compute their verdicts as common records; the committed report matches a fresh run;
+each script runs alone; the figure script regenerates from the benchmark report."""
 
-import importlib.util
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
+from spectral_analysis.cli import main
+from spectral_analysis.paper import PAPER_CHECKS, run_paper_checks
 from spectral_analysis.plotting import plot_householder_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture(scope="module")
+def cheap_records():
+    rows = run_paper_checks(True, ["svd-map", "baselines", "linear-rnn"])
+    return {record.source: record for _, record in rows}
 
 
-def test_svd_map_theorems_check_verdicts():
-    results = {item["claim"].split(":")[0]: item for item in
-               _load(ROOT / "paper_checks" / "svd_map_theorems.py").run()}
-    assert results["Theorems 1-2"]["verdict"] == "HOLDS"
-    assert results["Theorem 3"]["verdict"] == "HOLDS"
-    assert results["Theorem 4"]["verdict"] == "HOLDS"
-    eq18 = results["Proof of Theorem 3, Eq. (18)"]
-    assert eq18["verdict"] == "DIFFERS" and "misses A by" in eq18["evidence"]
-    assert results["Theorem 4 as printed"]["verdict"] == "DIFFERS"
+def test_svd_map_theorems_check_verdicts(cheap_records):
+    assert cheap_records["ICML Theorems 1-2"].verdict == "holds"
+    assert cheap_records["ICML Theorem 3"].verdict == "holds"
+    assert cheap_records["ICML Theorem 4"].verdict == "holds"
+    eq18 = cheap_records["ICML proof of Theorem 3, Eq. (18)"]
+    assert eq18.verdict == "differs" and "misses A by" in eq18.evidence
+    assert cheap_records["ICML Theorem 4 as printed"].verdict == "differs"
+
+
+def test_baselines_and_linear_rnn_verdicts(cheap_records):
+    addition = cheap_records["ICML Section 7.1 (addition baseline)"]
+    assert addition.verdict == "holds" and abs(addition.numbers["measured"] - 1 / 6) < 0.02
+    assert cheap_records["KRU Section 4.1 (copy baseline)"].verdict == "holds"
+    icml_copy = cheap_records["ICML Section 7.1 (copy baseline)"]
+    assert icml_copy.verdict == "differs" and abs(icml_copy.numbers["recall_accuracy"] - 0.125) < 0.02
+    assert cheap_records["earlier version (000), Section 6, Theorem 5"].verdict == "fails"
+
+
+def test_the_committed_quick_report_matches_a_fresh_run(cheap_records):
+    text = (ROOT / "paper_checks" / "report_quick.md").read_text()
+    rows = dict(re.findall(r"^\| (.+?) \| .+? \| \*\*(\w+)\*\* \|", text, flags=re.M))
+    rows = {source.replace("\\|", "|"): verdict for source, verdict in rows.items()}
+    for source, record in cheap_records.items():
+        assert rows[source] == record.verdict, source
+
+
+def test_check_paper_command_and_a_script_run_alone(tmp_path, capsys):
+    args = ["--quick", "--only", "baselines", "--json", "--md", str(tmp_path / "r.md")]
+    assert main(["check-paper", *args]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert {c["name"] for c in payload["checks"]} == {"baselines"} and payload["quick"] is True
+    assert "| KRU Section 4.1 (copy baseline) |" in (tmp_path / "r.md").read_text()
+    assert main(["check-paper", "--only", "nope"]) == 1
+    done = subprocess.run([sys.executable, str(ROOT / "paper_checks" / "svd_map_theorems.py"), "--json"],
+                          capture_output=True, text=True, check=True)
+    assert {c["verdict"] for c in json.loads(done.stdout)["checks"]} == {"holds", "differs"}
+    scripts = {p.stem for p in (ROOT / "paper_checks").glob("*.py")}
+    assert len(scripts) == len(PAPER_CHECKS)
 
 
 def test_benchmark_figure_regenerates(tmp_path):

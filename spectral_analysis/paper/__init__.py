@@ -1,0 +1,48 @@
+"""Faces layer: the paper checks, one module per group of claims, each returning common check records
+(:mod:`spectral_analysis.checks`). ``spectral-analysis check-paper`` runs them all; each script in
+``paper_checks/`` runs one. Modules are imported only when their check runs."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+
+from spectral_analysis.checks import CheckRecord, checks_markdown
+
+PAPER_CHECKS: dict[str, str] = {
+    "svd-map": "svd_map",
+    "baselines": "baselines",
+    "linear-rnn": "linear_rnn",
+    "symbolic": "symbolic",
+}
+
+
+def run_paper_checks(quick: bool = True, only: list[str] | None = None) -> list[tuple[str, CheckRecord]]:
+    """``(name, record)`` for every check group, or the named ones (``ValueError`` for unknown names)."""
+    names = only if only else list(PAPER_CHECKS)
+    unknown = [name for name in names if name not in PAPER_CHECKS]
+    if unknown:
+        raise ValueError(f"unknown paper check(s) {unknown}; choose from {list(PAPER_CHECKS)}")
+    rows = []
+    for name in names:
+        module = importlib.import_module(f"spectral_analysis.paper.{PAPER_CHECKS[name]}")
+        rows += [(name, record) for record in module.run(quick)]
+    return rows
+
+
+def script_main(name: str) -> int:
+    """What ``python paper_checks/<script>.py [--quick] [--json]`` runs: one group, printed."""
+    parser = argparse.ArgumentParser(description=f"paper check: {name}")
+    parser.add_argument("--quick", action="store_true", help="reduced sizes (minutes on a CPU)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rows = run_paper_checks(args.quick, [name])
+    if args.json:
+        print(json.dumps({"checks": [{"name": n, **r.as_dict()} for n, r in rows]}, indent=1))
+    else:
+        print(checks_markdown([r for _, r in rows]))
+    return 0
+
+
+__all__ = ["PAPER_CHECKS", "run_paper_checks", "script_main"]
