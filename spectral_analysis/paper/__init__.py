@@ -13,6 +13,7 @@ from spectral_analysis.checks import CheckRecord, checks_markdown
 PAPER_CHECKS: dict[str, str] = {
     "svd-map": "svd_map",
     "baselines": "baselines",
+    "parameter-counts": "parameter_counts",
     "linear-rnn": "linear_rnn",
     "symbolic": "symbolic",
 }

@@ -1,0 +1,163 @@
+"""Paper check: the parameter counts of the ICML paper's Tables 2, 3 and 4, rebuilt from the stated
+configurations with the toolkit's models (``build_model(...).parameter_counts()``).
+
+Table 4 (UCR) states n_h = 32, m = 16 reflectors for oRNN and m1 = m2 = 8 for Spectral-RNN, and the
+input size ``n_i = length / depth``. Each printed count is compared with the stated configuration
+(read-out with a bias), then the smallest change that reproduces it is searched: a trainable initial
+state (n, or 2n for the LSTM's (h0, c0)), Spectral-RNN's reflector count, one more output than classes.
+Tables 2 and 3 print rounded counts ("~ 6k"): a count holds when it rounds to the printed value with
+k = 1000 or with k = 1024 (the LSTM's 4 x 128^2 = 65536 is "64k" only in the second).
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+from spectral_analysis.checks import CheckRecord
+from spectral_analysis.nn import build_model
+
+# Table 4 as printed: dataset, length, classes, depth, n_param of RNN, LSTM, oRNN, Spectral-RNN
+TABLE4 = [
+    ("50words", 270, 50, 27, 3058, 7218, 2426, 2850),
+    ("Adiac", 176, 37, 16, 2694, 6950, 2062, 2486),
+    ("ArrowHead", 251, 3, 251, 1219, 4515, 587, 1011),
+    ("Beef", 470, 5, 47, 1606, 5766, 974, 1398),
+    ("BeetleFly", 512, 2, 32, 1699, 6435, 1067, 1491),
+    ("CBF", 128, 3, 16, 1476, 5444, 844, 1268),
+    ("Coffee", 286, 2, 22, 1570, 6018, 938, 1362),
+    ("Cricket X", 300, 12, 20, 1997, 6637, 1365, 1789),
+    ("DistalPhalanxOutlineCorrect", 80, 2, 10, 1410, 5378, 778, 1202),
+    ("DistalPhalanxTW", 80, 6, 10, 1641, 5609, 1009, 1433),
+    ("ECG200", 96, 2, 12, 1410, 5378, 778, 1202),
+    ("ECG5000", 140, 5, 14, 1606, 5766, 974, 1398),
+    ("ECGFiveDays", 136, 2, 17, 1443, 5411, 811, 1235),
+    ("FaceAll", 131, 14, 131, 1615, 4911, 983, 1407),
+    ("FaceFour", 350, 4, 25, 1701, 6245, 1069, 1493),
+    ("FacesUCR", 131, 14, 131, 1615, 4911, 983, 1407),
+    ("Gun Point", 150, 2, 15, 1507, 5667, 875, 1299),
+    ("InsectWingbeatSound", 256, 11, 16, 1996, 6732, 1364, 1788),
+    ("ItalyPowerDemand", 24, 2, 6, 1315, 4899, 683, 1107),
+    ("Lighting2", 637, 2, 49, 1570, 6018, 938, 1362),
+    ("MiddlePhalanxOutlineCorrect", 80, 2, 10, 1410, 5378, 778, 1202),
+]
+MODELS = ("rnn", "lstm", "ornn", "spectral")
+STATED = {"rnn": {}, "lstm": {}, "ornn": {"m": 16}, "spectral": {"m1": 8, "m2": 8}}
+
+
+def count(model: str, n_i: int, n: int, n_y: int, options: dict, initial_state: bool, layers: int = 1) -> int:
+    """Total parameters of a toolkit model with a read-out bias, plus a trainable initial state."""
+    built = build_model(model, n_i, n, n_y, output_bias=True, num_layers=layers, **options)
+    extra = (2 if model == "lstm" else 1) * n * layers if initial_state else 0
+    return built.parameter_counts()["total"] + extra
+
+
+def _table4_model(k: int, model: str) -> CheckRecord:
+    n = 32
+    stated_hits, found, rows = 0, {}, []
+    for name, length, classes, depth, *printed in TABLE4:
+        n_i, target = length // depth, printed[k]
+        stated = count(model, n_i, n, classes, STATED[model], initial_state=False)
+        stated_hits += stated == target
+        reflectors = [{}] if model != "spectral" else [{"m1": m, "m2": m} for m in (8, 16)]
+        match = None
+        for initial, options, extra_output in product(
+            (False, True), reflectors if model == "spectral" else [STATED[model]], range(4)
+        ):
+            if count(model, n_i, n, classes + extra_output, options, initial) == target:
+                match = (initial, tuple(sorted(options.items())), extra_output)
+                break
+        found[match] = found.get(match, []) + [name]
+        rows.append(
+            {
+                "dataset": name,
+                "printed": target,
+                "stated_configuration": stated,
+                "reproduced_by": None
+                if match is None
+                else {"initial_state": match[0], "options": dict(match[1]), "extra_outputs": match[2]},
+            }
+        )
+    parts = []
+    for match, names in found.items():
+        if match is None:
+            parts.append(f"{len(names)} rows by no configuration tried ({', '.join(names)})")
+            continue
+        initial, options, extra = match
+        text = (
+            ("a trainable initial state" if initial else "no initial state")
+            + (f", {dict(options)}" if options else "")
+            + (f", n_y = #class + {extra}" if extra else "")
+        )
+        parts.append(f"{len(names)} rows by {text}" + (f" ({', '.join(names)})" if len(names) < 6 else ""))
+    verdict = "holds" if stated_hits == len(TABLE4) else "differs"
+    return CheckRecord(
+        f"ICML Table 4 ({model} n_param)",
+        f"the {model} parameter counts of the 21 UCR rows "
+        f"(n_h = 32{', m = 16' if model == 'ornn' else ''}"
+        f"{', m1 = m2 = 8' if model == 'spectral' else ''}, n_i = length / depth)",
+        verdict,
+        f"the stated configuration (read-out with bias) reproduces {stated_hits}/21 rows; "
+        + "; ".join(parts),
+        {"rows": rows},
+    )
+
+
+def _rounded(
+    source: str,
+    model: str,
+    printed_k: float,
+    n_i: int,
+    n: int,
+    n_y: int,
+    options: dict,
+    layers: int = 1,
+    recurrent_only: bool = False,
+) -> CheckRecord:
+    built = build_model(model, n_i, n, n_y, output_bias=True, num_layers=layers, **options)
+    counts = built.parameter_counts()
+    value = counts["transition"] if recurrent_only else counts["total"]
+    if model == "lstm" and recurrent_only:
+        value = 4 * n * n * layers  # the LSTM's recurrent weights: four n x n gate matrices a layer
+    thousands, kibi = value / 1000, value / 1024
+    within = round(thousands) == printed_k or round(kibi) == printed_k  # "~ 6k": either k = 1000 or 1024
+    what = "recurrent weights only" if recurrent_only else "all weights"
+    return CheckRecord(
+        source,
+        f"{model}, n_h = {n}{', ' + str(options) if options else ''}"
+        f"{f', {layers} layers' if layers > 1 else ''}: ~{printed_k:g}k parameters",
+        "holds" if within else "differs",
+        f"{what}: {value} = {thousands:.2f} x 1000 = {kibi:.2f} x 1024, against ~{printed_k:g}k "
+        f"({'rounds to it' if within else 'rounds to neither'})",
+        {"count": value},
+    )
+
+
+def run(quick: bool = True) -> list[CheckRecord]:
+    records = [_table4_model(k, model) for k, model in enumerate(MODELS)]
+    records += [
+        _rounded("ICML Table 2 (pixel MNIST)", "spectral", 6, 1, 128, 10, {"m1": 16, "m2": 16}),
+        _rounded("ICML Table 2 (pixel MNIST)", "ornn", 11, 1, 256, 10, {"m": 32}),
+        _rounded("ICML Table 2 (pixel MNIST)", "rnn", 35, 1, 128, 10, {}),
+        _rounded("ICML Table 2 (pixel MNIST)", "lstm", 64, 1, 128, 10, {}),
+        _rounded("ICML Table 2 (pixel MNIST)", "urnn", 16, 1, 512, 10, {}),
+    ]
+    for layers in (1, 2):
+        records += [
+            _rounded("ICML Table 3 (PTB)", "rnn", 16 * layers, 10000, 128, 10000, {}, layers, True),
+            _rounded("ICML Table 3 (PTB)", "lstm", 64 * layers, 10000, 128, 10000, {}, layers, True),
+        ]
+        for m in (32, 31):
+            records.append(
+                _rounded(
+                    "ICML Table 3 (PTB)",
+                    "spectral",
+                    {1: 31, 2: 63}[layers],
+                    10000,
+                    512,
+                    10000,
+                    {"m1": m, "m2": m},
+                    layers,
+                    True,
+                )
+            )
+    return records
