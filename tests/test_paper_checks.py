@@ -81,3 +81,15 @@ def test_table_counts_are_rebuilt_and_the_reproducing_configuration_found():
     assert all(row["reproduced_by"] is not None for row in rows.values())
     lstm_ptb = next(r for k, r in records.items() if k.startswith("ICML Table 3 (PTB)lstm, n_h = 128: "))
     assert lstm_ptb.verdict == "holds" and lstm_ptb.numbers["count"] == 4 * 128 * 128
+
+
+def test_bounds_on_trained_checkpoints():
+    records = {r.source: r for _, r in run_paper_checks(True, ["bounds"])}
+    assert records["ICML Lemma 3"].verdict == "holds" and records["ICML Lemma 3"].numbers["violations"] == 0
+    rnn = records["ICML Theorem 5 (RNN)"]
+    assert rnn.verdict == "holds" and rnn.numbers["norm_W"] > 1
+    slope, exponential = rnn.numbers["slope"], rnn.numbers["exponential_slope"]
+    assert abs(slope - exponential) < 0.05 * exponential
+    spectral = records["ICML Theorem 5 (Spectral-RNN)"]
+    assert spectral.numbers["slope"] < 0.01 * rnn.numbers["slope"]
+    assert records["ICML Corollary 1"].verdict == "holds"

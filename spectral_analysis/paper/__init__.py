@@ -14,6 +14,7 @@ PAPER_CHECKS: dict[str, str] = {
     "svd-map": "svd_map",
     "baselines": "baselines",
     "parameter-counts": "parameter_counts",
+    "bounds": "bounds",
     "linear-rnn": "linear_rnn",
     "symbolic": "symbolic",
 }
