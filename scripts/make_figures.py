@@ -1,19 +1,113 @@
-"""Regenerate figures/ from the reports in benchmarks/ (and, in later issues, analyzers' reports)."""
+"""Regenerate figures/ from code.
+
+Always: the Householder speed figure from ``benchmarks/householder_cpu.json``. With ``--models``
+(default on): the models of the papers trained on the addition task at reduced size, then
+
+- ``bound_vs_T.png``: log10 G(w) of Theorem 5 against T for every one-layer Eq. 17 model;
+- ``jacobian_decay.png``: log10 ||dh^(T)/dh^(t)|| against T - t;
+- ``lyapunov_spectra.png``: the Lyapunov spectra;
+- ``training_dynamics.png``: Fig. 4 (spectral margin and ||dL/dh^(0)|| over training);
+- ``singular_values_irnn.png``, ``singular_values_spectral.png``: singular values over training.
+
+The numbers behind them go to ``figures/figures_quick.json``. ``--full`` uses the papers' sizes
+(n = 128, 2000 steps; GPU recommended); the default (quick) is n = 32, 400 steps, minutes on a CPU.
+
+    python scripts/make_figures.py [--full] [--no-models]
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
+import tempfile
+import time
 from pathlib import Path
 
+import numpy as np
+
+from spectral_analysis.analysis import (
+    bound_report,
+    jacobian_products,
+    lyapunov_exponents,
+    read_trajectory,
+)
+from spectral_analysis.analysis.checkpoint_data import checkpoint_task, sample_batch, task_split
 from spectral_analysis.plotting import plot_householder_benchmark
+from spectral_analysis.plotting.analysis import plot_singular_value_heatmap
+from spectral_analysis.plotting.paper_figures import (
+    plot_bound_growth,
+    plot_jacobian_decay,
+    plot_lyapunov_spectra,
+    plot_training_dynamics,
+)
+from spectral_analysis.train import TrainConfig, load_checkpoint, train
 
 ROOT = Path(__file__).resolve().parent.parent
+MODELS = ("rnn", "irnn", "ornn", "spectral", "lstm", "kru", "dizzy")
+LENGTHS = (10, 30, 100, 300, 1000)
+
+
+def model_figures(full: bool, figures: Path) -> list[Path]:
+    n, steps, length = (128, 2000, 100) if full else (32, 400, 100)
+    data: dict = {"n": n, "steps": steps, "task": f"addition, T = {length}", "models": {}}
+    log10_G, jacobians, lyapunov, traj = {}, {}, {}, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in MODELS:
+            clock = time.perf_counter()
+            out = Path(tmp) / model
+            train(TrainConfig(model=model, task="addition", out=str(out), hidden=n, steps=steps, lr=1e-3,
+                              task_options={"length": length, "train_size": 5000}, record_every=10,
+                              eval_every=steps, checkpoint_every=steps, progress=False, seed=0))
+            checkpoint = load_checkpoint(out / "last.safetensors")
+            task = checkpoint_task(checkpoint.metadata)
+            x, _ = sample_batch(task, task_split(task, "test"), 8, seed=0)
+            model64 = checkpoint.model.double()
+            x = x.double()
+            jacobians[model] = jacobian_products(model64, x).log10_norms
+            lyapunov[model] = lyapunov_exponents(model64, x)
+            traj[model] = read_trajectory(out)
+            if model != "lstm":
+                log10_G[model] = {T: bound_report(checkpoint, length=T)["log10_G"] for T in LENGTHS}
+            data["models"][model] = {"log10_G": log10_G.get(model), "seconds": time.perf_counter() - clock,
+                                     "lyapunov_top": float(np.mean(lyapunov[model], axis=0)[0]),
+                                     "jacobian_log10_norm_at_T": float(np.nanmean(jacobians[model][:, 0]))}
+            print(f"{model}: {data['models'][model]['seconds']:.1f} s")
+    size = f"n = {n}, {steps} steps, addition T = {length}"
+    paths = [
+        plot_bound_growth(log10_G, f"Theorem 5's G(w) against T, trained weights ({size})",
+                          figures / "bound_vs_T.png"),
+        plot_jacobian_decay(jacobians, f"Jacobian products over time ({size})",
+                            figures / "jacobian_decay.png"),
+        plot_lyapunov_spectra(lyapunov, f"Lyapunov spectra ({size})", figures / "lyapunov_spectra.png"),
+        plot_training_dynamics({m: t.steps for m, t in traj.items() if m != "lstm"},
+                               {m: t.spectral_margin for m, t in traj.items() if m != "lstm"},
+                               {m: t.grad_h0_norm for m, t in traj.items() if m != "lstm"},
+                               f"Fig. 4 at reduced size: spectral margin and gradient at the first cell "
+                               f"({size})",
+                               figures / "training_dynamics.png"),
+    ]
+    for model in ("irnn", "spectral"):
+        t = traj[model]
+        paths.append(plot_singular_value_heatmap(t.steps, t.singular_values[0],
+                                                 f"{model}: singular values of W over training ({size})",
+                                                 figures / f"singular_values_{model}.png"))
+    (figures / "figures_quick.json").write_text(json.dumps(data, indent=1))
+    return paths
 
 
 def main() -> int:
-    out = plot_householder_benchmark(ROOT / "benchmarks" / "householder_cpu.json",
-                                     ROOT / "figures" / "householder_speed_cpu.png")
-    print(f"wrote {out.relative_to(ROOT)}")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="the papers' sizes (GPU recommended)")
+    parser.add_argument("--no-models", action="store_true", help="only the benchmark figure")
+    args = parser.parse_args()
+    figures = ROOT / "figures"
+    paths = [plot_householder_benchmark(ROOT / "benchmarks" / "householder_cpu.json",
+                                        figures / "householder_speed_cpu.png")]
+    if not args.no_models:
+        paths += model_figures(args.full, figures)
+    for path in paths:
+        print(f"wrote {path.relative_to(ROOT)}")
     return 0
 
 

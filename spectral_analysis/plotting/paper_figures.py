@@ -1,0 +1,87 @@
+"""Figures regenerated from code (``scripts/make_figures.py``): one consistent seaborn style, labelled
+axes with units, log scales where values span decades. Each function takes plain data (lists, arrays,
+dicts by model name) and writes one PNG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+
+def _style() -> None:
+    sns.set_theme(style="whitegrid", context="notebook", palette="tab10")
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_bound_growth(log10_G: dict[str, dict[int, float]], title: str, out: str | Path) -> Path:
+    """log10 G(w) of Theorem 5 against the sequence length T, one line per model."""
+    _style()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for model, values in log10_G.items():
+        T = sorted(values)
+        ax.plot(T, [values[t] for t in T], "o-", label=model)
+    ax.set_xscale("log")
+    ax.set_xlabel("sequence length T (steps, log scale)")
+    ax.set_ylabel(r"$\log_{10} G(w)$ (Theorem 5)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    return _save(fig, Path(out))
+
+
+def plot_jacobian_decay(log10_norms: dict[str, np.ndarray], title: str, out: str | Path) -> Path:
+    """Mean over samples of log10 ||dh^(T)/dh^(t)|| against T - t, one line per model."""
+    _style()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for model, values in log10_norms.items():
+        T = values.shape[-1] - 1
+        ax.plot(T - np.arange(T + 1), np.nanmean(values, axis=0), label=model)
+    ax.set_xlabel("T - t (steps)")
+    ax.set_ylabel(r"$\log_{10} \|\partial h^{(T)} / \partial h^{(t)}\|_2$ (mean over samples)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    return _save(fig, Path(out))
+
+
+def plot_lyapunov_spectra(exponents: dict[str, np.ndarray], title: str, out: str | Path) -> Path:
+    """Lyapunov exponents (nats per step, mean over samples) against their index, one line per model."""
+    _style()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for model, values in exponents.items():
+        mean = np.mean(values, axis=0)
+        ax.plot(np.arange(1, mean.size + 1), mean, ".-", ms=3, label=model)
+    ax.axhline(0.0, color="black", lw=0.8)
+    ax.set_xlabel("index i (descending)")
+    ax.set_ylabel(r"Lyapunov exponent $\lambda_i$ (nats / step)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    return _save(fig, Path(out))
+
+
+def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.ndarray],
+                           gradients: dict[str, np.ndarray], title: str, out: str | Path) -> Path:
+    """Fig. 4's two panels: the spectral margin max_i |sigma_i - 1| and ||dL/dh^(0)|| over training."""
+    _style()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    for model in steps:
+        axes[0].plot(steps[model], margins[model], label=model)
+        grad = gradients[model]
+        axes[1].semilogy(steps[model], np.where(grad > 0, grad, np.nan), label=model)
+    axes[0].set_ylabel(r"spectral margin $\max_i |\sigma_i - 1|$")
+    axes[1].set_ylabel(r"$\|\partial L / \partial h^{(0)}\|_2$ (log scale)")
+    for ax in axes:
+        ax.set_xlabel("training step")
+        ax.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    return _save(fig, Path(out))
