@@ -15,6 +15,7 @@ PAPER_CHECKS: dict[str, str] = {
     "baselines": "baselines",
     "parameter-counts": "parameter_counts",
     "bounds": "bounds",
+    "experiments": "experiments",
     "linear-rnn": "linear_rnn",
     "symbolic": "symbolic",
 }
