@@ -7,7 +7,8 @@ Always: the Householder speed figure from ``benchmarks/householder_cpu.json``. W
 - ``jacobian_decay.png``: log10 ||dh^(T)/dh^(t)|| against T - t;
 - ``lyapunov_spectra.png``: the Lyapunov spectra;
 - ``training_dynamics.png``: Fig. 4 (spectral margin and ||dL/dh^(0)|| over training);
-- ``singular_values_irnn.png``, ``singular_values_spectral.png``: singular values over training.
+- ``singular_values_irnn.png``, ``singular_values_spectral.png``: singular values over training;
+- ``fig1_addition.png``: Fig. 1, validation MSE and ||dL/dh^(0)|| over training for L = 30, 100, 300.
 
 The numbers behind them go to ``figures/figures_quick.json``. ``--full`` uses the papers' sizes
 (n = 128, 2000 steps; GPU recommended); the default (quick) is n = 32, 400 steps, minutes on a CPU.
@@ -38,6 +39,7 @@ from spectral_analysis.plotting.analysis import plot_singular_value_heatmap
 from spectral_analysis.plotting.paper_figures import (
     plot_bound_growth,
     plot_jacobian_decay,
+    plot_learning_curves,
     plot_lyapunov_spectra,
     plot_training_dynamics,
 )
@@ -96,6 +98,37 @@ def model_figures(full: bool, figures: Path) -> list[Path]:
     return paths
 
 
+def read_curves(run: Path, metric: str) -> dict[str, np.ndarray]:
+    """Validation ``metric`` and the training records' ``grad_h0_norm`` from a run's metrics.jsonl."""
+    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    valid = [x for x in lines if x["phase"] == "valid" and metric in x]
+    train_lines = [x for x in lines if x["phase"] == "train" and x.get("grad_h0_norm") is not None]
+    return {"steps": np.array([x["step"] for x in valid]), "metric": np.array([x[metric] for x in valid]),
+            "grad_steps": np.array([x["step"] for x in train_lines]),
+            "grad": np.array([x["grad_h0_norm"] for x in train_lines])}
+
+
+def figure1(full: bool, figures: Path) -> Path:
+    """Fig. 1 at reduced size: the addition task at L = 30, 100, 300."""
+    n, steps = (128, 2000) if full else (32, 400)
+    curves: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for L in (30, 100, 300):
+            curves[L] = {}
+            for model in ("rnn", "irnn", "ornn", "spectral", "lstm"):
+                out = Path(tmp) / f"{model}{L}"
+                train(TrainConfig(model=model, task="addition", out=str(out), hidden=n, steps=steps, lr=1e-3,
+                                  task_options={"length": L, "train_size": 5000}, record_every=10,
+                                  eval_every=max(steps // 20, 1), checkpoint_every=steps, eval_batches=4,
+                                  progress=False, seed=0))
+                curves[L][model] = read_curves(out, "mse")
+    summary = {str(L): {m: float(c["metric"][-1]) for m, c in v.items()} for L, v in curves.items()}
+    report = {"n": n, "steps": steps, "final_valid_mse": summary}
+    (figures / "fig1_addition.json").write_text(json.dumps(report, indent=1))
+    return plot_learning_curves(curves, "MSE", 2 / 12, f"Fig. 1 at reduced size: addition (n = {n}, {steps} "
+                                "steps, seed 0)", figures / "fig1_addition.png")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="the papers' sizes (GPU recommended)")
@@ -106,6 +139,7 @@ def main() -> int:
                                         figures / "householder_speed_cpu.png")]
     if not args.no_models:
         paths += model_figures(args.full, figures)
+        paths.append(figure1(args.full, figures))
     for path in paths:
         print(f"wrote {path.relative_to(ROOT)}")
     return 0

@@ -101,6 +101,7 @@ def test_paper_figure_functions_write_pngs(tmp_path):
     from spectral_analysis.plotting.paper_figures import (
         plot_bound_growth,
         plot_jacobian_decay,
+        plot_learning_curves,
         plot_lyapunov_spectra,
         plot_training_dynamics,
     )
@@ -112,6 +113,9 @@ def test_paper_figure_functions_write_pngs(tmp_path):
         plot_lyapunov_spectra({"a": -np.ones((2, 4))}, "t", tmp_path / "l.png"),
         plot_training_dynamics(steps, {k: v / 10 for k, v in steps.items()},
                                {k: np.exp(-v) for k, v in steps.items()}, "t", tmp_path / "d.png"),
+        plot_learning_curves({30: {"a": {"steps": np.arange(3.0), "metric": np.ones(3),
+                                         "grad_steps": np.arange(3.0), "grad": np.ones(3)}}},
+                             "MSE", 0.167, "t", tmp_path / "c.png"),
     ]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
 
