@@ -8,7 +8,9 @@ Always: the Householder speed figure from ``benchmarks/householder_cpu.json``. W
 - ``lyapunov_spectra.png``: the Lyapunov spectra;
 - ``training_dynamics.png``: Fig. 4 (spectral margin and ||dL/dh^(0)|| over training);
 - ``singular_values_irnn.png``, ``singular_values_spectral.png``: singular values over training;
-- ``fig1_addition.png``: Fig. 1, validation MSE and ||dL/dh^(0)|| over training for L = 30, 100, 300.
+- ``fig1_addition.png``: Fig. 1, validation MSE and ||dL/dh^(0)|| over training for L = 30, 100, 300;
+- ``fig2_copy.png``: Fig. 2, validation cross entropy and ||dL/dh^(0)|| for time lags T = 50, 100, 200
+  (the paper does not state its lags), with the memoryless baseline 10 log 8 / (T + 20).
 
 The numbers behind them go to ``figures/figures_quick.json``. ``--full`` uses the papers' sizes
 (n = 128, 2000 steps; GPU recommended); the default (quick) is n = 32, 400 steps, minutes on a CPU.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 import time
@@ -108,25 +111,44 @@ def read_curves(run: Path, metric: str) -> dict[str, np.ndarray]:
             "grad": np.array([x["grad_h0_norm"] for x in train_lines])}
 
 
-def figure1(full: bool, figures: Path) -> Path:
-    """Fig. 1 at reduced size: the addition task at L = 30, 100, 300."""
+def learning_curves(task: str, lengths: tuple[int, ...], metric: str, full: bool) -> tuple[dict, int, int]:
+    """Validation ``metric`` and ||dL/dh^(0)|| over training for the papers' RNN models at each length."""
     n, steps = (128, 2000) if full else (32, 400)
     curves: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for L in (30, 100, 300):
+        for L in lengths:
             curves[L] = {}
             for model in ("rnn", "irnn", "ornn", "spectral", "lstm"):
                 out = Path(tmp) / f"{model}{L}"
-                train(TrainConfig(model=model, task="addition", out=str(out), hidden=n, steps=steps, lr=1e-3,
+                train(TrainConfig(model=model, task=task, out=str(out), hidden=n, steps=steps, lr=1e-3,
                                   task_options={"length": L, "train_size": 5000}, record_every=10,
                                   eval_every=max(steps // 20, 1), checkpoint_every=steps, eval_batches=4,
                                   progress=False, seed=0))
-                curves[L][model] = read_curves(out, "mse")
+                curves[L][model] = read_curves(out, metric)
+    return curves, n, steps
+
+
+def write_curves(curves: dict, n: int, steps: int, metric: str, path: Path) -> None:
     summary = {str(L): {m: float(c["metric"][-1]) for m, c in v.items()} for L, v in curves.items()}
-    report = {"n": n, "steps": steps, "final_valid_mse": summary}
-    (figures / "fig1_addition.json").write_text(json.dumps(report, indent=1))
+    path.write_text(json.dumps({"n": n, "steps": steps, f"final_valid_{metric}": summary}, indent=1))
+
+
+def figure1(full: bool, figures: Path) -> Path:
+    """Fig. 1 at reduced size: the addition task at L = 30, 100, 300."""
+    curves, n, steps = learning_curves("addition", (30, 100, 300), "mse", full)
+    write_curves(curves, n, steps, "mse", figures / "fig1_addition.json")
     return plot_learning_curves(curves, "MSE", 2 / 12, f"Fig. 1 at reduced size: addition (n = {n}, {steps} "
                                 "steps, seed 0)", figures / "fig1_addition.png")
+
+
+def figure2(full: bool, figures: Path) -> Path:
+    """Fig. 2 at reduced size: the copy task at time lags T = 50, 100, 200."""
+    lags = (50, 100, 200)
+    curves, n, steps = learning_curves("copy", lags, "cross_entropy", full)
+    write_curves(curves, n, steps, "cross_entropy", figures / "fig2_copy.json")
+    baselines = {T: 10 * math.log(8) / (T + 20) for T in lags}
+    return plot_learning_curves(curves, "cross entropy", baselines, f"Fig. 2 at reduced size: copy (n = {n}, "
+                                f"{steps} steps, seed 0)", figures / "fig2_copy.png", length_name="T")
 
 
 def main() -> int:
@@ -139,7 +161,7 @@ def main() -> int:
                                         figures / "householder_speed_cpu.png")]
     if not args.no_models:
         paths += model_figures(args.full, figures)
-        paths.append(figure1(args.full, figures))
+        paths += [figure1(args.full, figures), figure2(args.full, figures)]
     for path in paths:
         print(f"wrote {path.relative_to(ROOT)}")
     return 0

@@ -115,7 +115,7 @@ def test_paper_figure_functions_write_pngs(tmp_path):
                                {k: np.exp(-v) for k, v in steps.items()}, "t", tmp_path / "d.png"),
         plot_learning_curves({30: {"a": {"steps": np.arange(3.0), "metric": np.ones(3),
                                          "grad_steps": np.arange(3.0), "grad": np.ones(3)}}},
-                             "MSE", 0.167, "t", tmp_path / "c.png"),
+                             "MSE", {30: 0.167}, "t", tmp_path / "c.png", length_name="T"),
     ]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
 

@@ -88,7 +88,8 @@ def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.n
 
 
 def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], metric: str,
-                         baseline: float | None, title: str, out: str | Path) -> Path:
+                         baseline: float | dict[int, float] | None, title: str, out: str | Path,
+                         length_name: str = "L") -> Path:
     """Fig. 1-style grid: for each sequence length (columns), ``metric`` on the validation data (top) and
     ``||dL/dh^(0)||`` (bottom) over training, one line per model. ``curves[L][model]`` holds arrays
     ``steps``, ``metric``, ``grad_steps``, ``grad``."""
@@ -99,9 +100,10 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
         for model, c in curves[L].items():
             axes[0, col].semilogy(c["steps"], c["metric"], label=model)
             axes[1, col].semilogy(c["grad_steps"], np.where(c["grad"] > 0, c["grad"], np.nan), label=model)
-        if baseline is not None:
-            axes[0, col].axhline(baseline, color="black", ls=":", lw=1, label=f"baseline {baseline:.3g}")
-        axes[0, col].set_title(f"L = {L}", fontsize=10)
+        level = baseline.get(L) if isinstance(baseline, dict) else baseline
+        if level is not None:
+            axes[0, col].axhline(level, color="black", ls=":", lw=1, label=f"baseline {level:.3g}")
+        axes[0, col].set_title(f"{length_name} = {L}", fontsize=10)
         axes[0, col].set_ylabel(f"validation {metric} (log scale)")
         axes[1, col].set_ylabel(r"$\|\partial L / \partial h^{(0)}\|_2$ (log scale)")
         axes[1, col].set_xlabel("training step")
