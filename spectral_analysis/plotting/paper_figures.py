@@ -95,16 +95,19 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
     ``steps``, ``metric``, ``grad_steps``, ``grad``."""
     _style()
     lengths = sorted(curves)
+    values = np.concatenate([c["metric"] for v in curves.values() for c in v.values()])
+    positive = values[values > 0]
+    log_scale = positive.size > 0 and positive.max() > 10 * positive.min()  # log only across decades
     fig, axes = plt.subplots(2, len(lengths), figsize=(4.5 * len(lengths), 7), squeeze=False)
     for col, L in enumerate(lengths):
         for model, c in curves[L].items():
-            axes[0, col].semilogy(c["steps"], c["metric"], label=model)
+            (axes[0, col].semilogy if log_scale else axes[0, col].plot)(c["steps"], c["metric"], label=model)
             axes[1, col].semilogy(c["grad_steps"], np.where(c["grad"] > 0, c["grad"], np.nan), label=model)
         level = baseline.get(L) if isinstance(baseline, dict) else baseline
         if level is not None:
             axes[0, col].axhline(level, color="black", ls=":", lw=1, label=f"baseline {level:.3g}")
         axes[0, col].set_title(f"{length_name} = {L}", fontsize=10)
-        axes[0, col].set_ylabel(f"validation {metric} (log scale)")
+        axes[0, col].set_ylabel(f"validation {metric}{' (log scale)' if log_scale else ''}")
         axes[1, col].set_ylabel(r"$\|\partial L / \partial h^{(0)}\|_2$ (log scale)")
         axes[1, col].set_xlabel("training step")
     axes[0, 0].legend(fontsize=8)
