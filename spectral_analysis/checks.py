@@ -50,3 +50,12 @@ def checks_markdown(records: list[CheckRecord]) -> str:
     lines += [f"| {cell(r.source)} | {cell(r.claim)} | **{r.verdict}** | {cell(r.evidence)} |"
               for r in records]
     return "\n".join(lines)
+
+
+def select_checks(registry: dict[str, Any], only: list[str] | None, what: str) -> list[str]:
+    """The names to run: ``only`` (validated against ``registry``) or all of them in order."""
+    names = only if only else list(registry)
+    unknown = [name for name in names if name not in registry]
+    if unknown:
+        raise ValueError(f"unknown {what}(s) {unknown}; choose from {list(registry)}")
+    return names

@@ -10,12 +10,15 @@ import torch
 
 from spectral_analysis.cli import main
 from spectral_analysis.linalg import (
+    complex_vector,
     givens_apply,
     givens_apply_transpose,
     givens_matrix,
     kron_matrix,
     kron_matvec,
     packed_pairs,
+    real_matrix,
+    real_vector,
     rotation_count,
 )
 from spectral_analysis.nn import build_model
@@ -243,3 +246,13 @@ def test_peers_train_and_the_analyzers_run_on_their_checkpoints(name, options, t
     else:
         assert math.isfinite(report["bound"]["log10_G"])
         assert main(["bound", checkpoint, "--json"]) == 0
+
+
+def test_real_form_is_a_homomorphism():
+    gen = torch.Generator().manual_seed(5)
+    A = torch.randn(4, 4, dtype=torch.complex128, generator=gen)
+    B = torch.randn(4, 4, dtype=torch.complex128, generator=gen)
+    z = torch.randn(3, 4, dtype=torch.complex128, generator=gen)
+    assert torch.allclose(real_vector(z) @ real_matrix(A).T, real_vector(z @ A.T), atol=1e-12)
+    assert torch.allclose(real_matrix(A) @ real_matrix(B), real_matrix(A @ B), atol=1e-12)
+    assert torch.equal(complex_vector(real_vector(z)), z)

@@ -20,6 +20,7 @@ from spectral_analysis.linalg.householder import (
     unpack_reflectors,
 )
 from spectral_analysis.linalg.kronecker import check_factors, kron_matrix, kron_matvec
+from spectral_analysis.linalg.real_form import complex_vector, real_matrix, real_vector
 from spectral_analysis.linalg.reflector_factor import complete_orthogonal, orthogonal_to_reflectors
 from spectral_analysis.linalg.reflector_loop import reflector_loop
 from spectral_analysis.linalg.sigma_maps import SIGMA_MAP_KINDS, SigmaMap
@@ -34,10 +35,11 @@ from spectral_analysis.linalg.wy import apply_householder, householder_product
 
 __all__ = [
     "ImageMembership", "MembershipUndecidedError", "SIGMA_MAP_KINDS", "SigmaMap", "apply_householder",
-    "apply_packed_rotation", "check_factors", "complete_orthogonal", "givens_apply",
+    "apply_packed_rotation", "check_factors", "complete_orthogonal", "complex_vector", "givens_apply",
     "givens_apply_transpose", "givens_matrix", "hgrad", "householder_product",
     "householder_product_sequential", "hprod", "kron_matrix", "kron_matvec", "normalize_reflectors",
-    "orthogonal_to_reflectors", "pack_reflectors", "packed_pairs", "reflector", "reflector_loop",
-    "reflector_product", "rotation_count", "svd_compose", "svd_compose_packed", "svd_compose_reference",
-    "svd_decompose", "svd_image_membership", "trapezoid_mask", "unpack_reflectors",
+    "orthogonal_to_reflectors", "pack_reflectors", "packed_pairs", "real_matrix", "real_vector",
+    "reflector", "reflector_loop", "reflector_product", "rotation_count", "svd_compose",
+    "svd_compose_packed", "svd_compose_reference", "svd_decompose", "svd_image_membership",
+    "trapezoid_mask", "unpack_reflectors",
 ]

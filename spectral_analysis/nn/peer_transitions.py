@@ -21,12 +21,15 @@ import torch
 from torch import Tensor, nn
 
 from spectral_analysis.linalg import (
+    complex_vector,
     givens_apply,
     givens_apply_transpose,
     givens_matrix,
     kron_matrix,
     kron_matvec,
     packed_pairs,
+    real_matrix,
+    real_vector,
 )
 from spectral_analysis.nn.transitions import Transition, _check_size
 
@@ -88,24 +91,20 @@ class KroneckerTransition(Transition):
         W = self.complex_matrix()
         if not self.complex_factors:
             return W
-        return torch.cat([torch.cat([W.real, -W.imag], dim=1), torch.cat([W.imag, W.real], dim=1)], dim=0)
+        return real_matrix(W)
 
     def apply_reference(self, h: Tensor) -> Tensor:
         """``W h`` one factor at a time (KRU's Algorithm 1), without forming W."""
         if not self.complex_factors:
             return kron_matvec(self.factors(), h)
-        n = self.units
-        z = kron_matvec(self.factors(), torch.complex(h[..., :n], h[..., n:]))
-        return torch.cat([z.real, z.imag], dim=-1)
+        return real_vector(kron_matvec(self.factors(), complex_vector(h)))
 
     def singular_values(self) -> Tensor:
         """All products of one singular value per factor (twice each in the real form), descending."""
-        values = torch.ones(1)
-        for W in self.factors():
-            s = torch.linalg.svdvals(W.detach()).to(
-                torch.float32 if W.dtype in (torch.float32, torch.complex64) else torch.float64
-            )
-            values = (values.to(s.dtype).unsqueeze(1) * s.unsqueeze(0)).reshape(-1)
+        spectra = [torch.linalg.svdvals(W.detach()) for W in self.factors()]  # real, even for complex W
+        values = spectra[0]
+        for s in spectra[1:]:
+            values = (values.unsqueeze(1) * s.unsqueeze(0)).reshape(-1)
         if self.complex_factors:
             values = values.repeat_interleave(2)
         return values.sort(descending=True).values
@@ -129,8 +128,6 @@ class KroneckerTransition(Transition):
 class GivensTransition(Transition):
     """DizzyRNN: ``W = P_1 ... P_K`` (the first K packed rotations of the round-robin schedule; all of
     them, n - 1 for even n, by default), angles uniform in [-pi, pi)."""
-
-    structured_apply = False
 
     def __init__(self, n: int, rotations: int | None = None) -> None:
         super().__init__()
@@ -168,8 +165,6 @@ class GivensTransition(Transition):
 class GivensSVDTransition(Transition):
     """DizzyRNN Section 5: ``W = U diag(sigma) V^T``, U and V packed Givens products, sigma free
     (initialized at 1) and penalized by ``||sigma - 1||^2 / 2``."""
-
-    structured_apply = False
 
     def __init__(self, n: int, rotations: int | None = None) -> None:
         super().__init__()

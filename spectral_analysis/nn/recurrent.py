@@ -259,7 +259,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         h0 = self.zero_state(B) if h0 is None else self.check_state(h0, B)
         requested = recurrence or self.recurrence
         mode = resolve_recurrence(requested, self.activation, x.device)
-        if requested == "auto" and all(getattr(t, "structured_apply", False) for t in self.transitions):
+        if requested == "auto" and all(t.structured_apply for t in self.transitions):
             mode = "reflector"  # W h by the structure (KRU's factor-by-factor product), W never formed
         if mode == "reflector" and any(isinstance(t, DenseTransition) for t in self.transitions):
             raise ValueError("recurrence='reflector' needs a structured transition (oRNN, Spectral-RNN, KRU, "

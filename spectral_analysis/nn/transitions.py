@@ -53,9 +53,11 @@ def random_reflectors(n: int, m: int) -> Tensor:
 
 
 class Transition(nn.Module, ABC):
-    """The interface; subclasses implement :meth:`matrix` and the counts."""
+    """The interface; subclasses implement :meth:`matrix` and the counts. ``structured_apply``: the
+    ``auto`` time-loop route applies W through :meth:`apply_reference` instead of forming it."""
 
     size: int
+    structured_apply: bool = False
 
     @abstractmethod
     def matrix(self) -> Tensor:

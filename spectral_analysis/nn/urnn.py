@@ -18,6 +18,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from spectral_analysis.linalg import complex_vector, real_matrix, real_vector
 from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun, TransitionLayers
 from spectral_analysis.nn.transitions import Transition, _check_size
 
@@ -33,14 +34,6 @@ def modrelu(z: Tensor, b: Tensor) -> Tensor:
     """``relu(|z| + b) z / |z|`` per complex unit (Arjovsky et al., Eq. 8)."""
     magnitude = z.abs().clamp_min(MODRELU_EPS)
     return torch.relu(magnitude + b) / magnitude * z
-
-
-def to_complex(h: Tensor, n: int) -> Tensor:
-    return torch.complex(h[..., :n], h[..., n:])
-
-
-def to_real(z: Tensor) -> Tensor:
-    return torch.cat([z.real, z.imag], dim=-1)
 
 
 class UnitaryTransition(Transition):
@@ -82,10 +75,10 @@ class UnitaryTransition(Transition):
 
     def matrix(self) -> Tensor:
         W = self.complex_matrix()
-        return torch.cat([torch.cat([W.real, -W.imag], dim=1), torch.cat([W.imag, W.real], dim=1)], dim=0)
+        return real_matrix(W)
 
     def apply_reference(self, h: Tensor) -> Tensor:
-        return to_real(self.complex_apply(to_complex(h, self.units).to(self._complex_dtype())))
+        return real_vector(self.complex_apply(complex_vector(h).to(self._complex_dtype())))
 
     def _complex_dtype(self) -> torch.dtype:
         return torch.complex128 if self.thetas.dtype == torch.float64 else torch.complex64
@@ -153,8 +146,8 @@ class UnitaryRNN(TransitionLayers, RecurrentModel):
             layer_input, new = x, []
             for layer, (transition, b) in enumerate(zip(self.transitions, self.biases, strict=True)):
                 h = state[..., layer * d : (layer + 1) * d]
-                z = to_complex(transition.apply_reference(h) + self._input(layer, layer_input), self.units)
-                layer_input = to_real(modrelu(z, b))
+                z = complex_vector(transition.apply_reference(h) + self._input(layer, layer_input))
+                layer_input = real_vector(modrelu(z, b))
                 new.append(layer_input)
             return torch.cat(new, dim=-1)
 

@@ -8,7 +8,7 @@ import argparse
 import importlib
 import json
 
-from spectral_analysis.checks import CheckRecord, checks_markdown
+from spectral_analysis.checks import CheckRecord, checks_markdown, select_checks
 
 PAPER_CHECKS: dict[str, str] = {
     "svd-map": "svd_map",
@@ -23,10 +23,7 @@ PAPER_CHECKS: dict[str, str] = {
 
 def run_paper_checks(quick: bool = True, only: list[str] | None = None) -> list[tuple[str, CheckRecord]]:
     """``(name, record)`` for every check group, or the named ones (``ValueError`` for unknown names)."""
-    names = only if only else list(PAPER_CHECKS)
-    unknown = [name for name in names if name not in PAPER_CHECKS]
-    if unknown:
-        raise ValueError(f"unknown paper check(s) {unknown}; choose from {list(PAPER_CHECKS)}")
+    names = select_checks(PAPER_CHECKS, only, "paper check")
     rows = []
     for name in names:
         module = importlib.import_module(f"spectral_analysis.paper.{PAPER_CHECKS[name]}")

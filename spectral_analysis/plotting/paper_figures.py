@@ -25,48 +25,44 @@ def _save(fig: plt.Figure, path: Path) -> Path:
     return path
 
 
-def plot_bound_growth(log10_G: dict[str, dict[int, float]], title: str, out: str | Path) -> Path:
-    """log10 G(w) of Theorem 5 against the sequence length T, one line per model."""
+def _line_chart(series: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, ylabel: str, title: str,
+                out: str | Path, style: str = "-", log_x: bool = False, zero_line: bool = False) -> Path:
+    """One line per model from ``series[model] = (x, y)``, labelled, one figure."""
     _style()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for model, values in log10_G.items():
-        T = sorted(values)
-        ax.plot(T, [values[t] for t in T], "o-", label=model)
-    ax.set_xscale("log")
-    ax.set_xlabel("sequence length T (steps, log scale)")
-    ax.set_ylabel(r"$\log_{10} G(w)$ (Theorem 5)")
+    for model, (x, y) in series.items():
+        ax.plot(x, y, style, ms=3 if style == ".-" else 6, label=model)
+    if log_x:
+        ax.set_xscale("log")
+    if zero_line:
+        ax.axhline(0.0, color="black", lw=0.8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     return _save(fig, Path(out))
+
+
+def plot_bound_growth(log10_G: dict[str, dict[int, float]], title: str, out: str | Path) -> Path:
+    """log10 G(w) of Theorem 5 against the sequence length T, one line per model."""
+    series = {m: (np.array(sorted(v)), np.array([v[t] for t in sorted(v)])) for m, v in log10_G.items()}
+    return _line_chart(series, "sequence length T (steps, log scale)", r"$\log_{10} G(w)$ (Theorem 5)", title,
+                       out, style="o-", log_x=True)
 
 
 def plot_jacobian_decay(log10_norms: dict[str, np.ndarray], title: str, out: str | Path) -> Path:
     """Mean over samples of log10 ||dh^(T)/dh^(t)|| against T - t, one line per model."""
-    _style()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for model, values in log10_norms.items():
-        T = values.shape[-1] - 1
-        ax.plot(T - np.arange(T + 1), np.nanmean(values, axis=0), label=model)
-    ax.set_xlabel("T - t (steps)")
-    ax.set_ylabel(r"$\log_{10} \|\partial h^{(T)} / \partial h^{(t)}\|_2$ (mean over samples)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
-    return _save(fig, Path(out))
+    series = {m: (v.shape[-1] - 1 - np.arange(v.shape[-1]), np.nanmean(v, axis=0))
+              for m, v in log10_norms.items()}
+    ylabel = r"$\log_{10} \|\partial h^{(T)} / \partial h^{(t)}\|_2$ (mean over samples)"
+    return _line_chart(series, "T - t (steps)", ylabel, title, out)
 
 
 def plot_lyapunov_spectra(exponents: dict[str, np.ndarray], title: str, out: str | Path) -> Path:
     """Lyapunov exponents (nats per step, mean over samples) against their index, one line per model."""
-    _style()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for model, values in exponents.items():
-        mean = np.mean(values, axis=0)
-        ax.plot(np.arange(1, mean.size + 1), mean, ".-", ms=3, label=model)
-    ax.axhline(0.0, color="black", lw=0.8)
-    ax.set_xlabel("index i (descending)")
-    ax.set_ylabel(r"Lyapunov exponent $\lambda_i$ (nats / step)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
-    return _save(fig, Path(out))
+    series = {m: (np.arange(1, v.shape[-1] + 1), np.mean(v, axis=0)) for m, v in exponents.items()}
+    return _line_chart(series, "index i (descending)", r"Lyapunov exponent $\lambda_i$ (nats / step)", title,
+                       out, style=".-", zero_line=True)
 
 
 def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.ndarray],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from spectral_analysis.checks import CheckRecord
+from spectral_analysis.checks import CheckRecord, select_checks
 
 SYMBOLIC_CHECKS: dict[str, tuple[str, str]] = {
     "reflector": ("householder", "check_reflector"),
@@ -28,10 +28,7 @@ SYMBOLIC_CHECKS: dict[str, tuple[str, str]] = {
 
 def run_symbolic_checks(only: list[str] | None = None) -> list[tuple[str, CheckRecord]]:
     """``(name, record)`` for every check, or for the named ones (``ValueError`` naming unknown ones)."""
-    names = only if only else list(SYMBOLIC_CHECKS)
-    unknown = [name for name in names if name not in SYMBOLIC_CHECKS]
-    if unknown:
-        raise ValueError(f"unknown symbolic check(s) {unknown}; choose from {list(SYMBOLIC_CHECKS)}")
+    names = select_checks(SYMBOLIC_CHECKS, only, "symbolic check")
     rows = []
     for name in names:
         module, function = SYMBOLIC_CHECKS[name]
