@@ -26,7 +26,8 @@ def _save(fig: plt.Figure, path: Path) -> Path:
 
 
 def _line_chart(series: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, ylabel: str, title: str,
-                out: str | Path, style: str = "-", log_x: bool = False, zero_line: bool = False) -> Path:
+                out: str | Path, style: str = "-", log_x: bool = False, zero_line: bool = False,
+                symlog_y: float | None = None) -> Path:
     """One line per model from ``series[model] = (x, y)``, labelled, one figure."""
     _style()
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -36,6 +37,8 @@ def _line_chart(series: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, y
         ax.set_xscale("log")
     if zero_line:
         ax.axhline(0.0, color="black", lw=0.8)
+    if symlog_y is not None:  # linear within +-symlog_y, log beyond: one tail cannot hide the rest
+        ax.set_yscale("symlog", linthresh=symlog_y)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
@@ -59,10 +62,11 @@ def plot_jacobian_decay(log10_norms: dict[str, np.ndarray], title: str, out: str
 
 
 def plot_lyapunov_spectra(exponents: dict[str, np.ndarray], title: str, out: str | Path) -> Path:
-    """Lyapunov exponents (nats per step, mean over samples) against their index, one line per model."""
+    """Lyapunov exponents (nats per step, mean over samples) against their index, one line per model;
+    exponents of -inf (directions every step zeroes, e.g. ReLU units that never fire) are not drawn."""
     series = {m: (np.arange(1, v.shape[-1] + 1), np.mean(v, axis=0)) for m, v in exponents.items()}
-    return _line_chart(series, "index i (descending)", r"Lyapunov exponent $\lambda_i$ (nats / step)", title,
-                       out, style=".-", zero_line=True)
+    return _line_chart(series, "index i (descending)", r"Lyapunov exponent $\lambda_i$ (nats / step, symlog)",
+                       title, out, style=".-", zero_line=True, symlog_y=0.1)
 
 
 def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.ndarray],
