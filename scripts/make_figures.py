@@ -12,12 +12,17 @@ Always: the Householder speed figure from ``benchmarks/householder_cpu.json``. W
 - ``fig2_copy.png``: Fig. 2, validation cross entropy and ||dL/dh^(0)|| for time lags T = 50, 100, 200
   (the paper does not state its lags), with the memoryless baseline 10 log 8 / (T + 20);
 - ``fig2c_leak.png``: the earlier version's Fig. 2(c, f), RNN and svdRNN on row-by-row MNIST (28 steps,
-  20 hidden units as its Fig. 2(a)) for leaky-ReLU leaks 0, 0.2, 0.5, 1.
+  20 hidden units as its Fig. 2(a)) for leaky-ReLU leaks 0, 0.2, 0.5, 1;
+- ``fig3_mnist.png``: Fig. 3, validation accuracy and ||dL/dh^(0)|| on pixel MNIST (quick: 196 and 392
+  steps; full: 392 and 784) and permuted MNIST;
+- ``fig5_depth.png``: Fig. 5, test accuracy of MLP, ResNet, Spectral-MLP and Spectral-ResNet against
+  depth, the SVD nets with every layer constrained and with plain input and output layers (quick: width
+  64, L = 4-40, 300 steps; full: width 128, L = 30-100, 2000 steps).
 
 The numbers behind them go to ``figures/figures_quick.json``. ``--full`` uses the papers' sizes
 (n = 128, 2000 steps; GPU recommended); the default (quick) is n = 32, 400 steps, minutes on a CPU.
 
-    python scripts/make_figures.py [--full] [--no-models]
+    python scripts/make_figures.py [--full] [--no-models] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -39,10 +44,12 @@ from spectral_analysis.analysis import (
     read_trajectory,
 )
 from spectral_analysis.analysis.checkpoint_data import checkpoint_task, sample_batch, task_split
+from spectral_analysis.paper.depth import fig5_runs
 from spectral_analysis.plotting import plot_householder_benchmark
 from spectral_analysis.plotting.analysis import plot_singular_value_heatmap
 from spectral_analysis.plotting.paper_figures import (
     plot_bound_growth,
+    plot_depth_sweep,
     plot_jacobian_decay,
     plot_learning_curves,
     plot_lyapunov_spectra,
@@ -53,6 +60,7 @@ from spectral_analysis.train import TrainConfig, load_checkpoint, train
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("rnn", "irnn", "ornn", "spectral", "lstm", "kru", "dizzy")
 LENGTHS = (10, 30, 100, 300, 1000)
+RNN_MODELS = ("rnn", "irnn", "ornn", "spectral", "lstm")
 
 
 def model_figures(full: bool, figures: Path) -> list[Path]:
@@ -113,20 +121,22 @@ def read_curves(run: Path, metric: str) -> dict[str, np.ndarray]:
             "grad": np.array([x["grad_h0_norm"] for x in train_lines])}
 
 
-def learning_curves(task: str, lengths: tuple[int, ...], metric: str, full: bool) -> tuple[dict, int, int]:
-    """Validation ``metric`` and ||dL/dh^(0)|| over training for the papers' RNN models at each length."""
+def learning_curves(panels: dict, metric: str, full: bool, models: tuple[str, ...] = RNN_MODELS,
+                    hidden: int | None = None) -> tuple[dict, int, int]:
+    """Validation ``metric`` and ||dL/dh^(0)|| over training for each of ``models`` in each panel
+    (``panels[label] = (task, task_options)``), hidden size ``hidden`` (default 32, or 128 with ``full``)."""
     n, steps = (128, 2000) if full else (32, 400)
+    n = hidden or n
     curves: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for L in lengths:
-            curves[L] = {}
-            for model in ("rnn", "irnn", "ornn", "spectral", "lstm"):
-                out = Path(tmp) / f"{model}{L}"
+        for index, (label, (task, task_options)) in enumerate(panels.items()):
+            curves[label] = {}
+            for model in models:
+                out = Path(tmp) / f"{model}{index}"
                 train(TrainConfig(model=model, task=task, out=str(out), hidden=n, steps=steps, lr=1e-3,
-                                  task_options={"length": L, "train_size": 5000}, record_every=10,
-                                  eval_every=max(steps // 20, 1), checkpoint_every=steps, eval_batches=4,
-                                  progress=False, seed=0))
-                curves[L][model] = read_curves(out, metric)
+                                  task_options=task_options, record_every=10, eval_every=max(steps // 20, 1),
+                                  checkpoint_every=steps, eval_batches=4, progress=False, seed=0))
+                curves[label][model] = read_curves(out, metric)
     return curves, n, steps
 
 
@@ -137,7 +147,8 @@ def write_curves(curves: dict, n: int, steps: int, metric: str, path: Path) -> N
 
 def figure1(full: bool, figures: Path) -> Path:
     """Fig. 1 at reduced size: the addition task at L = 30, 100, 300."""
-    curves, n, steps = learning_curves("addition", (30, 100, 300), "mse", full)
+    panels = {L: ("addition", {"length": L, "train_size": 5000}) for L in (30, 100, 300)}
+    curves, n, steps = learning_curves(panels, "mse", full)
     write_curves(curves, n, steps, "mse", figures / "fig1_addition.json")
     return plot_learning_curves(curves, "MSE", 2 / 12, f"Fig. 1 at reduced size: addition (n = {n}, {steps} "
                                 "steps, seed 0)", figures / "fig1_addition.png")
@@ -146,7 +157,8 @@ def figure1(full: bool, figures: Path) -> Path:
 def figure2(full: bool, figures: Path) -> Path:
     """Fig. 2 at reduced size: the copy task at time lags T = 50, 100, 200."""
     lags = (50, 100, 200)
-    curves, n, steps = learning_curves("copy", lags, "cross_entropy", full)
+    panels = {T: ("copy", {"length": T, "train_size": 5000}) for T in lags}
+    curves, n, steps = learning_curves(panels, "cross_entropy", full)
     write_curves(curves, n, steps, "cross_entropy", figures / "fig2_copy.json")
     baselines = {T: 10 * math.log(8) / (T + 20) for T in lags}
     return plot_learning_curves(curves, "cross entropy", baselines, f"Fig. 2 at reduced size: copy (n = {n}, "
@@ -170,22 +182,68 @@ def figure2c(full: bool, figures: Path) -> Path:
     write_curves(curves, 20, steps, "accuracy", figures / "fig2c_leak.json")
     return plot_learning_curves(curves, "accuracy", None, f"Earlier version's Fig. 2(c, f) at reduced size: "
                                 f"row-by-row MNIST, n = 20, {steps} steps", figures / "fig2c_leak.png",
-                                length_name="leak")
+                                length_name="leak", log_scale=False)
+
+
+def figure3(full: bool, figures: Path) -> Path:
+    """Fig. 3: pixel MNIST at two sequence lengths and permuted MNIST. Quick: 196 and 392 steps (4 and 2
+    pixels a step) and permuted at 196; full: the paper's 392 and 784, permuted at 784."""
+    short, long = (392, 784) if full else (196, 392)
+    panels = {f"pixel MNIST, {short} steps": ("mnist", {"pixels_per_step": 784 // short}),
+              f"pixel MNIST, {long} steps": ("mnist", {"pixels_per_step": 784 // long}),
+              f"permuted MNIST, {long if full else short} steps":
+                  ("permuted-mnist", {"pixels_per_step": 784 // (long if full else short)})}
+    curves, n, steps = learning_curves(panels, "accuracy", full)
+    write_curves(curves, n, steps, "accuracy", figures / "fig3_mnist.json")
+    title = f"Fig. 3 at reduced size: pixel and permuted MNIST (n = {n}, {steps} steps, seed 0; chance 0.1)"
+    return plot_learning_curves(curves, "accuracy", 0.1, title, figures / "fig3_mnist.png", length_name="",
+                                log_scale=False)
+
+
+def figure5(full: bool, figures: Path) -> Path:
+    """Fig. 5: MLP, ResNet and their SVD versions on flattened MNIST against depth."""
+    depths, hidden, steps = ((30, 60, 100), 128, 2000) if full else ((4, 10, 20, 40), 64, 300)
+    runs = fig5_runs(depths, hidden, steps)
+    accuracy = {m: {d: r.accuracy for d, r in v.items()} for m, v in runs.items()}
+    deepest = max(depths)
+    (figures / "fig5_depth.json").write_text(json.dumps({
+        "hidden": hidden, "steps": steps, "test_accuracy": accuracy,
+        "log10_gain_at_init": {m: {d: r.log10_gain_at_init for d, r in v.items()} for m, v in runs.items()},
+        "log10_gain_trained": {m: {d: r.log10_gain_trained for d, r in v.items()} for m, v in runs.items()}},
+        indent=1))
+    curves = {m: (v[deepest].steps, v[deepest].valid_accuracy) for m, v in runs.items()}
+    title = (f"Fig. 5 at reduced size: flattened MNIST, width {hidden}, {steps} steps, leaky ReLU 0.2, seed 0"
+             "; dashed: plain input and output layers")
+    return plot_depth_sweep(accuracy, curves, deepest, title, figures / "fig5_depth.png")
+
+
+def speed_figure(full: bool, figures: Path) -> list[Path]:
+    """The Householder speed figure from the committed benchmark report (no training)."""
+    return [plot_householder_benchmark(ROOT / "benchmarks" / "householder_cpu.json",
+                                       figures / "householder_speed_cpu.png")]
+
+
+GROUPS = {"speed": speed_figure, "models": model_figures,
+          "fig1": lambda full, figures: [figure1(full, figures)],
+          "fig2": lambda full, figures: [figure2(full, figures)],
+          "fig2c": lambda full, figures: [figure2c(full, figures)],
+          "fig3": lambda full, figures: [figure3(full, figures)],
+          "fig5": lambda full, figures: [figure5(full, figures)]}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="the papers' sizes (GPU recommended)")
     parser.add_argument("--no-models", action="store_true", help="only the benchmark figure")
+    parser.add_argument("--only", nargs="+", choices=tuple(GROUPS), help="only these figure groups")
     args = parser.parse_args()
+    names = ["speed"] if args.no_models else (args.only or list(GROUPS))
     figures = ROOT / "figures"
-    paths = [plot_householder_benchmark(ROOT / "benchmarks" / "householder_cpu.json",
-                                        figures / "householder_speed_cpu.png")]
-    if not args.no_models:
-        paths += model_figures(args.full, figures)
-        paths += [figure1(args.full, figures), figure2(args.full, figures), figure2c(args.full, figures)]
-    for path in paths:
-        print(f"wrote {path.relative_to(ROOT)}")
+    for name in names:
+        clock = time.perf_counter()
+        for path in GROUPS[name](args.full, figures):
+            print(f"wrote {path.relative_to(ROOT)}")
+        print(f"{name}: {time.perf_counter() - clock:.0f} s")
     return 0
 
 

@@ -33,6 +33,8 @@ MODEL_FLAGS: dict[str, dict[str, Any]] = {
     "complex": {"action": argparse.BooleanOptionalAction, "help": "KRU complex factors (real form, size 2n)"},
     "rotations": {"type": int, "help": "DizzyRNN packed rotations K (default all: n - 1, n for odd n)"},
     "svd": {"action": argparse.BooleanOptionalAction, "help": "DizzyRNN Section 5: U diag(sigma) V^T"},
+    "plain_ends": {"action": argparse.BooleanOptionalAction, "help": "Spectral-MLP/-ResNet: plain input and "
+                   "output layers, SVD-parameterized hidden layers only"},
 }
 
 

@@ -7,7 +7,8 @@
 - Spectral-MLP / Spectral-ResNet: every weight, rectangular ones included, is
   :class:`SpectralLinear`, ``W = U Sigma_hat V^T`` by Eq. 15 with ``min(r, c)`` reflectors on each
   side by default (Theorem 4: enough for every ``r x c`` matrix), singular values in the sigma
-  map's range.
+  map's range. With ``plain_ends`` the input and output layers are plain (the paper does not say
+  which layers it constrains; constrained output weights bound the logits by ``(1 + r) ||h_L||``).
 
 ``num_layers`` counts the hidden layers L after the input layer (the paper's "L layers").
 Plain weights are initialized N(0, 1/fan_in) (the papers sample Gaussian weights), biases 0.
@@ -64,7 +65,7 @@ class SpectralLinear(nn.Module):
         self.sigma_map.project_(self.sigma_hat.data)
 
 
-def _plain_linear(in_features: int, out_features: int, bias: bool = True) -> nn.Linear:
+def plain_linear(in_features: int, out_features: int, bias: bool = True) -> nn.Linear:
     layer = nn.Linear(in_features, out_features, bias=bias)
     nn.init.normal_(layer.weight, std=in_features ** -0.5)
     if bias:
@@ -78,12 +79,14 @@ def _weight_count(layer: nn.Module) -> int:
 
 class FeedForwardNet(nn.Module):
     """MLP (``residual=False``) or ResNet (``residual=True``); ``make_linear(in, out, bias)`` builds
-    each layer (``nn.Linear`` or :class:`SpectralLinear`)."""
+    each hidden layer (``nn.Linear`` or :class:`SpectralLinear`), ``make_end_linear`` the input and
+    output layers (default: ``make_linear``)."""
 
     def __init__(self, input_size: int, hidden_size: int, output_size: int, num_layers: int = 2,
                  activation: str = "leaky_relu", leak: float = DEFAULT_LEAK, residual: bool = False,
                  output_bias: bool = True,
-                 make_linear: Callable[[int, int, bool], nn.Module] = _plain_linear) -> None:
+                 make_linear: Callable[[int, int, bool], nn.Module] = plain_linear,
+                 make_end_linear: Callable[[int, int, bool], nn.Module] | None = None) -> None:
         super().__init__()
         for name, value in (("input_size", input_size), ("hidden_size", hidden_size),
                             ("output_size", output_size)):
@@ -98,10 +101,11 @@ class FeedForwardNet(nn.Module):
         self.input_size, self.hidden_size, self.output_size = input_size, hidden_size, output_size
         self.num_layers, self.residual = num_layers, residual
         self.activation, self.leak = activation, float(leak)
-        self.input_layer = make_linear(input_size, hidden_size, True)
+        make_end_linear = make_end_linear or make_linear
+        self.input_layer = make_end_linear(input_size, hidden_size, True)
         self.hidden_layers = nn.ModuleList([make_linear(hidden_size, hidden_size, True)
                                             for _ in range(num_layers)])
-        self.output = make_linear(hidden_size, output_size, output_bias)
+        self.output = make_end_linear(hidden_size, output_size, output_bias)
 
     def _phi(self, z: Tensor) -> Tensor:
         return activate(z, self.activation, self.leak)

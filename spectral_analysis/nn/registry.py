@@ -17,7 +17,7 @@ from torch import nn
 
 from spectral_analysis.linalg import SigmaMap
 from spectral_analysis.nn.activations import DEFAULT_LEAK
-from spectral_analysis.nn.feedforward import FeedForwardNet, SpectralLinear
+from spectral_analysis.nn.feedforward import FeedForwardNet, SpectralLinear, plain_linear
 from spectral_analysis.nn.lstm import LSTMNet
 from spectral_analysis.nn.peer_transitions import GivensSVDTransition, GivensTransition, KroneckerTransition
 from spectral_analysis.nn.recurrent import RecurrentNet
@@ -40,8 +40,8 @@ MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     "urnn": {"output_bias": True, "num_layers": 1},
     "mlp": dict(_FEEDFORWARD),
     "resnet": dict(_FEEDFORWARD),
-    "spectral-mlp": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA},
-    "spectral-resnet": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA},
+    "spectral-mlp": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA, "plain_ends": False},
+    "spectral-resnet": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA, "plain_ends": False},
 }
 MODEL_NAMES = tuple(MODEL_OPTIONS)
 RECURRENT_MODELS = ("rnn", "irnn", "lstm", "ornn", "spectral", "kru", "dizzy", "urnn")
@@ -70,7 +70,8 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
 
             def spectral_linear(i: int, j: int, bias: bool) -> SpectralLinear:
                 return SpectralLinear(i, j, o["m1"], o["m2"], sigma_map, bias)
-            make_linear = {"make_linear": spectral_linear}
+            make_linear = {"make_linear": spectral_linear,
+                           "make_end_linear": plain_linear if o["plain_ends"] else spectral_linear}
         return FeedForwardNet(ni, n, ny, o["num_layers"], o["activation"], o["leak"],
                               residual=name.endswith("resnet"), output_bias=o["output_bias"], **make_linear)
     layers = o["num_layers"]

@@ -16,6 +16,8 @@ PAPER_CHECKS: dict[str, str] = {
     "parameter-counts": "parameter_counts",
     "bounds": "bounds",
     "experiments": "experiments",
+    "mnist": "mnist_ranking",
+    "depth": "depth",
     "linear-rnn": "linear_rnn",
     "symbolic": "symbolic",
 }

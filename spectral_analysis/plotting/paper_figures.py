@@ -89,15 +89,18 @@ def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.n
 
 def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], metric: str,
                          baseline: float | dict[int, float] | None, title: str, out: str | Path,
-                         length_name: str = "L") -> Path:
+                         length_name: str = "L", log_scale: bool | None = None) -> Path:
     """Fig. 1-style grid: for each sequence length (columns), ``metric`` on the validation data (top) and
     ``||dL/dh^(0)||`` (bottom) over training, one line per model. ``curves[L][model]`` holds arrays
-    ``steps``, ``metric``, ``grad_steps``, ``grad``."""
+    ``steps``, ``metric``, ``grad_steps``, ``grad``; columns in the order of ``curves``, titled
+    ``"{length_name} = {L}"`` (just ``L`` when ``length_name`` is empty). ``log_scale`` for the metric's
+    axis; by default log only when the values span more than a decade."""
     _style()
-    lengths = sorted(curves)
-    values = np.concatenate([c["metric"] for v in curves.values() for c in v.values()])
-    positive = values[values > 0]
-    log_scale = positive.size > 0 and positive.max() > 10 * positive.min()  # log only across decades
+    lengths = list(curves)
+    if log_scale is None:
+        values = np.concatenate([c["metric"] for v in curves.values() for c in v.values()])
+        positive = values[values > 0]
+        log_scale = bool(positive.size > 0 and positive.max() > 10 * positive.min())
     fig, axes = plt.subplots(2, len(lengths), figsize=(4.5 * len(lengths), 7), squeeze=False)
     for col, L in enumerate(lengths):
         for model, c in curves[L].items():
@@ -106,10 +109,36 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
         level = baseline.get(L) if isinstance(baseline, dict) else baseline
         if level is not None:
             axes[0, col].axhline(level, color="black", ls=":", lw=1, label=f"baseline {level:.3g}")
-        axes[0, col].set_title(f"{length_name} = {L}", fontsize=10)
+        axes[0, col].set_title(f"{length_name} = {L}" if length_name else str(L), fontsize=10)
         axes[0, col].set_ylabel(f"validation {metric}{' (log scale)' if log_scale else ''}")
         axes[1, col].set_ylabel(r"$\|\partial L / \partial h^{(0)}\|_2$ (log scale)")
         axes[1, col].set_xlabel("training step")
     axes[0, 0].legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    return _save(fig, Path(out))
+
+
+def plot_depth_sweep(accuracy: dict[str, dict[int, float]], curves: dict[str, tuple[np.ndarray, np.ndarray]],
+                     deepest: int, title: str, out: str | Path) -> Path:
+    """Fig. 5: test accuracy against the number of hidden layers L (left) and the validation accuracy
+    over training at the deepest L (right), one line per model. A variant ``"name (...)"`` is drawn dashed
+    in the colour of ``name``."""
+    _style()
+    bases = list(dict.fromkeys(model.split(" (")[0] for model in accuracy))
+    colour = dict(zip(bases, sns.color_palette("tab10", len(bases)), strict=True))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    for model, by_depth in accuracy.items():
+        depths = sorted(by_depth)
+        style = {"color": colour[model.split(" (")[0]], "ls": "--" if " (" in model else "-", "label": model}
+        axes[0].plot(depths, [by_depth[d] for d in depths], marker="o", **style)
+        axes[1].plot(*curves[model], **style)
+    axes[0].set_xlabel("hidden layers L")
+    axes[0].set_ylabel("test accuracy (fraction)")
+    axes[1].set_xlabel("training step")
+    axes[1].set_ylabel(f"validation accuracy at L = {deepest} (fraction)")
+    for ax in axes:
+        ax.axhline(0.1, color="black", ls=":", lw=1, label="chance 0.1")
+        ax.set_ylim(0, 1)
+    axes[0].legend(fontsize=8, loc="lower left")
     fig.suptitle(title, fontsize=10)
     return _save(fig, Path(out))
