@@ -1,4 +1,4 @@
-"""Paper check: Theorems 1-4 of the ICML paper and the proof of Theorem 3.
+"""Paper check: Theorems 1-4 and Lemma 1 of the ICML paper and the proof of Theorem 3.
 
 Run alone: ``python paper_checks/svd_map_theorems.py [--quick] [--json]``; all checks together:
 ``spectral-analysis check-paper``.

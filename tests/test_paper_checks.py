@@ -29,6 +29,9 @@ def test_svd_map_theorems_check_verdicts(cheap_records):
     eq18 = cheap_records["ICML proof of Theorem 3, Eq. (18)"]
     assert eq18.verdict == "differs" and "misses A by" in eq18.evidence
     assert cheap_records["ICML Theorem 4 as printed"].verdict == "differs"
+    lemma = cheap_records["ICML Lemma 1"]  # exact: the claimed columns only ever meet identity columns
+    assert lemma.verdict == "holds" and lemma.numbers["max_difference"] == 0.0
+    assert lemma.numbers["extra_columns"] == [1] and lemma.numbers["min_difference_beyond"] > 1e-3
 
 
 def test_baselines_and_linear_rnn_verdicts(cheap_records):
