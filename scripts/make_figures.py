@@ -56,6 +56,7 @@ from spectral_analysis.plotting.paper_figures import (
     plot_training_dynamics,
 )
 from spectral_analysis.train import TrainConfig, load_checkpoint, train
+from spectral_analysis.train.evaluation import RunLog
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("rnn", "irnn", "ornn", "spectral", "lstm", "kru", "dizzy")
@@ -113,7 +114,7 @@ def model_figures(full: bool, figures: Path) -> list[Path]:
 
 def read_curves(run: Path, metric: str) -> dict[str, np.ndarray]:
     """Validation ``metric`` and the training records' ``grad_h0_norm`` from a run's metrics.jsonl."""
-    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    lines = RunLog(run / "metrics.jsonl").read()
     valid = [x for x in lines if x["phase"] == "valid" and metric in x]
     train_lines = [x for x in lines if x["phase"] == "train" and x.get("grad_h0_norm") is not None]
     return {"steps": np.array([x["step"] for x in valid]), "metric": np.array([x[metric] for x in valid]),

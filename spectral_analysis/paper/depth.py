@@ -12,7 +12,6 @@ signal shrinks or grows through the depth.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from spectral_analysis.data import load_task
 from spectral_analysis.nn import build_model
 from spectral_analysis.nn.activations import DEFAULT_LEAK
 from spectral_analysis.train import TrainConfig, load_checkpoint, train
+from spectral_analysis.train.evaluation import RunLog
 
 MODELS = ("mlp", "resnet", "spectral-mlp", "spectral-resnet")
 SPECTRAL = ("spectral-mlp", "spectral-resnet")
@@ -96,8 +96,7 @@ def depth_sweep(
                         seed=seed,
                     )
                 )
-                lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-                curve = [line for line in lines if line["phase"] == "valid"]
+                curve = [line for line in RunLog(out / "metrics.jsonl").read() if line["phase"] == "valid"]
                 runs[model][depth] = DepthRun(
                     float(result["test"]["accuracy"]),
                     np.array([c["step"] for c in curve]),
