@@ -122,17 +122,15 @@ def read_curves(run: Path, metric: str) -> dict[str, np.ndarray]:
             "grad": np.array([x["grad_h0_norm"] for x in train_lines])}
 
 
-def learning_curves(panels: dict, metric: str, full: bool, models: tuple[str, ...] = RNN_MODELS,
-                    hidden: int | None = None) -> tuple[dict, int, int]:
-    """Validation ``metric`` and ||dL/dh^(0)|| over training for each of ``models`` in each panel
-    (``panels[label] = (task, task_options)``), hidden size ``hidden`` (default 32, or 128 with ``full``)."""
+def learning_curves(panels: dict, metric: str, full: bool) -> tuple[dict, int, int]:
+    """Validation ``metric`` and ||dL/dh^(0)|| over training for the papers' RNN models in each panel
+    (``panels[label] = (task, task_options)``)."""
     n, steps = (128, 2000) if full else (32, 400)
-    n = hidden or n
     curves: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         for index, (label, (task, task_options)) in enumerate(panels.items()):
             curves[label] = {}
-            for model in models:
+            for model in RNN_MODELS:
                 out = Path(tmp) / f"{model}{index}"
                 train(TrainConfig(model=model, task=task, out=str(out), hidden=n, steps=steps, lr=1e-3,
                                   task_options=task_options, record_every=10, eval_every=max(steps // 20, 1),
@@ -189,11 +187,10 @@ def figure2c(full: bool, figures: Path) -> Path:
 def figure3(full: bool, figures: Path) -> Path:
     """Fig. 3: pixel MNIST at two sequence lengths and permuted MNIST. Quick: 196 and 392 steps (4 and 2
     pixels a step) and permuted at 196; full: the paper's 392 and 784, permuted at 784."""
-    short, long = (392, 784) if full else (196, 392)
-    panels = {f"pixel MNIST, {short} steps": ("mnist", {"pixels_per_step": 784 // short}),
-              f"pixel MNIST, {long} steps": ("mnist", {"pixels_per_step": 784 // long}),
-              f"permuted MNIST, {long if full else short} steps":
-                  ("permuted-mnist", {"pixels_per_step": 784 // (long if full else short)})}
+    short, long, permuted = (392, 784, 784) if full else (196, 392, 196)
+    panels = {f"{name} MNIST, {length} steps": (task, {"pixels_per_step": 784 // length})
+              for name, task, length in (("pixel", "mnist", short), ("pixel", "mnist", long),
+                                         ("permuted", "permuted-mnist", permuted))}
     curves, n, steps = learning_curves(panels, "accuracy", full)
     write_curves(curves, n, steps, "accuracy", figures / "fig3_mnist.json")
     title = f"Fig. 3 at reduced size: pixel and permuted MNIST (n = {n}, {steps} steps, seed 0; chance 0.1)"

@@ -60,20 +60,19 @@ def depth_sweep(
     depths: tuple[int, ...],
     hidden: int,
     steps: int,
-    leak: float = DEFAULT_LEAK,
     models: tuple[str, ...] = MODELS,
     options: dict[str, Any] | None = None,
     seed: int = 0,
 ) -> dict[str, dict[int, DepthRun]]:
     """Train each feed-forward model of Fig. 5 on flattened MNIST at each depth (``runs[model][depth]``),
-    with the model ``options`` (e.g. ``plain_ends``) on top of the depth and the leak."""
+    with the model ``options`` (e.g. ``plain_ends``) on top of the depth; the leak is the models' default."""
     task = load_task("mnist-flat")
     probe = task.test.inputs[:200]
     runs: dict[str, dict[int, DepthRun]] = {m: {} for m in models}
     with tempfile.TemporaryDirectory() as tmp:
         for depth in depths:
             for model in models:
-                model_options: dict[str, Any] = {"num_layers": depth, "leak": leak, **(options or {})}
+                model_options: dict[str, Any] = {"num_layers": depth, **(options or {})}
                 torch.manual_seed(seed)  # the trainer seeds the same way: gain of the net it starts from
                 gain = forward_gain(
                     build_model(model, task.input_size, hidden, task.output_size, **model_options), probe
