@@ -12,7 +12,8 @@ import numpy as np
 from spectral_analysis.analysis.bound_report import DEFAULT_DELTA, bound_report, weights_arrays
 from spectral_analysis.analysis.report import analyze_checkpoint, json_ready, report_markdown, run_directory
 from spectral_analysis.analysis.trajectories import read_trajectory
-from spectral_analysis.cli.common import CommandError, emit
+from spectral_analysis.cli.common import CommandError, checkpoint_arg, emit
+from spectral_analysis.experiments.results import read_singular_values
 from spectral_analysis.plotting.analysis import plot_analysis, plot_singular_value_heatmap
 from spectral_analysis.train import load_checkpoint
 
@@ -80,11 +81,16 @@ def write_analysis(checkpoint_path: str | Path, out: str | Path, samples: int = 
     (out / "report.md").write_text(report_markdown(report))
     figures = plot_analysis(report, out)
     run = run_directory(checkpoint_path)
+    kept = read_singular_values(Path(checkpoint_path).parent)  # a zoo entry keeps them beside its checkpoint
     if run is not None and isinstance(report["trajectory"], list):
         trajectory = read_trajectory(run)
         figures.append(plot_singular_value_heatmap(
             trajectory.steps, trajectory.singular_values[0],
             f"{trajectory.model}: singular values of W over training", out / "singular_values.png"))
+    elif kept is not None:
+        figures.append(plot_singular_value_heatmap(
+            kept[0], kept[1][0], f"{report['model']['name']}: singular values of W over training",
+            out / "singular_values.png"))
     return report, figures
 
 
@@ -101,15 +107,18 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+CHECKPOINT_HELP = "a checkpoint file or zoo:<experiment>/<trial>"
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     weights = sub.add_parser("weights", help="dense W, M, Y of a checkpoint as the bound uses them (.npz)")
-    weights.add_argument("checkpoint")
+    weights.add_argument("checkpoint", type=checkpoint_arg, help=CHECKPOINT_HELP)
     weights.add_argument("--out", required=True, help="output .npz file")
     weights.add_argument("--json", action="store_true")
     weights.set_defaults(func=cmd_weights)
 
     bound = sub.add_parser("bound", help="the PAC-Bayes bound G(w) of Theorem 5 and the explicit A.6 bound")
-    bound.add_argument("checkpoint")
+    bound.add_argument("checkpoint", type=checkpoint_arg, help=CHECKPOINT_HELP)
     bound.add_argument("--data", choices=("train", "test"), default=None,
                        help="compute margins on this split (classification tasks); the bound uses train")
     gamma = bound.add_mutually_exclusive_group()
@@ -127,7 +136,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     bound.set_defaults(func=cmd_bound)
 
     analyze = sub.add_parser("analyze", help="bound, Lemma 3, Jacobians, Lyapunov exponents, trajectories")
-    analyze.add_argument("checkpoint")
+    analyze.add_argument("checkpoint", type=checkpoint_arg, help=CHECKPOINT_HELP)
     analyze.add_argument("--out", required=True, help="directory for report.json, report.md and figures")
     analyze.add_argument("--samples", type=int, default=8, help="test sequences for Jacobians (default 8)")
     analyze.add_argument("--trials", type=int, default=20, help="random perturbations for Lemma 3")

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from spectral_analysis.io import resolve_checkpoint
+
 
 class CommandError(Exception):
     """A failure to report as one line on stderr."""
@@ -36,3 +38,11 @@ def load_matrix(path: str) -> torch.Tensor:
 
 def emit(args: argparse.Namespace, payload: dict, text: Callable[[dict], str]) -> None:
     print(json.dumps(payload, indent=2) if args.json else text(payload))
+
+
+def checkpoint_arg(text: str) -> str:
+    """An argparse type: a checkpoint path, or a ``zoo:<experiment>/<trial>`` name resolved to its file."""
+    try:
+        return str(resolve_checkpoint(text))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

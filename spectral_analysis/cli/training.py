@@ -9,7 +9,7 @@ from typing import Any
 
 from spectral_analysis.analysis import bound_report
 from spectral_analysis.cli.analysis import write_analysis
-from spectral_analysis.cli.common import emit
+from spectral_analysis.cli.common import checkpoint_arg, emit
 from spectral_analysis.cli.models import add_model_flags, model_options
 from spectral_analysis.data import TASK_NAMES
 from spectral_analysis.train import OPTIMIZERS, TrainConfig, load_checkpoint, train, weight_singular_values
@@ -196,6 +196,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     tr.set_defaults(func=cmd_train)
 
     ins = sub.add_parser("inspect", help="what a checkpoint holds")
-    ins.add_argument("checkpoint")
+    ins.add_argument("checkpoint", type=checkpoint_arg, help="a checkpoint file or zoo:<experiment>/<trial>")
     ins.add_argument("--json", action="store_true")
     ins.set_defaults(func=cmd_inspect)

@@ -9,8 +9,8 @@ from spectral_analysis.train.checkpoint import (
     save_checkpoint,
 )
 from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
-from spectral_analysis.train.trainer import OPTIMIZERS, TrainConfig, Trainer, train
+from spectral_analysis.train.trainer import OPTIMIZERS, TrainConfig, Trainer, TrainingDivergedError, train
 
 __all__ = ["OPTIMIZERS", "PRIMARY_METRIC", "Checkpoint", "CheckpointError", "TrainConfig", "Trainer",
-           "load_checkpoint", "loss_and_metrics", "read_checkpoint", "save_checkpoint", "spectral_margin",
-           "train", "weight_singular_values"]
+           "TrainingDivergedError", "load_checkpoint", "loss_and_metrics", "read_checkpoint",
+           "save_checkpoint", "spectral_margin", "train", "weight_singular_values"]

@@ -16,9 +16,10 @@ epoch, so a resumed run repeats the uninterrupted one exactly.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ class TrainConfig:
     model_options: dict[str, Any] = field(default_factory=dict)
     task_options: dict[str, Any] = field(default_factory=dict)
     optimizer: str = "adam"
+    optimizer_options: dict[str, Any] = field(default_factory=dict)  # e.g. RMSprop's alpha (KRU's "decay")
     lr: float = 1e-3
     lr_decay: float = 1.0  # multiplied in once per epoch
     batch_size: int = 50
@@ -60,6 +62,7 @@ class TrainConfig:
     eval_every: int = 100
     checkpoint_every: int = 100
     eval_batches: int | None = None
+    test_batches: int | None = None  # limit the final test evaluation (smoke-scale sweeps)
     progress: bool = True
 
     def validate(self) -> None:
@@ -68,7 +71,7 @@ class TrainConfig:
         if (self.steps is None) == (self.epochs is None):
             raise ValueError("give exactly one of steps and epochs")
         for name in ("steps", "epochs", "batch_size", "hidden", "record_every", "eval_every",
-                     "checkpoint_every", "eval_batches"):
+                     "checkpoint_every", "eval_batches", "test_batches"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -78,8 +81,20 @@ class TrainConfig:
             raise ValueError(f"lr decay must lie in (0, 1], got {self.lr_decay}")
         if self.clip is not None and not self.clip > 0:
             raise ValueError(f"gradient clip must be > 0, got {self.clip}")
-        if self.penalty < 0:
-            raise ValueError(f"penalty weight must be >= 0, got {self.penalty}")
+        if not 0 <= self.penalty < math.inf:
+            raise ValueError(f"penalty weight must be finite and >= 0, got {self.penalty}")
+        if not isinstance(self.optimizer_options, dict) or "lr" in self.optimizer_options:
+            raise ValueError(f"optimizer_options must be a table of the optimizer's options other than lr, "
+                             f"got {self.optimizer_options!r}")
+
+
+class TrainingDivergedError(RuntimeError):
+    """The loss became NaN or infinite: the run stops instead of training on garbage."""
+
+
+def _field_default(name: str) -> Any:
+    spec = next(f for f in fields(TrainConfig) if f.name == name)
+    return spec.default_factory() if spec.default is MISSING else spec.default
 
 
 def resolve_device(name: str) -> torch.device:
@@ -152,7 +167,12 @@ class Trainer:
         if self.task.kind != "classification" and not self.recurrent:
             raise ValueError(f"task {config.task!r} is sequential: use a recurrent model, "
                              f"not {config.model!r}")
-        self.optimizer = OPTIMIZERS[config.optimizer](self.model.parameters(), lr=config.lr)
+        try:
+            self.optimizer = OPTIMIZERS[config.optimizer](self.model.parameters(), lr=config.lr,
+                                                          **config.optimizer_options)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"optimizer {config.optimizer!r} rejects options {config.optimizer_options}: "
+                             f"{error}") from None
         self.batches = (StreamBatches(self.task.train, self.task.length) if self.task.stream
                         else ShuffledBatches(self.task.train, config.batch_size, config.seed))
         self.total_steps = config.steps or config.epochs * self.batches.steps_per_epoch
@@ -165,8 +185,9 @@ class Trainer:
         stored = json.loads((self.out / "config.json").read_text())["train"]
         current = asdict(self.config)
         for key, value in current.items():
-            if key not in RESUMABLE_CHANGES and stored.get(key) != value:
-                raise ValueError(f"cannot resume: {key} was {stored.get(key)!r} in this run, now {value!r}")
+            before = stored.get(key, _field_default(key))
+            if key not in RESUMABLE_CHANGES and before != value:
+                raise ValueError(f"cannot resume: {key} was {before!r} in this run, now {value!r}")
         checkpoint = load_checkpoint(last, self.device)
         self.model.load_state_dict(checkpoint.model.state_dict())
         _restore_optimizer(self.optimizer, checkpoint.tensors)
@@ -212,6 +233,9 @@ class Trainer:
         objective = loss
         if self.config.penalty:
             objective = loss + self.config.penalty * self.model.spectral_penalty()
+        if not torch.isfinite(objective):
+            raise TrainingDivergedError(f"the training loss is {objective.item()} at step {self.step + 1}: "
+                                   "training diverged (try a smaller learning rate or --clip)")
         self.optimizer.zero_grad(set_to_none=True)
         objective.backward()
         if self.config.clip:
@@ -232,16 +256,22 @@ class Trainer:
 
     def _evaluate(self, phase: str) -> dict[str, Any]:
         split = self.task.valid if phase == "valid" else self.task.test
-        limit = self.config.eval_batches if phase == "valid" else None
+        limit = self.config.eval_batches if phase == "valid" else self.config.test_batches
         metrics = evaluate(self.model, self.task, split, max(self.config.batch_size, 256), self.device, limit)
         line = {"step": self.step, "phase": phase, **metrics, "time": round(self.elapsed, 3)}
         self.log.write(line)
         self.latest[phase] = line
         return line
 
-    def run(self, callback: Callable[[int], None] | None = None) -> dict[str, Any]:
+    @property
+    def finished(self) -> bool:
+        return self.step >= self.total_steps
+
+    def run(self, callback: Callable[[int], None] | None = None,
+            stop: Callable[[int], bool] | None = None) -> dict[str, Any]:
         """Train up to ``total_steps``; ``callback(step)`` runs after each step (a test can stop the run
-        there as a kill would). Returns the last train, valid and test lines."""
+        there as a kill would). When ``stop(step)`` returns true the run checkpoints and returns early
+        (a time budget); :attr:`finished` tells which. Returns the last train, valid and test lines."""
         cfg = self.config
         self.out.mkdir(parents=True, exist_ok=True)
         if not (self.out / "config.json").exists():
@@ -272,6 +302,9 @@ class Trainer:
             bar.update(1)
             if callback:
                 callback(self.step)
+            if stop and not self.finished and stop(self.step):
+                self._save()
+                break
         bar.close()
         return dict(self.latest)
 

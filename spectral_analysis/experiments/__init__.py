@@ -1,0 +1,31 @@
+"""Experiments layer: the papers' experiments as data (the catalog in ``experiments/``), the runner that
+executes a grid on Ray Tune, and the kept results in ``results/`` that figures and checks read."""
+
+from spectral_analysis.experiments.catalog import (
+    SCALES,
+    Experiment,
+    Trial,
+    default_catalog_dir,
+    find_experiment,
+    load_catalog,
+    load_experiment,
+)
+from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values, write_summary
+from spectral_analysis.experiments.runner import SweepOutcome, run_sweep, run_trial
+
+__all__ = [
+    "SCALES",
+    "Experiment",
+    "SweepOutcome",
+    "Trial",
+    "default_catalog_dir",
+    "find_experiment",
+    "load_catalog",
+    "load_experiment",
+    "read_curves",
+    "read_rows",
+    "read_singular_values",
+    "run_sweep",
+    "run_trial",
+    "write_summary",
+]

@@ -1,0 +1,247 @@
+"""The experiments catalog: one TOML file per experiment of the papers, each a grid of training runs.
+
+A file declares ``name``, ``source`` (the paper and figure or table), ``description``, a ``[base]``
+table of :class:`~spectral_analysis.train.TrainConfig` fields shared by every trial, a list of
+``[[variants]]`` (a ``label`` and the fields that differ: the model, its options, its size), optional
+``[axes]`` (a dotted ``TrainConfig`` field, e.g. ``"task_options.length"``, and its values) and one
+``[scales.<scale>]`` table per scale, ``paper`` and ``smoke``: ``seeds``, ``stated`` (the paper's own
+words for its sizes), ``unstated`` (what the paper leaves out and what was chosen) and the fields that
+make the sizes of that scale. A variant may carry its own ``[variants.<scale>]`` overrides.
+
+A trial's configuration is resolved in this order, later winning, with ``model_options`` and
+``task_options`` merged key by key: base, variant, scale, the variant's scale overrides, the axis
+values, the seed. Its key, ``<label>[_<axis><value>...]_s<seed>``, names its run directory and its
+kept results (``zoo:<experiment>/<key>``).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from spectral_analysis.train import TrainConfig
+
+SCALES = ("paper", "smoke")
+# TrainConfig fields a catalog may set; out, seed, device and progress belong to the runner.
+CONFIG_FIELDS = tuple(
+    f.name for f in fields(TrainConfig) if f.name not in ("out", "seed", "device", "progress")
+)
+MERGED_FIELDS = ("model_options", "task_options", "optimizer_options")
+_SCALE_KEYS = ("seeds", "stated", "unstated")
+_KEY_SAFE = re.compile(r"[^A-Za-z0-9.-]+")
+
+
+def default_catalog_dir() -> Path:
+    """``$SPECTRAL_ANALYSIS_EXPERIMENTS``, else the repository's ``experiments/`` beside the package."""
+    env = os.environ.get("SPECTRAL_ANALYSIS_EXPERIMENTS")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "experiments"
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One training run of a grid: its key, its variant and axis values, and its TrainConfig fields."""
+
+    experiment: str
+    scale: str
+    key: str
+    variant: str
+    axes: dict[str, Any]
+    seed: int
+    config: dict[str, Any]
+
+    def train_config(self, out: str | Path, device: str = "cpu", progress: bool = False) -> TrainConfig:
+        return TrainConfig(
+            out=str(out), seed=self.seed, device=device, progress=progress, **copy.deepcopy(self.config)
+        )
+
+
+@dataclass
+class Experiment:
+    """An experiment of the catalog (see the module docstring for the file format)."""
+
+    name: str
+    source: str
+    description: str
+    path: Path
+    base: dict[str, Any]
+    variants: list[dict[str, Any]]
+    axes: dict[str, list[Any]]
+    scales: dict[str, dict[str, Any]]
+    figure: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def seeds(self, scale: str) -> int:
+        return int(self.scales[scale].get("seeds", 1))
+
+    def trials(self, scale: str, seeds: int | None = None, only: dict[str, str] | None = None) -> list[Trial]:
+        """Every trial of the grid at ``scale`` (``seeds`` overrides the scale's count; ``only`` keeps the
+        trials whose variant label or axis values match, compared as text)."""
+        if scale not in self.scales:
+            raise ValueError(f"experiment {self.name!r} has no scale {scale!r}; it has {sorted(self.scales)}")
+        count = self.seeds(scale) if seeds is None else seeds
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"seeds must be a positive integer, got {count!r}")
+        scale_fields = {k: v for k, v in self.scales[scale].items() if k not in _SCALE_KEYS}
+        names = list(self.axes)
+        trials = []
+        for variant in self.variants:
+            own = {k: v for k, v in variant.items() if k not in ("label", *SCALES)}
+            for values in itertools.product(*(self.axes[a] for a in names)):
+                axes = dict(zip(names, values, strict=True))
+                config = _merge({}, self.base, own, scale_fields, variant.get(scale, {}))
+                for path, value in axes.items():
+                    _set_dotted(config, path, value)
+                suffix = "".join(f"_{_short(a)}{_key_text(v)}" for a, v in axes.items())
+                for seed in range(count):
+                    trial = Trial(
+                        self.name,
+                        scale,
+                        f"{variant['label']}{suffix}_s{seed}",
+                        variant["label"],
+                        {_short(a): v for a, v in axes.items()},
+                        seed,
+                        copy.deepcopy(config),
+                    )
+                    if only is None or _matches(trial, only):
+                        trials.append(trial)
+        for trial in trials:
+            _validate(self, trial)
+        return trials
+
+
+def _short(path: str) -> str:
+    return path.rsplit(".", 1)[-1]
+
+
+def _key_text(value: Any) -> str:
+    return _KEY_SAFE.sub("-", str(value).lower() if isinstance(value, bool) else str(value)).strip("-")
+
+
+def _matches(trial: Trial, only: dict[str, str]) -> bool:
+    for key, wanted in only.items():
+        if key in ("variant", "model_label", "label"):
+            have = trial.variant
+        elif key == "seed":
+            have = trial.seed
+        elif key in trial.axes:
+            have = trial.axes[key]
+        else:
+            return False
+        if str(have) != wanted:
+            return False
+    return True
+
+
+def _merge(target: dict[str, Any], *layers: dict[str, Any]) -> dict[str, Any]:
+    for layer in layers:
+        for key, value in layer.items():
+            if key in MERGED_FIELDS:
+                target[key] = {**target.get(key, {}), **copy.deepcopy(value)}
+            else:
+                target[key] = copy.deepcopy(value)
+    return target
+
+
+def _set_dotted(config: dict[str, Any], path: str, value: Any) -> None:
+    head, _, rest = path.partition(".")
+    if rest:
+        config.setdefault(head, {})[rest] = value
+    else:
+        config[head] = value
+
+
+def _validate(experiment: Experiment, trial: Trial) -> None:
+    where = f"{experiment.path}: trial {trial.key}"
+    unknown = sorted(set(trial.config) - set(CONFIG_FIELDS))
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown training field(s) {unknown}; expected some of {list(CONFIG_FIELDS)}"
+        )
+    for name in ("model", "task"):
+        if name not in trial.config:
+            raise ValueError(f"{where}: no {name!r} given")
+    try:
+        trial.train_config("unused").validate()
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
+def _table(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: [{key}] must be a table, got {type(value).__name__}")
+    return value
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Read and check one catalog file; ``ValueError`` naming the file and the problem otherwise."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ValueError(f"cannot read experiment file {path}: {error}") from None
+    for key in ("name", "source", "description"):
+        if not isinstance(data.get(key), str):
+            raise ValueError(f"{path}: {key!r} must be a string")
+    variants = data.get("variants")
+    if not isinstance(variants, list) or not variants:
+        raise ValueError(f"{path}: needs at least one [[variants]] entry")
+    labels = [v.get("label") for v in variants]
+    if any(not isinstance(label, str) or _key_text(label) != label for label in labels):
+        raise ValueError(f"{path}: every variant needs a label of letters, digits, '.' and '-'; got {labels}")
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"{path}: variant labels repeat: {labels}")
+    axes = _table(data, "axes", path)
+    for name, values in axes.items():
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"{path}: axis {name!r} needs a non-empty list of values")
+    scales = _table(data, "scales", path)
+    missing = [s for s in SCALES if s not in scales]
+    if missing:
+        raise ValueError(f"{path}: scale(s) {missing} missing; every experiment declares {list(SCALES)}")
+    if not isinstance(scales["paper"].get("stated"), str):
+        raise ValueError(f"{path}: [scales.paper] needs 'stated', the paper's words for its sizes")
+    experiment = Experiment(
+        data["name"],
+        data["source"],
+        data["description"],
+        path,
+        _table(data, "base", path),
+        variants,
+        axes,
+        scales,
+        data.get("figure"),
+        list(data.get("notes", [])),
+    )
+    for scale in scales:
+        experiment.trials(scale)  # resolves and validates every trial of the grid
+    return experiment
+
+
+def load_catalog(directory: str | Path | None = None) -> dict[str, Experiment]:
+    """Every ``*.toml`` of the catalog directory, by experiment name."""
+    root = Path(directory) if directory else default_catalog_dir()
+    if not root.is_dir():
+        raise ValueError(f"experiments catalog not found: {root} is not a directory")
+    catalog: dict[str, Experiment] = {}
+    for path in sorted(root.glob("*.toml")):
+        experiment = load_experiment(path)
+        if experiment.name in catalog:
+            raise ValueError(
+                f"experiment {experiment.name!r} is declared twice ({catalog[experiment.name].path}, {path})"
+            )
+        catalog[experiment.name] = experiment
+    return catalog
+
+
+def find_experiment(name: str, directory: str | Path | None = None) -> Experiment:
+    catalog = load_catalog(directory)
+    if name not in catalog:
+        raise ValueError(f"unknown experiment {name!r}; the catalog has {sorted(catalog)}")
+    return catalog[name]

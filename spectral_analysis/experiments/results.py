@@ -1,0 +1,250 @@
+"""Kept results of a sweep (``results/<experiment>/<scale>/``), written from a trial's run directory.
+
+Per trial (see :mod:`spectral_analysis.io.zoo` for the layout): ``result.json`` (the summary row:
+configuration, final and best metrics, seconds, machine, git revision, torch version),
+``curves.csv`` (at most :data:`TRAIN_ROWS` training records and :data:`VALID_ROWS` validation records,
+evenly spaced, and the test line: loss, metrics, spectral margin, ||dL/dh0||, time),
+``singular_values.safetensors`` (the singular values of every matrix at most :data:`TRAIN_ROWS`
+recorded steps) and ``model.safetensors`` (the final checkpoint without the optimizer state).
+``summary.csv`` and ``summary.json`` gather the rows of every trial of the scale.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from spectral_analysis import __version__
+from spectral_analysis.data.objectives import PRIMARY_METRIC
+from spectral_analysis.experiments.catalog import Trial
+from spectral_analysis.io.zoo import CHECKPOINT_NAME, RESULT_NAME, trial_results_dir
+from spectral_analysis.train import load_checkpoint, save_checkpoint
+from spectral_analysis.train.evaluation import RunLog
+
+TRAIN_ROWS, VALID_ROWS = 200, 100
+CURVES_NAME, SINGULAR_VALUES_NAME = "curves.csv", "singular_values.safetensors"
+LOWER_IS_BETTER = ("mse", "cross_entropy", "perplexity", "loss")
+SUMMARY_COLUMNS = (
+    "trial",
+    "status",
+    "variant",
+    "seed",
+    "model",
+    "task",
+    "hidden",
+    "steps",
+    "metric",
+    "final_valid",
+    "test",
+    "best_valid",
+    "best_step",
+    "seconds",
+    "parameters",
+    "device",
+    "machine",
+    "git_revision",
+    "torch_version",
+    "finished_at",
+    "axes",
+    "error",
+)
+
+
+def machine_name(device: str) -> str:
+    """The CPU model and core count, or the CUDA device's name."""
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name(0)} (CUDA)"
+    model = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        names = [
+            line.split(":", 1)[1].strip()
+            for line in cpuinfo.read_text().splitlines()
+            if line.startswith("model name")
+        ]
+        model = names[0] if names else model
+    return f"{model}, {os.cpu_count()} cores"
+
+
+def _evenly(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    if len(rows) <= limit:
+        return rows
+    picks = np.unique(np.linspace(0, len(rows) - 1, limit).round().astype(int))
+    return [rows[i] for i in picks]
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _write_curves(lines: list[dict[str, Any]], path: Path) -> None:
+    train = _evenly([x for x in lines if x["phase"] == "train"], TRAIN_ROWS)
+    valid = _evenly([x for x in lines if x["phase"] == "valid"], VALID_ROWS)
+    rows = train + valid + [x for x in lines if x["phase"] == "test"]
+    columns = ["phase", "step"] + sorted({k for x in rows for k in x} - {"phase", "step", "singular_values"})
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, newline="", suffix=".tmp") as f:
+        writer = csv.DictWriter(f, columns, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
+    os.replace(f.name, path)
+
+
+def _write_singular_values(lines: list[dict[str, Any]], path: Path) -> None:
+    records = _evenly([x for x in lines if x["phase"] == "train" and x.get("singular_values")], TRAIN_ROWS)
+    if not records:
+        return
+    tensors = {"steps": torch.tensor([x["step"] for x in records], dtype=torch.int64)}
+    for k in range(len(records[0]["singular_values"])):
+        tensors[f"matrix/{k}"] = torch.tensor([x["singular_values"][k] for x in records], dtype=torch.float32)
+    save_file(tensors, str(path))
+
+
+def read_singular_values(trial_dir: str | Path) -> tuple[np.ndarray, list[np.ndarray]] | None:
+    """``(steps, [per-matrix (records, k) singular values])`` of a kept trial, or ``None``."""
+    path = Path(trial_dir) / SINGULAR_VALUES_NAME
+    if not path.is_file():
+        return None
+    tensors = load_file(str(path))
+    count = sum(1 for k in tensors if k.startswith("matrix/"))
+    return tensors["steps"].numpy(), [tensors[f"matrix/{k}"].double().numpy() for k in range(count)]
+
+
+def read_curves(trial_dir: str | Path) -> dict[str, dict[str, np.ndarray]]:
+    """A kept trial's curves by phase (``train``, ``valid``, ``test``): column name -> array (NaN where
+    a row has no value)."""
+    path = Path(trial_dir) / CURVES_NAME
+    if not path.is_file():
+        raise ValueError(f"{trial_dir} holds no {CURVES_NAME}: not a kept trial of the experiments runner")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    phases: dict[str, dict[str, np.ndarray]] = {}
+    for phase in ("train", "valid", "test"):
+        part = [r for r in rows if r["phase"] == phase]
+        columns = [c for c in (part[0] if part else {}) if c != "phase"]
+        phases[phase] = {c: np.array([float(r[c]) if r[c] != "" else np.nan for r in part]) for c in columns}
+    return phases
+
+
+def _best(valid: list[dict[str, Any]], metric: str) -> tuple[float | None, int | None]:
+    scored = [x for x in valid if isinstance(x.get(metric), int | float)]
+    if not scored:
+        return None, None
+    pick = (min if metric in LOWER_IS_BETTER else max)(scored, key=lambda x: x[metric])
+    return pick[metric], pick["step"]
+
+
+def keep_trial(
+    trial: Trial,
+    run_dir: str | Path,
+    results: str | Path,
+    *,
+    status: str,
+    error: str | None,
+    device: str,
+    git_revision: str,
+    wall_seconds: float,
+) -> dict[str, Any]:
+    """Write a trial's kept results from its run directory and return its summary row."""
+    run_dir, out = Path(run_dir), trial_results_dir(results, trial.experiment, trial.scale, trial.key)
+    out.mkdir(parents=True, exist_ok=True)
+    row: dict[str, Any] = {
+        "experiment": trial.experiment,
+        "scale": trial.scale,
+        "trial": trial.key,
+        "status": status,
+        "error": error,
+        "variant": trial.variant,
+        "axes": trial.axes,
+        "seed": trial.seed,
+        "model": trial.config["model"],
+        "task": trial.config["task"],
+        "hidden": trial.config.get("hidden"),
+        "config": trial.config,
+        "device": device,
+        "machine": machine_name(device),
+        "git_revision": git_revision,
+        "torch_version": torch.__version__,
+        "package_version": __version__,
+        "finished_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "wall_seconds": round(wall_seconds, 2),
+    }
+    lines = RunLog(run_dir / "metrics.jsonl").read()
+    last = run_dir / "last.safetensors"
+    if status == "done" and last.is_file():
+        checkpoint = load_checkpoint(last)
+        meta = checkpoint.metadata
+        metric = PRIMARY_METRIC[meta["task"]["kind"]]
+        valid = [x for x in lines if x["phase"] == "valid"]
+        test = next((x for x in lines if x["phase"] == "test"), {})
+        best, best_step = _best(valid, metric)
+        keep = {
+            k: v for k, v in meta.items() if k not in ("format", "format_version", "package_version", "model")
+        }
+        save_checkpoint(out / CHECKPOINT_NAME, checkpoint.model, keep)
+        _write_curves(lines, out / CURVES_NAME)
+        _write_singular_values(lines, out / SINGULAR_VALUES_NAME)
+        row.update(
+            {
+                "metric": metric,
+                "steps": meta["step"],
+                "seconds": round(meta["elapsed"], 2),
+                "final_train": _scalars(meta["metrics"].get("train", {})),
+                "final_valid": _scalars(valid[-1] if valid else {}),
+                "test_metrics": _scalars(test),
+                "best_valid": best,
+                "best_step": best_step,
+                "parameters": checkpoint.model.parameter_counts()["total"],
+            }
+        )
+    _atomic_write(out / RESULT_NAME, json.dumps(row, indent=1))
+    return row
+
+
+def _scalars(line: dict[str, Any]) -> dict[str, float]:
+    return {k: v for k, v in line.items() if isinstance(v, int | float) and k not in ("step", "epoch")}
+
+
+def read_rows(results: str | Path, experiment: str, scale: str) -> list[dict[str, Any]]:
+    """Every kept trial row of ``experiment`` at ``scale`` (empty when none)."""
+    root = Path(results) / experiment / scale
+    return [json.loads(p.read_text()) for p in sorted(root.glob(f"*/{RESULT_NAME}"))]
+
+
+def write_summary(results: str | Path, experiment: str, scale: str) -> list[dict[str, Any]]:
+    """Gather the trial rows into ``summary.json`` and ``summary.csv``; returns the rows."""
+    rows = read_rows(results, experiment, scale)
+    root = Path(results) / experiment / scale
+    _atomic_write(root / "summary.json", json.dumps(rows, indent=1))
+    flat = []
+    for r in rows:
+        metric = r.get("metric")
+        flat.append(
+            {
+                **{k: r.get(k) for k in SUMMARY_COLUMNS},
+                "axes": json.dumps(r.get("axes", {})),
+                "steps": r.get("steps", r["config"].get("steps")),
+                "final_valid": (r.get("final_valid") or {}).get(metric) if metric else None,
+                "test": (r.get("test_metrics") or {}).get(metric) if metric else None,
+            }
+        )
+    with tempfile.NamedTemporaryFile("w", dir=root, delete=False, newline="", suffix=".tmp") as f:
+        writer = csv.DictWriter(f, SUMMARY_COLUMNS)
+        writer.writeheader()
+        writer.writerows(flat)
+    os.replace(f.name, root / "summary.csv")
+    return rows

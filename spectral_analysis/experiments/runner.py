@@ -1,0 +1,275 @@
+"""The runner: a catalog grid executed on Ray Tune, one trial per run of the trainer, results kept.
+
+Every trial has its own run directory ``<out>/<experiment>/<scale>/<trial>/`` (config, metrics.jsonl,
+checkpoints) and, once finished or failed, its kept results in ``<results>/<experiment>/<scale>/``
+(:mod:`spectral_analysis.experiments.results`). Rerunning a sweep skips the trials whose kept row is
+``done`` with the same configuration, and resumes the others from their last checkpoint; the trainer
+resumes bit-identically (batches depend only on seed and step), so an interrupted sweep ends where an
+uninterrupted one does. A trial that raises (a NaN loss, a bad configuration) is kept as ``failed``
+with its error line, and the rest of the grid goes on.
+
+Ray: with no address (and no ``RAY_ADDRESS``) the runner starts a local Ray itself (``num_cpus`` =
+workers, loopback, no dashboard) and shuts it down after; with an address it joins that cluster, whose
+nodes must see ``out`` and ``results`` (a shared filesystem) and have this package installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from spectral_analysis.experiments.catalog import Experiment, Trial
+from spectral_analysis.experiments.results import keep_trial, read_rows, write_summary
+from spectral_analysis.io.zoo import RESULT_NAME, default_results_dir, trial_results_dir
+from spectral_analysis.train import Trainer
+
+
+@dataclass
+class TrialSpec:
+    """Everything a worker needs to run one trial (plain data: it travels to Ray workers)."""
+
+    trial: dict[str, Any]
+    run_dir: str
+    results: str
+    device: str
+    git_revision: str
+    deadline: float | None = None  # time.time() after which the trial checkpoints and stops
+    threads: int = 1
+
+
+@dataclass
+class SweepOutcome:
+    experiment: str
+    scale: str
+    rows: list[dict[str, Any]]  # the kept rows of every trial of the grid that has one
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    unfinished: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def git_revision() -> str:
+    """The checkout's commit (``-dirty`` when files differ from it), or ``unknown`` outside git."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
+
+
+def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
+    """Run (or resume) one trial and keep its results; the same on a Ray worker or in this process."""
+    spec = spec if isinstance(spec, TrialSpec) else TrialSpec(**spec)
+    torch.set_num_threads(spec.threads)
+    trial, run_dir = Trial(**spec.trial), Path(spec.run_dir)
+    if spec.deadline is not None and time.time() >= spec.deadline:
+        return {"trial": trial.key, "status": "unfinished", "step": 0}
+    resume = (run_dir / "last.safetensors").is_file()
+    if not resume and run_dir.exists():
+        shutil.rmtree(run_dir)  # killed before its first checkpoint: nothing to keep
+    started = time.perf_counter()
+    stop = None if spec.deadline is None else (lambda _step: time.time() >= spec.deadline)
+    try:
+        trainer = Trainer(trial.train_config(run_dir, spec.device), resume=resume)
+        trainer.run(stop=stop)
+        status, error = ("done" if trainer.finished else "unfinished"), None
+    except Exception as exc:  # noqa: BLE001 (any failure of one trial is recorded; the grid goes on)
+        status, error = "failed", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    if status == "unfinished":
+        return {"trial": trial.key, "status": status, "step": trainer.step}
+    return keep_trial(
+        trial,
+        run_dir,
+        spec.results,
+        status=status,
+        error=error,
+        device=spec.device,
+        git_revision=spec.git_revision,
+        wall_seconds=time.perf_counter() - started,
+    )
+
+
+def _ray_trainable(config: dict[str, Any]) -> dict[str, Any]:
+    row = run_trial(config["spec"])
+    return {"trial_status": row["status"], "trial_key": row["trial"]}
+
+
+def _kept_row(results: Path, trial: Trial) -> dict[str, Any] | None:
+    path = trial_results_dir(results, trial.experiment, trial.scale, trial.key) / RESULT_NAME
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text())
+
+
+def _run_on_ray(
+    specs: list[TrialSpec],
+    workers: int,
+    gpus_per_trial: float,
+    address: str | None,
+    storage: Path,
+    name: str,
+    report: Callable[[str], None],
+) -> dict[str, str]:
+    """Run the specs as one Tune grid; returns each trial key's status as Tune saw it."""
+    try:
+        import ray
+        from ray import tune
+    except ImportError as error:
+        raise RuntimeError(
+            f"the runner needs Ray Tune (pip install 'spectral-analysis[sweep]'): {error}"
+        ) from None
+
+    class Progress(tune.Callback):
+        def __init__(self) -> None:
+            self.count = 0
+
+        def on_trial_complete(self, iteration, trials, trial, **info):  # noqa: ANN001 (Tune's signature)
+            self.count += 1
+            key, status = trial.config["spec"]["trial"]["key"], (trial.last_result or {}).get("trial_status")
+            report(f"[{self.count}/{len(specs)}] {key}: {status or 'error'}")
+
+        def on_trial_error(self, iteration, trials, trial, **info):  # noqa: ANN001
+            self.count += 1
+            report(f"[{self.count}/{len(specs)}] {trial.config['spec']['trial']['key']}: worker error")
+
+    address = address or os.environ.get("RAY_ADDRESS")
+    started_here = not ray.is_initialized()
+    if started_here:
+        if address:
+            ray.init(address=address, log_to_driver=False, logging_level="WARNING")
+        else:
+            ray.init(
+                num_cpus=workers,
+                num_gpus=torch.cuda.device_count() if gpus_per_trial else 0,
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                log_to_driver=False,
+                logging_level="WARNING",
+            )
+    try:
+        resources = {"cpu": 1, "gpu": gpus_per_trial} if gpus_per_trial else {"cpu": 1}
+        tuner = tune.Tuner(
+            tune.with_resources(_ray_trainable, resources),
+            param_space={"spec": tune.grid_search([asdict(s) for s in specs])},
+            tune_config=tune.TuneConfig(reuse_actors=True),
+            run_config=tune.RunConfig(
+                storage_path=str(storage),
+                name=name,
+                verbose=0,
+                callbacks=[Progress()],
+                failure_config=tune.FailureConfig(max_failures=0),
+            ),
+        )
+        grid = tuner.fit()
+        statuses = {}
+        for result in grid:
+            key = result.config["spec"]["trial"]["key"]
+            statuses[key] = (result.metrics or {}).get("trial_status") or f"error: {result.error}"
+        return statuses
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def run_sweep(
+    experiment: Experiment,
+    scale: str,
+    *,
+    seeds: int | None = None,
+    only: dict[str, str] | None = None,
+    workers: int = 1,
+    gpus_per_trial: float = 0.0,
+    address: str | None = None,
+    out: str | Path = "runs",
+    results: str | Path | None = None,
+    time_budget: float | None = None,
+    retry_failed: bool = False,
+    report: Callable[[str], None] = print,
+) -> SweepOutcome:
+    """Run the grid of ``experiment`` at ``scale`` on Ray Tune (see the module docstring)."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if not 0 <= gpus_per_trial <= 1 and not (gpus_per_trial > 1 and float(gpus_per_trial).is_integer()):
+        raise ValueError(
+            f"gpus per trial must be a fraction in [0, 1] or a whole number, got {gpus_per_trial}"
+        )
+    if gpus_per_trial and not torch.cuda.is_available() and not (address or os.environ.get("RAY_ADDRESS")):
+        raise ValueError("--gpus-per-trial was given but this machine has no CUDA device")
+    if time_budget is not None and not time_budget > 0:
+        raise ValueError(f"time budget must be > 0 seconds, got {time_budget}")
+    clock = time.perf_counter()
+    results = Path(results) if results else default_results_dir()
+    trials = experiment.trials(scale, seeds, only)
+    if not trials:
+        raise ValueError(f"no trial of {experiment.name!r} at scale {scale!r} matches {only}")
+    outcome = SweepOutcome(experiment.name, scale, [])
+    deadline = time.time() + time_budget if time_budget else None
+    revision, specs = git_revision(), []
+    for trial in trials:
+        kept = _kept_row(results, trial)
+        if (
+            kept
+            and kept.get("config") == trial.config
+            and (kept["status"] == "done" or (kept["status"] == "failed" and not retry_failed))
+        ):
+            outcome.skipped.append(trial.key)
+            continue
+        run_dir = Path(out) / experiment.name / scale / trial.key
+        specs.append(
+            TrialSpec(
+                asdict(trial),
+                str(run_dir),
+                str(results),
+                "cuda" if gpus_per_trial else "cpu",
+                revision,
+                deadline,
+            )
+        )
+    if specs:
+        report(
+            f"{experiment.name} ({scale}): {len(specs)} trial(s) to run, {len(outcome.skipped)} already kept"
+        )
+        storage = Path(out).resolve() / ".tune"
+        storage.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=storage) as tune_dir:
+            statuses = _run_on_ray(
+                specs, workers, gpus_per_trial, address, Path(tune_dir), f"{experiment.name}-{scale}", report
+            )
+        for spec in specs:
+            key = spec.trial["key"]
+            outcome.ran.append(key)
+            status = statuses.get(key, "unfinished")
+            if status == "unfinished":
+                outcome.unfinished.append(key)
+            elif status != "done":
+                outcome.failed.append(key)
+    outcome.rows = (
+        write_summary(results, experiment.name, scale) if read_rows(results, experiment.name, scale) else []
+    )
+    outcome.failed = sorted(
+        {r["trial"] for r in outcome.rows if r["status"] == "failed"} | set(outcome.failed)
+    )
+    outcome.seconds = time.perf_counter() - clock
+    return outcome

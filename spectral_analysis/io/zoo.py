@@ -1,0 +1,84 @@
+"""The model zoo: the final checkpoints the experiments runner keeps in ``results/``.
+
+Layout (one format, written by :mod:`spectral_analysis.experiments.results`)::
+
+    results/<experiment>/<scale>/summary.csv, summary.json        one row per trial
+    results/<experiment>/<scale>/<trial>/result.json              that trial's row
+    results/<experiment>/<scale>/<trial>/curves.csv               downsampled training curves
+    results/<experiment>/<scale>/<trial>/model.safetensors        the final checkpoint (model only)
+
+A zoo name is ``zoo:<experiment>/<trial>`` (the ``paper`` scale when it holds the trial, else
+``smoke``) or ``zoo:<experiment>/<scale>/<trial>``; every analyzer takes one wherever it takes a path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+ZOO_PREFIX = "zoo:"
+SCALE_ORDER = ("paper", "smoke")
+CHECKPOINT_NAME = "model.safetensors"
+RESULT_NAME = "result.json"
+
+
+def default_results_dir() -> Path:
+    """``$SPECTRAL_ANALYSIS_RESULTS``, else the repository's ``results/`` beside the package."""
+    env = os.environ.get("SPECTRAL_ANALYSIS_RESULTS")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "results"
+
+
+def trial_results_dir(root: str | Path, experiment: str, scale: str, trial: str) -> Path:
+    return Path(root) / experiment / scale / trial
+
+
+def resolve_checkpoint(name: str | Path, results: str | Path | None = None) -> Path:
+    """The file behind a checkpoint argument: a path as given, or a ``zoo:`` name looked up in
+    ``results`` (default :func:`default_results_dir`); ``ValueError`` naming what is missing."""
+    text = str(name)
+    if not text.startswith(ZOO_PREFIX):
+        return Path(text)
+    root = Path(results) if results else default_results_dir()
+    parts = text[len(ZOO_PREFIX) :].strip("/").split("/")
+    if len(parts) == 3:
+        candidates = [trial_results_dir(root, parts[0], parts[1], parts[2])]
+    elif len(parts) == 2:
+        candidates = [trial_results_dir(root, parts[0], scale, parts[1]) for scale in SCALE_ORDER]
+    else:
+        raise ValueError(
+            f"bad zoo name {text!r}: expected zoo:<experiment>/<trial> or zoo:<experiment>/<scale>/<trial>"
+        )
+    for directory in candidates:
+        if (directory / CHECKPOINT_NAME).is_file():
+            return directory / CHECKPOINT_NAME
+    known = sorted(e["name"] for e in zoo_entries(root) if e["name"].startswith(f"zoo:{parts[0]}/"))
+    hint = (
+        f"; entries of {parts[0]!r}: {known[:6]}{' ...' if len(known) > 6 else ''}"
+        if known
+        else f"; no entries of experiment {parts[0]!r} in {root} (spectral-analysis zoo lists them)"
+    )
+    raise ValueError(f"zoo entry {text!r} not found{hint}")
+
+
+def zoo_entries(results: str | Path | None = None) -> list[dict[str, Any]]:
+    """One record per kept checkpoint: its zoo name, experiment, scale, trial and result row."""
+    root = Path(results) if results else default_results_dir()
+    entries = []
+    for checkpoint in sorted(root.glob(f"*/*/*/{CHECKPOINT_NAME}")):
+        trial_dir = checkpoint.parent
+        experiment, scale, trial = trial_dir.parent.parent.name, trial_dir.parent.name, trial_dir.name
+        row_file = trial_dir / RESULT_NAME
+        row = json.loads(row_file.read_text()) if row_file.is_file() else {}
+        entries.append(
+            {
+                "name": f"{ZOO_PREFIX}{experiment}/{scale}/{trial}",
+                "experiment": experiment,
+                "scale": scale,
+                "trial": trial,
+                "path": str(checkpoint),
+                "row": row,
+            }
+        )
+    return entries
