@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from spectral_analysis.cli import analysis, landscape, matrix, models, paper, symbolic, training
+from spectral_analysis.cli import analysis, experiments, landscape, matrix, models, paper, symbolic, training
 from spectral_analysis.cli.common import CommandError
 
 
@@ -19,7 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spectral-analysis", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (matrix, models, training, analysis, landscape, symbolic, paper):
+    for module in (matrix, models, training, analysis, experiments, landscape, symbolic, paper):
         module.add_parsers(sub)
     return parser
 

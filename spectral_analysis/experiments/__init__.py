@@ -11,7 +11,7 @@ from spectral_analysis.experiments.catalog import (
     load_experiment,
 )
 from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values, write_summary
-from spectral_analysis.experiments.runner import SweepOutcome, run_sweep, run_trial
+from spectral_analysis.experiments.runner import SweepOutcome, ray_session, run_sweep, run_trial
 
 __all__ = [
     "SCALES",
@@ -22,6 +22,7 @@ __all__ = [
     "find_experiment",
     "load_catalog",
     "load_experiment",
+    "ray_session",
     "read_curves",
     "read_rows",
     "read_singular_values",

@@ -7,6 +7,11 @@ evenly spaced, and the test line: loss, metrics, spectral margin, ||dL/dh0||, ti
 ``singular_values.safetensors`` (the singular values of every matrix at most :data:`TRAIN_ROWS`
 recorded steps) and ``model.safetensors`` (the final checkpoint without the optimizer state).
 ``summary.csv`` and ``summary.json`` gather the rows of every trial of the scale.
+
+To keep ``results/`` small enough to commit, the checkpoint and the singular values are kept for seed 0
+of each configuration only, and the checkpoint only when its tensors take at most
+:data:`MAX_KEPT_CHECKPOINT_BYTES` (a PTB vocabulary or a 100-layer MLP stays in its run directory; the
+row says so). Curves are kept for every seed.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from spectral_analysis.io.zoo import CHECKPOINT_NAME, RESULT_NAME, trial_results
 from spectral_analysis.train import load_checkpoint, save_checkpoint
 from spectral_analysis.train.evaluation import RunLog
 
-TRAIN_ROWS, VALID_ROWS = 200, 100
+TRAIN_ROWS, VALID_ROWS, SINGULAR_VALUE_ROWS = 100, 50, 50
+MAX_KEPT_CHECKPOINT_BYTES = 1 << 20
 CURVES_NAME, SINGULAR_VALUES_NAME = "curves.csv", "singular_values.safetensors"
 LOWER_IS_BETTER = ("mse", "cross_entropy", "perplexity", "loss")
 SUMMARY_COLUMNS = (
@@ -105,7 +111,9 @@ def _write_curves(lines: list[dict[str, Any]], path: Path) -> None:
 
 
 def _write_singular_values(lines: list[dict[str, Any]], path: Path) -> None:
-    records = _evenly([x for x in lines if x["phase"] == "train" and x.get("singular_values")], TRAIN_ROWS)
+    records = _evenly(
+        [x for x in lines if x["phase"] == "train" and x.get("singular_values")], SINGULAR_VALUE_ROWS
+    )
     if not records:
         return
     tensors = {"steps": torch.tensor([x["step"] for x in records], dtype=torch.int64)}

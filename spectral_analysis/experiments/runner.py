@@ -21,7 +21,8 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,23 +124,42 @@ def _kept_row(results: Path, trial: Trial) -> dict[str, Any] | None:
     return json.loads(path.read_text())
 
 
-def _run_on_ray(
-    specs: list[TrialSpec],
-    workers: int,
-    gpus_per_trial: float,
-    address: str | None,
-    storage: Path,
-    name: str,
-    report: Callable[[str], None],
-) -> dict[str, str]:
-    """Run the specs as one Tune grid; returns each trial key's status as Tune saw it."""
+@contextmanager
+def ray_session(workers: int = 1, gpus_per_trial: float = 0.0, address: str | None = None) -> Iterator[None]:
+    """A Ray for the sweeps inside: the one already running in this process, the cluster at ``address``
+    (or ``$RAY_ADDRESS``), or a local one on loopback with ``workers`` CPUs, stopped on exit."""
     try:
         import ray
-        from ray import tune
     except ImportError as error:
         raise RuntimeError(
             f"the runner needs Ray Tune (pip install 'spectral-analysis[sweep]'): {error}"
         ) from None
+    if ray.is_initialized():
+        yield
+        return
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, log_to_driver=False, logging_level="WARNING")
+    else:
+        ray.init(
+            num_cpus=workers,
+            num_gpus=torch.cuda.device_count() if gpus_per_trial else 0,
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            log_to_driver=False,
+            logging_level="WARNING",
+        )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _run_on_ray(
+    specs: list[TrialSpec], gpus_per_trial: float, storage: Path, name: str, report: Callable[[str], None]
+) -> dict[str, str]:
+    """Run the specs as one Tune grid on the running Ray; returns each trial key's status."""
+    from ray import tune
 
     class Progress(tune.Callback):
         def __init__(self) -> None:
@@ -154,43 +174,24 @@ def _run_on_ray(
             self.count += 1
             report(f"[{self.count}/{len(specs)}] {trial.config['spec']['trial']['key']}: worker error")
 
-    address = address or os.environ.get("RAY_ADDRESS")
-    started_here = not ray.is_initialized()
-    if started_here:
-        if address:
-            ray.init(address=address, log_to_driver=False, logging_level="WARNING")
-        else:
-            ray.init(
-                num_cpus=workers,
-                num_gpus=torch.cuda.device_count() if gpus_per_trial else 0,
-                include_dashboard=False,
-                _node_ip_address="127.0.0.1",
-                log_to_driver=False,
-                logging_level="WARNING",
-            )
-    try:
-        resources = {"cpu": 1, "gpu": gpus_per_trial} if gpus_per_trial else {"cpu": 1}
-        tuner = tune.Tuner(
-            tune.with_resources(_ray_trainable, resources),
-            param_space={"spec": tune.grid_search([asdict(s) for s in specs])},
-            tune_config=tune.TuneConfig(reuse_actors=True),
-            run_config=tune.RunConfig(
-                storage_path=str(storage),
-                name=name,
-                verbose=0,
-                callbacks=[Progress()],
-                failure_config=tune.FailureConfig(max_failures=0),
-            ),
-        )
-        grid = tuner.fit()
-        statuses = {}
-        for result in grid:
-            key = result.config["spec"]["trial"]["key"]
-            statuses[key] = (result.metrics or {}).get("trial_status") or f"error: {result.error}"
-        return statuses
-    finally:
-        if started_here:
-            ray.shutdown()
+    resources = {"cpu": 1, "gpu": gpus_per_trial} if gpus_per_trial else {"cpu": 1}
+    tuner = tune.Tuner(
+        tune.with_resources(_ray_trainable, resources),
+        param_space={"spec": tune.grid_search([asdict(s) for s in specs])},
+        tune_config=tune.TuneConfig(reuse_actors=True),
+        run_config=tune.RunConfig(
+            storage_path=str(storage),
+            name=name,
+            verbose=0,
+            callbacks=[Progress()],
+            failure_config=tune.FailureConfig(max_failures=0),
+        ),
+    )
+    statuses = {}
+    for result in tuner.fit():
+        key = result.config["spec"]["trial"]["key"]
+        statuses[key] = (result.metrics or {}).get("trial_status") or f"error: {result.error}"
+    return statuses
 
 
 def run_sweep(
@@ -253,9 +254,12 @@ def run_sweep(
         )
         storage = Path(out).resolve() / ".tune"
         storage.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=storage) as tune_dir:
+        with (
+            tempfile.TemporaryDirectory(dir=storage) as tune_dir,
+            ray_session(workers, gpus_per_trial, address),
+        ):
             statuses = _run_on_ray(
-                specs, workers, gpus_per_trial, address, Path(tune_dir), f"{experiment.name}-{scale}", report
+                specs, gpus_per_trial, Path(tune_dir), f"{experiment.name}-{scale}", report
             )
         for spec in specs:
             key = spec.trial["key"]

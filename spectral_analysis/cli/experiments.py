@@ -1,0 +1,284 @@
+"""``spectral-analysis experiments``, ``run``, ``zoo`` and ``figures``: the catalog, the Ray Tune runner,
+the kept models and the figures drawn from kept results."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from spectral_analysis.cli.common import CommandError, emit
+from spectral_analysis.experiments import SCALES, load_catalog, ray_session, read_rows, run_sweep
+from spectral_analysis.experiments.estimate import estimate_experiment, read_estimate
+from spectral_analysis.io import default_results_dir, zoo_entries
+
+
+def _results(args: argparse.Namespace) -> Path:
+    return Path(args.results) if args.results else default_results_dir()
+
+
+def cmd_experiments(args: argparse.Namespace) -> int:
+    catalog = load_catalog(args.catalog)
+    results = _results(args)
+    if args.estimate is not None:
+        for name in args.estimate or list(catalog):
+            if name not in catalog:
+                raise CommandError(f"unknown experiment {name!r}; the catalog has {sorted(catalog)}")
+            estimate = estimate_experiment(catalog[name], results)
+            print(
+                f"{name}: {estimate['total_cpu_seconds'] / 3600:.1f} CPU hours at paper scale "
+                f"({estimate['trials']} trials)",
+                flush=True,
+            )
+    rows = []
+    for name, experiment in catalog.items():
+        smoke = read_rows(results, name, "smoke")
+        paper = read_rows(results, name, "paper")
+        estimate = read_estimate(results, name)
+        rows.append(
+            {
+                "name": name,
+                "source": experiment.source,
+                "description": experiment.description,
+                "file": str(experiment.path),
+                "trials": {s: len(experiment.trials(s)) for s in SCALES},
+                "paper_done": sum(r["status"] == "done" for r in paper),
+                "smoke_seconds": round(sum(r.get("wall_seconds", 0.0) for r in smoke), 1) if smoke else None,
+                "paper_cpu_hours": None
+                if estimate is None
+                else round(estimate["total_cpu_seconds"] / 3600, 2),
+                "unstated": experiment.scales["paper"].get("unstated"),
+            }
+        )
+
+    def text(p: dict[str, Any]) -> str:
+        lines = [
+            f"{'experiment':<22} {'paper':>6} {'smoke':>6} {'done':>5} {'smoke s':>8} {'paper CPU h':>11}"
+            "  source"
+        ]
+        for r in p["experiments"]:
+            smoke_s = "-" if r["smoke_seconds"] is None else f"{r['smoke_seconds']:.1f}"
+            hours = "-" if r["paper_cpu_hours"] is None else f"{r['paper_cpu_hours']:.1f}"
+            lines.append(
+                f"{r['name']:<22} {r['trials']['paper']:>6} {r['trials']['smoke']:>6} {r['paper_done']:>5} "
+                f"{smoke_s:>8} {hours:>11}  {r['source']}"
+            )
+        lines.append(
+            "trials per scale; done: paper-scale trials kept; smoke s: measured wall seconds of the kept "
+            "smoke trials; paper CPU h: measured estimate (experiments --estimate)"
+        )
+        return "\n".join(lines)
+
+    emit(args, {"results": str(results), "experiments": rows}, text)
+    return 0
+
+
+def _only(pairs: list[str] | None) -> dict[str, str] | None:
+    if not pairs:
+        return None
+    only = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CommandError(f"--only takes KEY=VALUE (e.g. variant=spectral, length=300), got {pair!r}")
+        only[key] = value
+    return only
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    catalog = load_catalog(args.catalog)
+    names = list(catalog) if args.names == ["all"] else args.names
+    unknown = [n for n in names if n not in catalog]
+    if unknown:
+        raise CommandError(f"unknown experiment(s) {unknown}; the catalog has {sorted(catalog)} (or all)")
+    report = (lambda _line: None) if args.json else (lambda line: print(line, flush=True))
+    sweeps = []
+    with ray_session(args.workers, args.gpus_per_trial, args.address):
+        for name in names:
+            outcome = run_sweep(
+                catalog[name],
+                args.scale,
+                seeds=args.seeds,
+                only=_only(args.only),
+                workers=args.workers,
+                gpus_per_trial=args.gpus_per_trial,
+                address=args.address,
+                out=args.out,
+                results=_results(args),
+                time_budget=args.time_budget,
+                retry_failed=args.retry_failed,
+                report=report,
+            )
+            sweeps.append(
+                {
+                    "experiment": outcome.experiment,
+                    "scale": outcome.scale,
+                    "ran": outcome.ran,
+                    "skipped": outcome.skipped,
+                    "unfinished": outcome.unfinished,
+                    "failed": {r["trial"]: r["error"] for r in outcome.rows if r["status"] == "failed"},
+                    "kept": len(outcome.rows),
+                    "seconds": round(outcome.seconds, 1),
+                    "results": str(_results(args) / outcome.experiment / outcome.scale),
+                }
+            )
+
+    def text(p: dict[str, Any]) -> str:
+        lines = []
+        for s in p["sweeps"]:
+            lines += [
+                f"{s['experiment']} ({s['scale']}): ran {len(s['ran'])}, skipped {len(s['skipped'])} "
+                f"already kept, {len(s['unfinished'])} unfinished, {len(s['failed'])} failed, "
+                f"in {s['seconds']:.1f} s",
+                f"  results: {s['results']} (summary.csv, summary.json; {s['kept']} trials kept)",
+            ]
+            lines += [f"  failed {trial}: {error}" for trial, error in s["failed"].items()]
+            if s["unfinished"]:
+                lines.append(
+                    "  unfinished (time budget): " + ", ".join(s["unfinished"]) + "; rerun the same "
+                    "command to resume them"
+                )
+        return "\n".join(lines)
+
+    emit(args, {"sweeps": sweeps}, text)
+    return 0
+
+
+def cmd_zoo(args: argparse.Namespace) -> int:
+    entries = [
+        e for e in zoo_entries(_results(args)) if not args.experiment or e["experiment"] == args.experiment
+    ]
+    rows = []
+    for e in entries:
+        row = e["row"]
+        metric = row.get("metric")
+        rows.append(
+            {
+                "name": e["name"],
+                "model": row.get("model"),
+                "hidden": row.get("hidden"),
+                "task": row.get("task"),
+                "scale": e["scale"],
+                "metric": metric,
+                "test": (row.get("test_metrics") or {}).get(metric),
+                "steps": row.get("steps"),
+                "path": e["path"],
+            }
+        )
+
+    def text(p: dict[str, Any]) -> str:
+        if not p["entries"]:
+            return f"the zoo in {p['results']} is empty: spectral-analysis run NAME keeps models there"
+        lines = [f"{'name':<52} {'model':<15} {'n':>4} {'task':<15} {'steps':>6}  test"]
+        for r in p["entries"]:
+            test = "-" if r["test"] is None else f"{r['metric']} {r['test']:.4g}"
+            lines.append(
+                f"{r['name']:<52} {r['model'] or '?':<15} {r['hidden'] or 0:>4} {r['task'] or '?':<15} "
+                f"{r['steps'] or 0:>6}  {test}"
+            )
+        lines.append("analyze any of them by name, e.g. spectral-analysis bound " + p["entries"][0]["name"])
+        return "\n".join(lines)
+
+    emit(args, {"results": str(_results(args)), "entries": rows}, text)
+    return 0
+
+
+def cmd_figures(args: argparse.Namespace) -> int:
+    from spectral_analysis.plotting.results_figures import FIGURES, draw_figures
+
+    if args.experiment and args.experiment not in FIGURES:
+        raise CommandError(
+            f"no figure is drawn from {args.experiment!r}; figures come from {sorted(FIGURES)}"
+        )
+    drawn = draw_figures(_results(args), Path(args.out), [args.experiment] if args.experiment else None)
+    payload = {"figures": drawn}
+
+    def text(p: dict[str, Any]) -> str:
+        return (
+            "\n".join(
+                f"{d['path']}: {d['experiment']} ({d['scale']} scale{', ' + d['note'] if d['note'] else ''})"
+                for d in p["figures"]
+            )
+            or "no figure drawn: no kept results (spectral-analysis run NAME)"
+        )
+
+    emit(args, payload, text)
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    def common(parser: argparse.ArgumentParser, catalog: bool = True) -> None:
+        if catalog:
+            parser.add_argument(
+                "--catalog",
+                default=None,
+                help="catalog directory (default: the repository's "
+                "experiments/ or $SPECTRAL_ANALYSIS_EXPERIMENTS)",
+            )
+        parser.add_argument(
+            "--results",
+            default=None,
+            help="results directory (default: the repository's results/ or $SPECTRAL_ANALYSIS_RESULTS)",
+        )
+        parser.add_argument("--json", action="store_true")
+
+    listing = sub.add_parser("experiments", help="list the experiments catalog (trials per scale, cost)")
+    listing.add_argument(
+        "--estimate",
+        nargs="*",
+        metavar="NAME",
+        default=None,
+        help="first time a few paper-scale steps of these experiments (all when none named)",
+    )
+    common(listing)
+    listing.set_defaults(func=cmd_experiments)
+
+    run = sub.add_parser("run", help="run an experiment's grid on Ray Tune and keep its results")
+    run.add_argument(
+        "names",
+        nargs="+",
+        metavar="NAME",
+        help="experiment name(s), or all (spectral-analysis "
+        "experiments lists them); several run in one Ray session",
+    )
+    run.add_argument("--scale", choices=SCALES, default="smoke")
+    run.add_argument("--seeds", type=int, default=None, help="seeds per configuration (default: the scale's)")
+    run.add_argument(
+        "--only",
+        nargs="+",
+        metavar="KEY=VALUE",
+        help="only trials whose variant, seed or axis matches (variant=spectral, length=300, seed=0)",
+    )
+    run.add_argument(
+        "--workers", type=int, default=1, help="trials at a time on a local Ray (CPUs it may use)"
+    )
+    run.add_argument("--gpus-per-trial", type=float, default=0.0, help="GPU share of each trial (e.g. 0.25)")
+    run.add_argument(
+        "--address",
+        default=None,
+        help="join this Ray cluster (default: $RAY_ADDRESS, else a local Ray started and stopped here)",
+    )
+    run.add_argument("--out", default="runs", help="run directories go to OUT/<experiment>/<scale>/<trial>")
+    run.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="checkpoint and stop every trial after this many seconds; rerun to resume",
+    )
+    run.add_argument("--retry-failed", action="store_true", help="run the trials kept as failed again")
+    common(run)
+    run.set_defaults(func=cmd_run)
+
+    zoo = sub.add_parser(
+        "zoo", help="list the kept models (zoo:<experiment>/<trial> names for the analyzers)"
+    )
+    zoo.add_argument("--experiment", default=None)
+    common(zoo, catalog=False)
+    zoo.set_defaults(func=cmd_zoo)
+
+    figures = sub.add_parser("figures", help="draw the papers' figures from kept results (never trains)")
+    figures.add_argument("--experiment", default=None, help="only the figure of this experiment")
+    figures.add_argument("--out", default="figures", help="output directory (default figures/)")
+    common(figures, catalog=False)
+    figures.set_defaults(func=cmd_figures)

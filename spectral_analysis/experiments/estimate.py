@@ -1,0 +1,90 @@
+"""Cost of an experiment at ``paper`` scale on this machine, measured, not guessed.
+
+Each distinct configuration of the grid (seed 0) is built at its paper size and trained for a few steps
+after one warm-up step; one validation batch is timed the same way. The estimate is
+``steps x seconds per step + evaluations x batches x seconds per batch``, times the seeds. Data loading
+and checkpoint writes are left out. Written to ``results/<experiment>/paper/estimate.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from spectral_analysis.experiments.catalog import Experiment
+from spectral_analysis.experiments.results import machine_name
+from spectral_analysis.train import Trainer
+from spectral_analysis.train.evaluation import evaluate
+
+ESTIMATE_NAME = "estimate.json"
+
+
+def _eval_batch_seconds(trainer: Trainer) -> tuple[float, int, int]:
+    """Seconds per validation batch, and the batches of one validation and of the test pass."""
+    task, config = trainer.task, trainer.config
+    batch = max(config.batch_size, 256)
+    if task.stream:
+        valid_batches = math.ceil(task.valid.inputs.shape[1] / task.length)
+        test_batches = math.ceil(task.test.inputs.shape[1] / task.length)
+    else:
+        valid_batches, test_batches = math.ceil(len(task.valid) / batch), math.ceil(len(task.test) / batch)
+    valid_batches = min(valid_batches, config.eval_batches or valid_batches)
+    test_batches = min(test_batches, config.test_batches or test_batches)
+    evaluate(trainer.model, task, task.valid, batch, trainer.device, 1)  # warm-up
+    clock = time.perf_counter()
+    evaluate(trainer.model, task, task.valid, batch, trainer.device, 1)
+    return time.perf_counter() - clock, valid_batches, test_batches
+
+
+def time_trial_config(trainer: Trainer, steps: int = 3) -> dict[str, float]:
+    """Measured seconds per training step and the estimated seconds of the whole run."""
+    stamps: list[float] = []
+    trainer.run(callback=lambda _step: stamps.append(time.perf_counter()), stop=lambda step: step > steps)
+    per_step = statistics.median(b - a for a, b in zip(stamps, stamps[1:], strict=False))
+    per_batch, valid_batches, test_batches = _eval_batch_seconds(trainer)
+    evaluations = trainer.total_steps // trainer.config.eval_every
+    seconds = trainer.total_steps * per_step + per_batch * (evaluations * valid_batches + test_batches)
+    return {
+        "seconds_per_step": per_step,
+        "seconds_per_eval_batch": per_batch,
+        "total_steps": trainer.total_steps,
+        "estimated_seconds": seconds,
+    }
+
+
+def estimate_experiment(experiment: Experiment, results: str | Path, steps: int = 3) -> dict[str, Any]:
+    """Time every distinct paper-scale configuration of ``experiment`` and write the estimate."""
+    torch.set_num_threads(1)  # as the runner's trials run
+    seeds = experiment.seeds("paper")
+    configs: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for trial in experiment.trials("paper", seeds=1):
+            trainer = Trainer(trial.train_config(Path(tmp) / trial.key), resume=False)
+            configs[trial.key.removesuffix("_s0")] = time_trial_config(trainer, steps)
+    total = seeds * sum(c["estimated_seconds"] for c in configs.values())
+    estimate = {
+        "experiment": experiment.name,
+        "machine": machine_name("cpu"),
+        "threads_per_trial": 1,
+        "measured_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "seeds": seeds,
+        "trials": seeds * len(configs),
+        "total_cpu_seconds": total,
+        "configurations": configs,
+    }
+    path = Path(results) / experiment.name / "paper" / ESTIMATE_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(estimate, indent=1))
+    return estimate
+
+
+def read_estimate(results: str | Path, experiment: str) -> dict[str, Any] | None:
+    path = Path(results) / experiment / "paper" / ESTIMATE_NAME
+    return json.loads(path.read_text()) if path.is_file() else None
