@@ -184,11 +184,11 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
 
 def cmd_figures(args: argparse.Namespace) -> int:
-    from spectral_analysis.plotting.results_figures import FIGURES, draw_figures
+    from spectral_analysis.plotting.results_figures import READERS, draw_figures
 
-    if args.experiment and args.experiment not in FIGURES:
+    if args.experiment and args.experiment not in READERS:
         raise CommandError(
-            f"no figure is drawn from {args.experiment!r}; figures come from {sorted(FIGURES)}"
+            f"no figure is drawn from {args.experiment!r}; figures come from {sorted(READERS)}"
         )
     drawn = draw_figures(_results(args), Path(args.out), [args.experiment] if args.experiment else None)
     payload = {"figures": drawn}

@@ -25,7 +25,7 @@ def _save(fig: plt.Figure, path: Path) -> Path:
     return path
 
 
-def _line_chart(series: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, ylabel: str, title: str,
+def line_chart(series: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, ylabel: str, title: str,
                 out: str | Path, style: str = "-", log_x: bool = False, zero_line: bool = False,
                 symlog_y: float | None = None) -> Path:
     """One line per model from ``series[model] = (x, y)``, labelled, one figure."""
@@ -49,7 +49,7 @@ def _line_chart(series: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, y
 def plot_bound_growth(log10_G: dict[str, dict[int, float]], title: str, out: str | Path) -> Path:
     """log10 G(w) of Theorem 5 against the sequence length T, one line per model."""
     series = {m: (np.array(sorted(v)), np.array([v[t] for t in sorted(v)])) for m, v in log10_G.items()}
-    return _line_chart(series, "sequence length T (steps, log scale)", r"$\log_{10} G(w)$ (Theorem 5)", title,
+    return line_chart(series, "sequence length T (steps, log scale)", r"$\log_{10} G(w)$ (Theorem 5)", title,
                        out, style="o-", log_x=True)
 
 
@@ -58,14 +58,14 @@ def plot_jacobian_decay(log10_norms: dict[str, np.ndarray], title: str, out: str
     series = {m: (v.shape[-1] - 1 - np.arange(v.shape[-1]), np.nanmean(v, axis=0))
               for m, v in log10_norms.items()}
     ylabel = r"$\log_{10} \|\partial h^{(T)} / \partial h^{(t)}\|_2$ (mean over samples)"
-    return _line_chart(series, "T - t (steps)", ylabel, title, out)
+    return line_chart(series, "T - t (steps)", ylabel, title, out)
 
 
 def plot_lyapunov_spectra(exponents: dict[str, np.ndarray], title: str, out: str | Path) -> Path:
     """Lyapunov exponents (nats per step, mean over samples) against their index, one line per model;
     exponents of -inf (directions every step zeroes, e.g. ReLU units that never fire) are not drawn."""
     series = {m: (np.arange(1, v.shape[-1] + 1), np.mean(v, axis=0)) for m, v in exponents.items()}
-    return _line_chart(series, "index i (descending)", r"Lyapunov exponent $\lambda_i$ (nats / step, symlog)",
+    return line_chart(series, "index i (descending)", r"Lyapunov exponent $\lambda_i$ (nats / step, symlog)",
                        title, out, style=".-", zero_line=True, symlog_y=0.1)
 
 
@@ -93,7 +93,8 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
     """Fig. 1-style grid: for each sequence length (columns), ``metric`` on the validation data (top) and
     ``||dL/dh^(0)||`` (bottom) over training, one line per model. ``curves[L][model]`` holds arrays
     ``steps``, ``metric``, ``grad_steps``, ``grad``; columns in the order of ``curves``, titled
-    ``"{length_name} = {L}"`` (just ``L`` when ``length_name`` is empty). ``log_scale`` for the metric's
+    ``"{length_name} = {L}"`` (just ``L`` when ``length_name`` is empty). With ``metric_low``/``metric_high``
+    and ``grad_low``/``grad_high`` (the spread over seeds) a band is drawn. ``log_scale`` for the metric's
     axis; by default log only when the values span more than a decade."""
     _style()
     lengths = list(curves)
@@ -104,8 +105,15 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
     fig, axes = plt.subplots(2, len(lengths), figsize=(4.5 * len(lengths), 7), squeeze=False)
     for col, L in enumerate(lengths):
         for model, c in curves[L].items():
-            (axes[0, col].semilogy if log_scale else axes[0, col].plot)(c["steps"], c["metric"], label=model)
+            line = (axes[0, col].semilogy if log_scale else axes[0, col].plot)(c["steps"], c["metric"],
+                                                                               label=model)[0]
             axes[1, col].semilogy(c["grad_steps"], np.where(c["grad"] > 0, c["grad"], np.nan), label=model)
+            if "metric_low" in c:  # the spread over seeds
+                axes[0, col].fill_between(c["steps"], c["metric_low"], c["metric_high"], alpha=0.2,
+                                          color=line.get_color(), lw=0)
+                axes[1, col].fill_between(c["grad_steps"], np.where(c["grad_low"] > 0, c["grad_low"], np.nan),
+                                          np.where(c["grad_high"] > 0, c["grad_high"], np.nan), alpha=0.2,
+                                          color=line.get_color(), lw=0)
         level = baseline.get(L) if isinstance(baseline, dict) else baseline
         if level is not None:
             axes[0, col].axhline(level, color="black", ls=":", lw=1, label=f"baseline {level:.3g}")

@@ -1,0 +1,354 @@
+"""The papers' figures and tables drawn from kept results (``results/``) only: no training here.
+
+Each entry of :data:`FIGURES` reads one experiment of the catalog through
+:func:`~spectral_analysis.experiments.reading.read_grid` (paper scale when kept, else smoke scale,
+stamped in the title) and writes its PNG (and, for tables, Markdown) into the output directory.
+Curves are the mean over seeds with the min-max band; the analyzer figures run the analyzers on the
+kept checkpoints (seed 0).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from spectral_analysis.analysis import bound_report, jacobian_products, lyapunov_exponents
+from spectral_analysis.analysis.checkpoint_data import checkpoint_task, sample_batch, task_split
+from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid
+from spectral_analysis.plotting.analysis import plot_singular_value_heatmap
+from spectral_analysis.plotting.paper_figures import (
+    line_chart,
+    plot_bound_growth,
+    plot_depth_sweep,
+    plot_jacobian_decay,
+    plot_learning_curves,
+    plot_lyapunov_spectra,
+    plot_training_dynamics,
+)
+from spectral_analysis.plotting.results_tables import TABLES
+from spectral_analysis.train import load_checkpoint
+
+Drawn = dict[str, Any]
+BOUND_LENGTHS = (10, 30, 100, 300, 1000)
+
+
+def _drawn(path: Path, grid: KeptGrid, note: str = "") -> Drawn:
+    return {
+        "path": str(path),
+        "experiment": grid.experiment,
+        "scale": grid.scale,
+        "seeds": grid.seeds,
+        "note": note,
+    }
+
+
+def _curves(group: Group, metric: str) -> dict[str, np.ndarray]:
+    steps, value = group.curve("valid", metric)
+    grad_steps, grad = group.curve("train", "grad_h0_norm")
+    return {
+        "steps": steps,
+        "metric": value.mean,
+        "metric_low": value.low,
+        "metric_high": value.high,
+        "grad_steps": grad_steps,
+        "grad": grad.mean,
+        "grad_low": grad.low,
+        "grad_high": grad.high,
+    }
+
+
+def _panels(grid: KeptGrid, axis: str, metric: str) -> dict[Any, dict[str, dict[str, np.ndarray]]]:
+    return {
+        value: {g.variant: _curves(g, metric) for g in grid.groups if g.axes.get(axis) == value}
+        for value in grid.values(axis)
+    }
+
+
+def _learning_figure(
+    results: Path,
+    out: Path,
+    experiment: str,
+    file: str,
+    axis: str,
+    metric: str,
+    baseline: Callable[[Any], float | None] | float | None,
+    title: str,
+    length_name: str,
+    log_scale: bool | None = None,
+) -> list[Drawn]:
+    grid = read_grid(results, experiment)
+    if grid is None:
+        return []
+    panels = (
+        _panels(grid, axis, metric) if axis else {"": {g.variant: _curves(g, metric) for g in grid.groups}}
+    )
+    levels = {k: baseline(k) for k in panels} if callable(baseline) else baseline
+    size = ", ".join(sorted({f"n = {g.rows[0]['hidden']}" for g in grid.groups}))
+    path = plot_learning_curves(
+        panels,
+        metric.replace("_", " "),
+        levels,
+        f"{title} ({size}; {grid.stamp()})",
+        out / file,
+        length_name=length_name,
+        log_scale=log_scale,
+    )
+    return [_drawn(path, grid)]
+
+
+def fig1(results: Path, out: Path) -> list[Drawn]:
+    return _learning_figure(
+        results, out, "fig1-addition", "fig1_addition.png", "length", "mse", 2 / 12, "Fig. 1: addition", "L"
+    )
+
+
+def fig2(results: Path, out: Path) -> list[Drawn]:
+    return _learning_figure(
+        results,
+        out,
+        "fig2-copy",
+        "fig2_copy.png",
+        "length",
+        "cross_entropy",
+        lambda T: 10 * math.log(8) / (T + 20),
+        "Fig. 2: copy",
+        "T",
+    )
+
+
+def fig2c(results: Path, out: Path) -> list[Drawn]:
+    return _learning_figure(
+        results,
+        out,
+        "svdrnn-fig2-leak",
+        "fig2c_leak.png",
+        "leak",
+        "accuracy",
+        None,
+        "Earlier version's Fig. 2(c, f): row-by-row MNIST",
+        "leak",
+        log_scale=False,
+    )
+
+
+def kru_copy(results: Path, out: Path) -> list[Drawn]:
+    return _learning_figure(
+        results,
+        out,
+        "kru-copy",
+        "kru_copy.png",
+        "length",
+        "cross_entropy",
+        lambda T: 10 * math.log(8) / (T + 20),
+        "KRU Fig. 1: copy memory",
+        "T",
+    )
+
+
+def kru_adding(results: Path, out: Path) -> list[Drawn]:
+    return _learning_figure(
+        results, out, "kru-adding", "kru_adding.png", "length", "mse", 2 / 12, "KRU Fig. 2: adding", "T"
+    )
+
+
+def dizzy_copy(results: Path, out: Path) -> list[Drawn]:
+    return _learning_figure(
+        results,
+        out,
+        "dizzy-copy",
+        "dizzy_copy.png",
+        "",
+        "accuracy_recall",
+        1 / 8,
+        "DizzyRNN Fig. 1: copy, lag 90, accuracy on the copied symbols",
+        "",
+        log_scale=False,
+    )
+
+
+FIG3_PANELS = {
+    "pixel MNIST, 392 steps": ("mnist", 2),
+    "pixel MNIST, 784 steps": ("mnist", 1),
+    "permuted MNIST, 784 steps": ("permuted-mnist", 1),
+}
+
+
+def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
+    grid = read_grid(results, "fig3-mnist")
+    if grid is None:
+        return []
+    panels = {
+        label: {
+            g.variant: _curves(g, "accuracy")
+            for g in grid.groups
+            if g.axes.get("task") == task and g.axes.get("pixels_per_step") == pixels
+        }
+        for label, (task, pixels) in FIG3_PANELS.items()
+    }
+    size = f"n = {grid.groups[0].rows[0]['hidden']}"
+    drawn = [
+        _drawn(
+            plot_learning_curves(
+                panels,
+                "accuracy",
+                0.1,
+                f"Fig. 3: pixel and permuted MNIST ({size}; {grid.stamp()}; chance 0.1)",
+                out / "fig3_mnist.png",
+                length_name="",
+                log_scale=False,
+            ),
+            grid,
+        )
+    ]
+    steps, margins, gradients = {}, {}, {}
+    for g in grid.groups:
+        if g.axes.get("task") == "mnist" and g.axes.get("pixels_per_step") == 1 and g.variant != "lstm":
+            steps[g.variant], margin = g.curve("train", "spectral_margin")
+            margins[g.variant] = margin.mean
+            gradients[g.variant] = g.curve("train", "grad_h0_norm")[1].mean
+    path = plot_training_dynamics(
+        steps,
+        margins,
+        gradients,
+        "Fig. 4: spectral margin and gradient at the first "
+        f"cell, pixel MNIST 784 steps ({size}; {grid.stamp()}; mean over seeds)",
+        out / "fig4_mnist_dynamics.png",
+    )
+    return drawn + [_drawn(path, grid, "from the pixel-MNIST 784-step trials of fig3-mnist")]
+
+
+def fig5(results: Path, out: Path) -> list[Drawn]:
+    grid = read_grid(results, "fig5-depth")
+    if grid is None:
+        return []
+    names = {v: v.replace("-plain-ends", " (plain ends)") for v in grid.variants()}
+    depths = sorted(grid.values("num_layers"))
+    accuracy = {
+        names[v]: {d: g.final().mean for d in depths if (g := grid.group(v, num_layers=d))}
+        for v in grid.variants()
+    }
+    curves = {}
+    for v in grid.variants():
+        steps, value = grid.group(v, num_layers=depths[-1]).curve("valid", "accuracy")
+        curves[names[v]] = (steps, value.mean)
+    title = (
+        f"Fig. 5: flattened MNIST, width {grid.groups[0].rows[0]['hidden']}, test accuracy (mean over "
+        f"seeds) against depth ({grid.stamp()}); dashed: plain input and output layers"
+    )
+    return [_drawn(plot_depth_sweep(accuracy, curves, depths[-1], title, out / "fig5_depth.png"), grid)]
+
+
+def analyzers(results: Path, out: Path) -> list[Drawn]:
+    """G(w) against T, Jacobian decay, Lyapunov spectra and singular values over training, from the
+    kept checkpoints of zoo-addition (seed 0; float64)."""
+    grid = read_grid(results, "zoo-addition")
+    if grid is None:
+        return []
+    log10_G, jacobians, lyapunov = {}, {}, {}
+    for g in grid.groups:
+        path = g.checkpoint()
+        if path is None:
+            continue
+        checkpoint = load_checkpoint(path)
+        task = checkpoint_task(checkpoint.metadata)
+        x, _ = sample_batch(task, task_split(task, "test"), 8, seed=0)
+        model64 = checkpoint.model.double()
+        jacobians[g.variant] = jacobian_products(model64, x.double()).log10_norms
+        lyapunov[g.variant] = lyapunov_exponents(model64, x.double())
+        if g.variant != "lstm":
+            log10_G[g.variant] = {T: bound_report(checkpoint, length=T)["log10_G"] for T in BOUND_LENGTHS}
+    size = f"n = {grid.groups[0].rows[0]['hidden']}, addition T = 100, seed 0; {grid.stamp()}"
+    drawn = [
+        plot_bound_growth(
+            log10_G, f"Theorem 5's G(w) against T, trained weights ({size})", out / "bound_vs_T.png"
+        ),
+        plot_jacobian_decay(jacobians, f"Jacobian products over time ({size})", out / "jacobian_decay.png"),
+        plot_lyapunov_spectra(lyapunov, f"Lyapunov spectra ({size})", out / "lyapunov_spectra.png"),
+    ]
+    for variant in ("irnn", "spectral"):
+        group = grid.group(variant)
+        kept = group.singular_values() if group else None
+        if kept is not None:
+            drawn.append(
+                plot_singular_value_heatmap(
+                    kept[0],
+                    kept[1][0],
+                    f"{variant}: singular values of W over training ({size})",
+                    out / f"singular_values_{variant}.png",
+                )
+            )
+    return [_drawn(p, grid) for p in drawn]
+
+
+def kru_amplitude(results: Path, out: Path) -> list[Drawn]:
+    """KRU Fig. 6's trend: ||W||_2 and rho(W) of the kept checkpoints against the amplitude."""
+    grid = read_grid(results, "kru-amplitude")
+    if grid is None:
+        return []
+    amplitudes = sorted(grid.values("penalty"))
+    norms, radii, mse = [], [], []
+    for a in amplitudes:
+        group = grid.group("kru", penalty=a)
+        W = (
+            load_checkpoint(group.checkpoint())
+            .model.transitions[0]
+            .complex_matrix()
+            .detach()
+            .to(torch.complex128)
+        )
+        norms.append(float(torch.linalg.matrix_norm(W, ord=2)))
+        radii.append(float(torch.linalg.eigvals(W).abs().max()))
+        mse.append(group.final("final_valid").mean)
+    series = {
+        "spectral norm ||W||_2": (np.array(amplitudes), np.array(norms)),
+        "spectral radius rho(W)": (np.array(amplitudes), np.array(radii)),
+    }
+    title = (
+        f"KRU Fig. 6's trend on the addition stand-in: complex 2 x 2 factors, N = "
+        f"{grid.groups[0].rows[0]['hidden']} (seed 0; final validation MSE "
+        + ", ".join(f"{m:.3g}" for m in mse)
+        + f"; {grid.stamp()})"
+    )
+    path = line_chart(
+        series,
+        "amplitude of the soft unitary constraint (log scale)",
+        "value (unitary W: 1)",
+        title,
+        out / "kru_amplitude.png",
+        style="o-",
+        log_x=True,
+    )
+    return [_drawn(path, grid)]
+
+
+FIGURES: dict[str, Callable[[Path, Path], list[Drawn]]] = {
+    "fig1-addition": fig1,
+    "fig2-copy": fig2,
+    "fig3-mnist": fig3_and_4,
+    "fig5-depth": fig5,
+    "svdrnn-fig2-leak": fig2c,
+    "kru-copy": kru_copy,
+    "kru-adding": kru_adding,
+    "kru-amplitude": kru_amplitude,
+    "dizzy-copy": dizzy_copy,
+    "zoo-addition": analyzers,
+}
+
+
+READERS = {**FIGURES, **TABLES}
+
+
+def draw_figures(results: str | Path, out: str | Path, experiments: list[str] | None = None) -> list[Drawn]:
+    """Every figure and table (or those of ``experiments``) from ``results`` into ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    drawn: list[Drawn] = []
+    for name, draw in READERS.items():
+        if experiments is None or name in experiments:
+            drawn += draw(Path(results), out)
+    return drawn
