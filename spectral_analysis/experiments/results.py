@@ -37,7 +37,7 @@ from spectral_analysis.train import load_checkpoint, save_checkpoint
 from spectral_analysis.train.evaluation import RunLog
 
 TRAIN_ROWS, VALID_ROWS, SINGULAR_VALUE_ROWS = 100, 50, 50
-MAX_KEPT_CHECKPOINT_BYTES = 1 << 20
+MAX_KEPT_CHECKPOINT_BYTES = 1 << 19
 CURVES_NAME, SINGULAR_VALUES_NAME = "curves.csv", "singular_values.safetensors"
 LOWER_IS_BETTER = ("mse", "cross_entropy", "perplexity", "loss")
 SUMMARY_COLUMNS = (
@@ -200,12 +200,26 @@ def keep_trial(
         valid = [x for x in lines if x["phase"] == "valid"]
         test = next((x for x in lines if x["phase"] == "test"), {})
         best, best_step = _best(valid, metric)
-        keep = {
-            k: v for k, v in meta.items() if k not in ("format", "format_version", "package_version", "model")
-        }
-        save_checkpoint(out / CHECKPOINT_NAME, checkpoint.model, keep)
+        size = sum(t.numel() * t.element_size() for t in checkpoint.model.state_dict().values())
+        if trial.seed == 0 and size <= MAX_KEPT_CHECKPOINT_BYTES:
+            keep = {
+                k: v
+                for k, v in meta.items()
+                if k not in ("format", "format_version", "package_version", "model")
+            }
+            save_checkpoint(out / CHECKPOINT_NAME, checkpoint.model, keep)
+            row["checkpoint"] = CHECKPOINT_NAME
+        else:
+            row["checkpoint"] = None
+            row["checkpoint_note"] = (
+                f"kept in the run directory only ({size / 2**20:.1f} MB > "
+                f"{MAX_KEPT_CHECKPOINT_BYTES / 2**20:.1f} MB)"
+                if trial.seed == 0
+                else "kept in the run directory only (the zoo keeps seed 0)"
+            )
+        if trial.seed == 0:
+            _write_singular_values(lines, out / SINGULAR_VALUES_NAME)
         _write_curves(lines, out / CURVES_NAME)
-        _write_singular_values(lines, out / SINGULAR_VALUES_NAME)
         row.update(
             {
                 "metric": metric,

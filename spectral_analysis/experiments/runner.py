@@ -159,6 +159,7 @@ def _run_on_ray(
     specs: list[TrialSpec], gpus_per_trial: float, storage: Path, name: str, report: Callable[[str], None]
 ) -> dict[str, str]:
     """Run the specs as one Tune grid on the running Ray; returns each trial key's status."""
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # Tune's own tables off: Progress reports each trial
     from ray import tune
 
     class Progress(tune.Callback):

@@ -21,6 +21,7 @@ from spectral_analysis.analysis import bound_report, jacobian_products, lyapunov
 from spectral_analysis.analysis.checkpoint_data import checkpoint_task, sample_batch, task_split
 from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid
 from spectral_analysis.plotting.analysis import plot_singular_value_heatmap
+from spectral_analysis.plotting.benchmarks import plot_householder_benchmark
 from spectral_analysis.plotting.paper_figures import (
     line_chart,
     plot_bound_growth,
@@ -326,6 +327,23 @@ def kru_amplitude(results: Path, out: Path) -> list[Drawn]:
     return [_drawn(path, grid)]
 
 
+def householder_speed(results: Path, out: Path) -> list[Drawn]:
+    """The Householder speed figure from the kept benchmark report (``benchmarks/householder_cpu.json``)."""
+    report = Path(__file__).resolve().parents[2] / "benchmarks" / "householder_cpu.json"
+    if not report.is_file():
+        return []
+    path = plot_householder_benchmark(report, out / "householder_speed_cpu.png")
+    return [
+        {
+            "path": str(path),
+            "experiment": "benchmarks",
+            "scale": "benchmark",
+            "seeds": 0,
+            "note": "from benchmarks/householder_cpu.json",
+        }
+    ]
+
+
 FIGURES: dict[str, Callable[[Path, Path], list[Drawn]]] = {
     "fig1-addition": fig1,
     "fig2-copy": fig2,
@@ -337,6 +355,7 @@ FIGURES: dict[str, Callable[[Path, Path], list[Drawn]]] = {
     "kru-amplitude": kru_amplitude,
     "dizzy-copy": dizzy_copy,
     "zoo-addition": analyzers,
+    "benchmarks": householder_speed,
 }
 
 

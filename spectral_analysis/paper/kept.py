@@ -1,0 +1,43 @@
+"""How an experimental paper check reads kept results and how far it may judge from them.
+
+A check reads its experiment through :func:`~spectral_analysis.experiments.reading.read_grid` (it never
+trains). It gets ``holds`` or ``differs`` only from the paper scale with at least :data:`MIN_SEEDS` seeds;
+otherwise the verdict is ``unverified`` and the evidence says what the kept (smaller) runs show and
+which command would produce the evidence.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spectral_analysis.experiments.reading import KeptGrid, read_grid
+from spectral_analysis.io import default_results_dir
+
+MIN_SEEDS = 3
+
+
+def kept_grid(experiment: str, results: str | Path | None = None) -> KeptGrid | None:
+    return read_grid(results or default_results_dir(), experiment)
+
+
+def missing_evidence(experiment: str) -> str:
+    return (
+        f"no kept results of {experiment!r}: run spectral-analysis run {experiment} --scale paper "
+        f"(--scale smoke shows the machinery)"
+    )
+
+
+def gate(grid: KeptGrid, verdict: str, evidence: str) -> tuple[str, str]:
+    """``(verdict, evidence)``: the verdict when the grid is at paper scale with enough seeds, else
+    ``unverified`` with the evidence prefixed by why."""
+    if grid.scale == "paper" and grid.seeds >= MIN_SEEDS:
+        return verdict, f"{grid.stamp()}: {evidence}"
+    why = (
+        f"{grid.stamp()}, fewer than the {MIN_SEEDS} paper-scale seeds a verdict needs"
+        if grid.scale == "paper"
+        else grid.stamp()
+    )
+    return "unverified", (
+        f"{why}; would read '{verdict}' from these runs, which are not evidence about the "
+        f"paper's experiment: {evidence}"
+    )
