@@ -1,5 +1,5 @@
-"""The Fig. 3 and Fig. 5 checks: the forward gain against closed forms, the plain-ends option, the
-verdict logic on made-up results (no training), and one tiny real sweep."""
+"""The Fig. 5 check: the forward gain against closed forms, the plain-ends option and the verdict logic on
+made-up results (the checks read kept results: tests/test_experiments.py)."""
 
 import math
 
@@ -10,9 +10,7 @@ from torch import nn
 
 from spectral_analysis.nn import build_model
 from spectral_analysis.nn.feedforward import SpectralLinear
-from spectral_analysis.paper import depth, mnist_ranking
-from spectral_analysis.paper.depth import PLAIN_ENDS, DepthRun, depth_sweep, forward_gain, records_from_runs
-from spectral_analysis.plotting.paper_figures import plot_depth_sweep
+from spectral_analysis.paper.depth import PLAIN_ENDS, DepthRun, forward_gain, records_from_runs
 
 
 def test_forward_gain_is_zero_for_orthogonal_linear_layers_and_l_log2_for_doubled_ones():
@@ -58,26 +56,3 @@ def test_depth_verdicts_follow_the_accuracies():
     assert records_from_runs(as_claimed, "made up")[1].verdict == "holds"
     as_claimed["spectral-mlp"][40].accuracy = 0.9 - 0.7 - 0.03
     assert records_from_runs(as_claimed, "made up")[1].verdict == "differs"
-
-
-def test_mnist_ranking_verdict_names_the_best_model(monkeypatch):
-    results = iter([{"rnn": 0.3, "irnn": 0.6, "ornn": 0.2, "spectral": 0.5, "lstm": 0.4},
-                    {"rnn": 0.3, "irnn": 0.2, "ornn": 0.2, "spectral": 0.7, "lstm": 0.4}])
-    monkeypatch.setattr(mnist_ranking, "final_test_accuracy", lambda *args: next(results))
-    pixel, permuted = mnist_ranking.run(quick=True)
-    assert pixel.verdict == "differs" and "best first: irnn 0.600, spectral 0.500" in pixel.evidence
-    assert permuted.verdict == "holds" and permuted.numbers["steps_per_sequence"] == 196
-
-
-def test_a_tiny_depth_sweep_trains_and_reports(tmp_path, monkeypatch):
-    monkeypatch.setattr(depth, "TEST_BATCHES", 2)
-    runs = depth_sweep((2,), hidden=8, steps=4, models=("mlp", "spectral-mlp"), options=None)
-    for model in ("mlp", "spectral-mlp"):
-        run = runs[model][2]
-        assert 0 <= run.accuracy <= 1 and run.steps[-1] == 4 and len(run.valid_accuracy) == len(run.steps)
-        assert math.isfinite(run.log10_gain_at_init) and run.log10_gain_trained != run.log10_gain_at_init
-    accuracy = {m: {d: r.accuracy for d, r in v.items()} for m, v in runs.items()}
-    curves = {m: (v[2].steps, v[2].valid_accuracy) for m, v in runs.items()}
-    accuracy["mlp (variant)"], curves["mlp (variant)"] = accuracy["mlp"], curves["mlp"]
-    out = plot_depth_sweep(accuracy, curves, 2, "t", tmp_path / "fig5.png")
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -10,12 +10,14 @@ from spectral_analysis.experiments.catalog import (
     load_catalog,
     load_experiment,
 )
+from spectral_analysis.experiments.reading import KeptGrid, read_grid
 from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values, write_summary
 from spectral_analysis.experiments.runner import SweepOutcome, ray_session, run_sweep, run_trial
 
 __all__ = [
     "SCALES",
     "Experiment",
+    "KeptGrid",
     "SweepOutcome",
     "Trial",
     "default_catalog_dir",
@@ -23,6 +25,7 @@ __all__ = [
     "load_catalog",
     "load_experiment",
     "ray_session",
+    "read_grid",
     "read_curves",
     "read_rows",
     "read_singular_values",

@@ -128,27 +128,25 @@ def _kept_row(results: Path, trial: Trial) -> dict[str, Any] | None:
 def ray_session(workers: int = 1, gpus_per_trial: float = 0.0, address: str | None = None) -> Iterator[None]:
     """A Ray for the sweeps inside: the one already running in this process, the cluster at ``address``
     (or ``$RAY_ADDRESS``), or a local one on loopback with ``workers`` CPUs, stopped on exit."""
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address and (Path.home() / ".ray" / "auth_token").is_file():
+        # `ray start --head` (Ray >= 2.50) enables token authentication and writes the token to
+        # ~/.ray/auth_token; a driver joining by address sends it only in token mode, read at import.
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
     try:
         import ray
     except ImportError as error:
-        raise RuntimeError(
-            f"the runner needs Ray Tune (pip install 'spectral-analysis[sweep]'): {error}"
-        ) from None
+        raise RuntimeError(f"the runner needs Ray Tune (pip install 'spectral-analysis[sweep]'): {error}") \
+            from None
     if ray.is_initialized():
         yield
         return
-    address = address or os.environ.get("RAY_ADDRESS")
     if address:
         ray.init(address=address, log_to_driver=False, logging_level="WARNING")
     else:
-        ray.init(
-            num_cpus=workers,
-            num_gpus=torch.cuda.device_count() if gpus_per_trial else 0,
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            log_to_driver=False,
-            logging_level="WARNING",
-        )
+        ray.init(num_cpus=workers, num_gpus=torch.cuda.device_count() if gpus_per_trial else 0,
+                 include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
+                 logging_level="WARNING")
     try:
         yield
     finally:

@@ -185,7 +185,7 @@ class Trainer:
         stored = json.loads((self.out / "config.json").read_text())["train"]
         current = asdict(self.config)
         for key, value in current.items():
-            before = stored.get(key, _field_default(key))
+            before = stored[key] if key in stored else _field_default(key)
             if key not in RESUMABLE_CHANGES and before != value:
                 raise ValueError(f"cannot resume: {key} was {before!r} in this run, now {value!r}")
         checkpoint = load_checkpoint(last, self.device)

@@ -1,0 +1,411 @@
+"""The experiments catalog, kept results, the zoo and the readers (figures, tables, checks); no Ray here
+(tests/test_sweeps.py runs the Ray Tune runner)."""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from spectral_analysis.cli import main
+from spectral_analysis.experiments import SCALES, load_catalog, load_experiment, read_grid, run_trial
+from spectral_analysis.experiments.catalog import CONFIG_FIELDS
+from spectral_analysis.experiments.estimate import estimate_experiment, read_estimate
+from spectral_analysis.experiments.runner import TrialSpec
+from spectral_analysis.io import resolve_checkpoint, zoo_entries
+from spectral_analysis.paper import depth, experiments, mnist_ranking
+from spectral_analysis.paper.kept import MIN_SEEDS, gate
+from spectral_analysis.plotting.results_figures import READERS, draw_figures
+from spectral_analysis.train import Trainer, load_checkpoint
+
+ROOT = Path(__file__).resolve().parent.parent
+PAPERS = ROOT.parent / "shared" / "papers"
+TINY = """
+name = "tiny"
+source = "test"
+description = "a tiny grid"
+[base]
+task = "addition"
+lr = 1e-2
+batch_size = 8
+record_every = 2
+eval_every = 4
+checkpoint_every = 4
+[[variants]]
+label = "rnn"
+model = "rnn"
+[[variants]]
+label = "spectral"
+model = "spectral"
+[variants.paper]
+model_options = { m1 = 2, m2 = 3 }
+[axes]
+"task_options.length" = [5, 7]
+[scales.paper]
+seeds = 3
+stated = "quoted"
+hidden = 6
+steps = 8
+task_options = { train_size = 64, valid_size = 16, test_size = 16 }
+[scales.smoke]
+hidden = 4
+steps = 8
+task_options = { train_size = 32, valid_size = 16, test_size = 16 }
+"""
+
+
+def tiny_catalog(tmp_path: Path, text: str = TINY) -> Path:
+    directory = tmp_path / "catalog"
+    directory.mkdir(exist_ok=True)
+    (directory / "tiny.toml").write_text(text)
+    return directory
+
+
+def _normalized(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def test_every_catalog_entry_loads_with_both_scales_and_the_same_grid():
+    catalog = load_catalog()
+    assert {
+        "fig1-addition",
+        "fig2-copy",
+        "table2-mnist",
+        "fig3-mnist",
+        "fig5-depth",
+        "table3-ptb",
+        "table4-ucr",
+        "svdrnn-fig2-leak",
+        "kru-copy",
+        "kru-adding",
+        "dizzy-copy",
+    } <= set(catalog)
+    for experiment in catalog.values():
+        keys = {s: [t.key.rsplit("_s", 1)[0] for t in experiment.trials(s, seeds=1)] for s in SCALES}
+        assert keys["paper"] == keys["smoke"], experiment.name
+        assert experiment.seeds("smoke") == 1 and experiment.seeds("paper") >= MIN_SEEDS
+        assert all(set(t.config) <= set(CONFIG_FIELDS) for t in experiment.trials("paper"))
+
+
+def test_every_paper_scale_quotes_the_paper_verbatim():
+    papers = _normalized(" ".join(p.read_text() for p in PAPERS.glob("*.txt")))
+    for experiment in load_catalog().values():
+        fragments = [_normalized(f) for f in experiment.scales["paper"]["stated"].split("[...]")]
+        missing = [f for f in fragments if f and f not in papers]
+        assert not missing, (experiment.name, missing)
+
+
+def test_icml_irnn_starts_orthogonal_as_section_7_says():
+    for experiment in load_catalog().values():
+        if experiment.source.startswith(("ICML", "toolkit")):
+            for trial in experiment.trials("paper", seeds=1):
+                if trial.config["model"] == "irnn":
+                    assert trial.config["model_options"]["init"] == "orthogonal", trial.key
+
+
+def test_trial_resolution_order_keys_and_filters(tmp_path):
+    experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
+    paper = experiment.trials("paper")
+    assert (
+        len(paper) == 2 * 2 * 3
+        and paper[0].key == "rnn_length5_s0"
+        and paper[-1].key == "spectral_length7_s2"
+    )
+    spectral = [t for t in paper if t.variant == "spectral"][0]
+    # base, variant, scale, the variant's scale overrides, then the axis value (merged into task_options)
+    assert spectral.config["model_options"] == {"m1": 2, "m2": 3} and spectral.config["hidden"] == 6
+    assert spectral.config["task_options"] == {
+        "train_size": 64,
+        "valid_size": 16,
+        "test_size": 16,
+        "length": 5,
+    }
+    smoke = experiment.trials("smoke", only={"variant": "spectral", "length": "7"})
+    assert [t.key for t in smoke] == ["spectral_length7_s0"] and "model_options" not in smoke[0].config
+    assert len(experiment.trials("paper", seeds=1)) == 4
+    with pytest.raises(ValueError, match="seeds must be a positive integer"):
+        experiment.trials("paper", seeds=0)
+    with pytest.raises(ValueError, match="has no scale 'huge'"):
+        experiment.trials("huge")
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("lr = 1e-2", "lr = 1e-2\nlearning_rate = 3"), "unknown training field"),
+        (('stated = "quoted"', ""), "needs 'stated'"),
+        (('label = "spectral"', 'label = "rnn"'), "labels repeat"),
+        (("[scales.smoke]", "[scales.tiny]"), r"scale\(s\) \['smoke'\] missing"),
+        (
+            ("steps = 8\ntask_options = { train_size = 64", "steps = 0\ntask_options = { train_size = 64"),
+            "steps must be a positive integer",
+        ),
+        (('"task_options.length" = [5, 7]', '"task_options.length" = []'), "non-empty list"),
+    ],
+)
+def test_bad_catalog_files_are_refused_naming_file_and_problem(tmp_path, edit, message):
+    directory = tiny_catalog(tmp_path, TINY.replace(*edit))
+    with pytest.raises(ValueError, match=message) as error:
+        load_experiment(directory / "tiny.toml")
+    assert "tiny.toml" in str(error.value)
+
+
+def _run_tiny(tmp_path, catalog, scale="smoke", seeds=None, **spec_fields):
+    experiment = load_experiment(catalog / "tiny.toml")
+    rows = []
+    for trial in experiment.trials(scale, seeds):
+        spec = TrialSpec(
+            trial.__dict__.copy(),
+            str(tmp_path / "runs" / trial.key),
+            str(tmp_path / "results"),
+            "cpu",
+            "test",
+            **spec_fields,
+        )
+        rows.append(run_trial(spec))
+    return experiment, rows
+
+
+def test_run_trial_keeps_summary_curves_checkpoint_and_zoo_entry(tmp_path):
+    catalog = tiny_catalog(tmp_path)
+    _, rows = _run_tiny(tmp_path, catalog)
+    assert [r["status"] for r in rows] == ["done"] * 4
+    row = rows[0]
+    assert row["steps"] == 8 and row["metric"] == "mse" and row["torch_version"] == torch.__version__
+    assert (
+        row["test_metrics"]["mse"] > 0
+        and row["best_step"] in (4, 8)
+        and row["checkpoint"] == "model.safetensors"
+    )
+    kept = tmp_path / "results" / "tiny" / "smoke" / row["trial"]
+    curves = (kept / "curves.csv").read_text().splitlines()
+    assert curves[0].startswith("phase,step") and sum(line.startswith("test,") for line in curves) == 1
+    # the kept checkpoint is the trained model without optimizer state, loadable by name
+    path = resolve_checkpoint(f"zoo:tiny/{row['trial']}", tmp_path / "results")
+    assert path == kept / "model.safetensors"
+    checkpoint = load_checkpoint(path)
+    assert not any(k.startswith("optimizer/") for k in checkpoint.tensors)
+    trained = load_checkpoint(tmp_path / "runs" / row["trial"] / "last.safetensors")
+    for name, value in trained.model.state_dict().items():
+        assert torch.equal(value, checkpoint.model.state_dict()[name])
+    assert [e["name"] for e in zoo_entries(tmp_path / "results")][0] == f"zoo:tiny/smoke/{rows[0]['trial']}"
+
+
+def test_zoo_names_resolve_and_missing_ones_say_what_exists(tmp_path):
+    catalog = tiny_catalog(tmp_path)
+    _run_tiny(tmp_path, catalog)
+    results = tmp_path / "results"
+    assert resolve_checkpoint("zoo:tiny/smoke/rnn_length5_s0", results).parent.name == "rnn_length5_s0"
+    assert resolve_checkpoint("some/file.safetensors", results) == Path("some/file.safetensors")
+    with pytest.raises(ValueError, match=r"not found; entries of 'tiny': \['zoo:tiny/smoke/rnn_length5_s0'"):
+        resolve_checkpoint("zoo:tiny/rnn_length9_s0", results)
+    with pytest.raises(ValueError, match="no entries of experiment 'other'"):
+        resolve_checkpoint("zoo:other/x", results)
+    with pytest.raises(ValueError, match="bad zoo name"):
+        resolve_checkpoint("zoo:just-one-part", results)
+
+
+def test_analyzers_take_zoo_names_on_the_command_line(tmp_path, monkeypatch, capsys):
+    catalog = tiny_catalog(tmp_path)
+    _run_tiny(tmp_path, catalog)
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path / "results"))
+    assert main(["bound", "zoo:tiny/spectral_length5_s0", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["T"] == 5 and np.isfinite(report["log10_G"])
+    assert main(["inspect", "zoo:tiny/rnn_length7_s0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"]["name"] == "rnn"
+    with pytest.raises(SystemExit):
+        main(["bound", "zoo:tiny/nothing_s0"])
+    assert "zoo entry 'zoo:tiny/nothing_s0' not found" in capsys.readouterr().err
+    assert main(["zoo", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["entries"]) == 4
+
+
+def test_a_failing_trial_is_kept_as_failed_with_its_error_line(tmp_path):
+    text = TINY.replace(
+        '[[variants]]\nlabel = "spectral"',
+        '[[variants]]\nlabel = "diverges"\nmodel = "rnn"\nlr = 1e30\n[[variants]]\nlabel = "spectral"',
+    )
+    _, rows = _run_tiny(tmp_path, tiny_catalog(tmp_path, text))
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert {r["variant"] for r in failed} == {"diverges"}
+    assert all(r["error"].startswith("TrainingDivergedError: the training loss is") for r in failed)
+    assert [r["status"] for r in rows if r["variant"] != "diverges"] == ["done"] * 4
+
+
+def test_time_budget_stops_with_a_checkpoint_and_a_rerun_finishes_identically(tmp_path):
+    catalog = tiny_catalog(
+        tmp_path,
+        TINY.replace(
+            "steps = 8\ntask_options = { train_size = 32", "steps = 40\ntask_options = { train_size = 32"
+        ),
+    )
+    _, stopped = _run_tiny(tmp_path / "a", catalog, deadline=0.0)
+    assert {r["status"] for r in stopped} == {"unfinished"}
+    experiment = load_experiment(catalog / "tiny.toml")
+    trial = experiment.trials("smoke")[0]
+    run_dir = tmp_path / "b" / "runs" / trial.key
+    trainer = Trainer(trial.train_config(run_dir), resume=False)
+    trainer.run(stop=lambda step: step >= 10)
+    assert not trainer.finished and trainer.step == 10 and (run_dir / "last.safetensors").is_file()
+    resumed = run_trial(
+        TrialSpec(trial.__dict__.copy(), str(run_dir), str(tmp_path / "b" / "results"), "cpu", "t")
+    )
+    _, straight = _run_tiny(tmp_path / "c", catalog)
+    assert resumed["status"] == "done" and resumed["test_metrics"]["mse"] == straight[0]["test_metrics"]["mse"]
+
+
+def test_estimate_times_paper_configurations(tmp_path):
+    experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
+    estimate = estimate_experiment(experiment, tmp_path / "results", steps=2)
+    assert estimate["trials"] == 12 and set(estimate["configurations"]) == {
+        "rnn_length5",
+        "rnn_length7",
+        "spectral_length5",
+        "spectral_length7",
+    }
+    config = estimate["configurations"]["rnn_length5"]
+    assert config["seconds_per_step"] > 0 and config["total_steps"] == 8
+    assert config["estimated_seconds"] >= 8 * config["seconds_per_step"]
+    assert estimate["total_cpu_seconds"] == pytest.approx(
+        3 * sum(c["estimated_seconds"] for c in estimate["configurations"].values())
+    )
+    assert read_estimate(tmp_path / "results", "tiny") == estimate
+
+
+def _fake_trial(
+    results: Path,
+    experiment: str,
+    scale: str,
+    key: str,
+    variant: str,
+    axes: dict,
+    seed: int,
+    curves: list[str],
+    test: float,
+    metric: str = "accuracy",
+) -> None:
+    directory = results / experiment / scale / key
+    directory.mkdir(parents=True)
+    row = {
+        "experiment": experiment,
+        "scale": scale,
+        "trial": key,
+        "status": "done",
+        "variant": variant,
+        "axes": axes,
+        "seed": seed,
+        "hidden": 128,
+        "metric": metric,
+        "test_metrics": {metric: test},
+        "config": {},
+    }
+    (directory / "result.json").write_text(json.dumps(row))
+    (directory / "curves.csv").write_text(
+        "\n".join(["phase,step,accuracy,grad_h0_norm,spectral_margin", *curves])
+    )
+
+
+def test_grids_aggregate_seeds_and_prefer_the_paper_scale(tmp_path):
+    for seed, value in enumerate((0.2, 0.4)):
+        _fake_trial(
+            tmp_path,
+            "x",
+            "smoke",
+            f"a_s{seed}",
+            "a",
+            {},
+            seed,
+            [f"valid,10,{value},,", f"valid,20,{value + 0.1},,", f"train,20,,{value},0"],
+            value,
+        )
+    grid = read_grid(tmp_path, "x")
+    assert (
+        grid.scale == "smoke" and grid.seeds == 2 and grid.stamp() == "smoke scale, not the paper's; 2 seeds"
+    )
+    steps, accuracy = grid.group("a").curve("valid", "accuracy")
+    assert list(steps) == [10, 20] and np.allclose(accuracy.mean, [0.3, 0.4])
+    assert np.allclose(accuracy.low, [0.2, 0.3]) and np.allclose(accuracy.high, [0.4, 0.5])
+    final = grid.group("a").final()
+    assert (final.mean, final.low, final.high, final.seeds) == pytest.approx((0.3, 0.2, 0.4, 2))
+    _fake_trial(tmp_path, "x", "paper", "a_s0", "a", {}, 0, ["valid,10,0.9,,"], 0.9)
+    assert read_grid(tmp_path, "x").scale == "paper" and read_grid(tmp_path, "x", "smoke").seeds == 2
+    assert read_grid(tmp_path, "nothing") is None
+
+
+def test_gate_judges_only_paper_scale_with_enough_seeds(tmp_path):
+    for seed in range(MIN_SEEDS):
+        _fake_trial(tmp_path, "x", "paper", f"a_s{seed}", "a", {}, seed, ["valid,1,0.5,,"], 0.5)
+        _fake_trial(tmp_path, "y", "paper", f"a_s{seed}", "a", {}, seed, ["valid,1,0.5,,"], 0.5)
+    _fake_trial(tmp_path, "z", "smoke", "a_s0", "a", {}, 0, ["valid,1,0.5,,"], 0.5)
+    (tmp_path / "y" / "paper" / "a_s2" / "result.json").unlink()
+    assert gate(read_grid(tmp_path, "x"), "differs", "e") == ("differs", "paper scale; 3 seeds: e")
+    verdict, evidence = gate(read_grid(tmp_path, "y"), "holds", "e")
+    assert verdict == "unverified" and "fewer than the 3 paper-scale seeds" in evidence
+    verdict, evidence = gate(read_grid(tmp_path, "z"), "holds", "e")
+    assert verdict == "unverified" and "would read 'holds'" in evidence and "smoke scale" in evidence
+
+
+def test_fig3_verdict_names_the_best_model_from_kept_results(tmp_path, monkeypatch):
+    accuracy = {"rnn": 0.3, "irnn": 0.6, "spectral": 0.5}
+    for task, pixels in (("mnist", 2), ("mnist", 1), ("permuted-mnist", 1)):
+        for model, value in accuracy.items():
+            best = value + (0.4 if task == "permuted-mnist" and model == "spectral" else 0.0)
+            for seed in range(3):
+                _fake_trial(
+                    tmp_path,
+                    "fig3-mnist",
+                    "paper",
+                    f"{model}_{task}{pixels}_s{seed}",
+                    model,
+                    {"task": task, "pixels_per_step": pixels},
+                    seed,
+                    ["valid,1,0.1,,"],
+                    best + 0.01 * seed,
+                )
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    records = mnist_ranking.run()
+    assert [r.verdict for r in records] == ["differs", "differs", "holds"]
+    assert "best first: irnn 0.610 [0.600, 0.620], spectral 0.510" in records[0].evidence
+    assert records[2].numbers["test_accuracy"]["spectral"][0] == pytest.approx(0.91)
+
+
+def test_experimental_checks_read_the_committed_smoke_results_as_unverified():
+    records = experiments.run() + mnist_ranking.run() + depth.run()
+    assert records and {r.verdict for r in records} == {"unverified"}
+    assert all("smoke scale, not the paper's" in r.evidence for r in records)
+    assert "gradient w.r.t. first cell of oRNN/Spectral-RNN does not vanish" in records[0].claim
+
+
+def test_committed_smoke_results_cover_the_catalog():
+    catalog = load_catalog()
+    for name, experiment in catalog.items():
+        grid = read_grid(ROOT / "results", name, "smoke")
+        assert grid is not None and len(grid.groups) == len(experiment.trials("smoke")), name
+
+
+def test_figures_are_drawn_from_kept_results_without_training(tmp_path, monkeypatch):
+    def no_training(*args, **kwargs):
+        raise AssertionError("a reader trained a model")
+
+    monkeypatch.setattr(Trainer, "run", no_training)
+    drawn = draw_figures(ROOT / "results", tmp_path)
+    names = {Path(d["path"]).name for d in drawn}
+    assert {
+        "fig1_addition.png",
+        "fig2_copy.png",
+        "fig3_mnist.png",
+        "fig4_mnist_dynamics.png",
+        "fig5_depth.png",
+        "fig2c_leak.png",
+        "bound_vs_T.png",
+        "kru_amplitude.png",
+        "table2_mnist.md",
+        "table4_ucr.md",
+    } <= names
+    assert all(Path(d["path"]).stat().st_size > 0 for d in drawn)
+    assert {d["scale"] for d in drawn if d["experiment"] != "benchmarks"} == {"smoke"}
+    assert "smoke scale, not the paper's" in (tmp_path / "table2_mnist.md").read_text()
+    assert set(READERS) - {"benchmarks"} <= set(load_catalog())

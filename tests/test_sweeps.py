@@ -1,0 +1,203 @@
+"""The Ray Tune runner for real: the whole catalog at smoke scale, a head node started with `ray start`
+on this machine, a sweep killed with SIGKILL and resumed, and failed trials recorded."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from spectral_analysis.cli import main
+from spectral_analysis.experiments import load_catalog, read_rows
+from spectral_analysis.experiments.results import read_curves
+from spectral_analysis.train import load_checkpoint
+
+pytest.importorskip("ray.tune")
+
+BIN = Path(sys.executable).parent
+TINY_LONG = """
+name = "long"
+source = "test"
+description = "one trial long enough to be killed mid-way, one that diverges"
+[base]
+task = "addition"
+task_options = { length = 40, train_size = 400, valid_size = 32, test_size = 32 }
+batch_size = 16
+record_every = 10
+eval_every = 200
+checkpoint_every = 100
+[[variants]]
+label = "spectral"
+model = "spectral"
+[[variants]]
+label = "diverges"
+model = "rnn"
+lr = 1e30
+[scales.paper]
+stated = "unused"
+hidden = 24
+steps = 1200
+[scales.smoke]
+hidden = 24
+steps = 1200
+"""
+
+
+def _cli(*args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        [str(BIN / "spectral-analysis"), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kwargs,
+    )
+
+
+def test_the_whole_catalog_runs_at_smoke_scale_through_ray_and_a_rerun_skips_it(tmp_path, capsys):
+    args = [
+        "run",
+        "all",
+        "--workers",
+        "2",
+        "--out",
+        str(tmp_path / "runs"),
+        "--results",
+        str(tmp_path / "results"),
+    ]
+    assert main([*args, "--json"]) == 0
+    sweeps = json.loads(capsys.readouterr().out)["sweeps"]
+    catalog = load_catalog()
+    assert {s["experiment"] for s in sweeps} == set(catalog)
+    for sweep in sweeps:
+        assert not sweep["failed"] and not sweep["unfinished"], sweep
+        rows = read_rows(tmp_path / "results", sweep["experiment"], "smoke")
+        assert len(rows) == len(catalog[sweep["experiment"]].trials("smoke"))
+        assert {r["status"] for r in rows} == {"done"}
+    assert main([*args, "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)["sweeps"]
+    assert all(not s["ran"] and len(s["skipped"]) == s["kept"] for s in again)
+
+
+@pytest.fixture
+def long_catalog(tmp_path):
+    directory = tmp_path / "catalog"
+    directory.mkdir()
+    (directory / "long.toml").write_text(TINY_LONG)
+    return directory
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_head_node_started_with_ray_start_runs_the_grid_by_address(tmp_path, long_catalog):
+    port = _free_port()
+    start = [
+        str(BIN / "ray"),
+        "start",
+        "--head",
+        "--node-ip-address=127.0.0.1",
+        f"--port={port}",
+        "--num-cpus=2",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+    ]
+    subprocess.run(start, check=True, capture_output=True, timeout=120)
+    try:
+        run = subprocess.run(
+            [
+                str(BIN / "spectral-analysis"),
+                "run",
+                "long",
+                "--catalog",
+                str(long_catalog),
+                "--address",
+                f"127.0.0.1:{port}",
+                "--out",
+                str(tmp_path / "runs"),
+                "--results",
+                str(tmp_path / "results"),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")},
+        )
+    finally:
+        subprocess.run([str(BIN / "ray"), "stop", "--force"], capture_output=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    sweep = json.loads(run.stdout)["sweeps"][0]
+    assert sweep["ran"] == ["spectral_s0", "diverges_s0"]
+    assert list(sweep["failed"]) == ["diverges_s0"]
+    assert sweep["failed"]["diverges_s0"].startswith("TrainingDivergedError")
+    rows = {r["trial"]: r for r in read_rows(tmp_path / "results", "long", "smoke")}
+    assert rows["spectral_s0"]["status"] == "done" and rows["diverges_s0"]["status"] == "failed"
+    summary = (tmp_path / "results" / "long" / "smoke" / "summary.csv").read_text()
+    assert "diverges_s0,failed" in summary and "TrainingDivergedError" in summary
+
+
+def _kept_state(results: Path) -> tuple[dict, dict]:
+    trial = results / "long" / "smoke" / "spectral_s0"
+    model = load_checkpoint(trial / "model.safetensors").model.state_dict()
+    curves = read_curves(trial)
+    return model, {phase: {k: v for k, v in c.items() if k != "time"} for phase, c in curves.items()}
+
+
+def test_a_sweep_killed_mid_trial_resumes_to_the_uninterrupted_result(tmp_path, long_catalog):
+    args = ["run", "long", "--catalog", str(long_catalog), "--only", "variant=spectral", "--workers", "1"]
+    killed = tmp_path / "killed"
+    process = _cli(
+        *args, "--out", str(killed / "runs"), "--results", str(killed / "results"), start_new_session=True
+    )
+    checkpoints = killed / "runs" / "long" / "smoke" / "spectral_s0" / "checkpoints"
+    deadline = time.time() + 240
+    while not (checkpoints / "step-000300.safetensors").is_file():
+        assert process.poll() is None and time.time() < deadline, process.communicate()[0]
+        time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    subprocess.run([str(BIN / "ray"), "stop", "--force"], capture_output=True, timeout=120)
+    assert not (killed / "results" / "long" / "smoke" / "spectral_s0").exists()
+    resumed = subprocess.run(
+        [
+            str(BIN / "spectral-analysis"),
+            *args,
+            "--out",
+            str(killed / "runs"),
+            "--results",
+            str(killed / "results"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    straight = subprocess.run(
+        [
+            str(BIN / "spectral-analysis"),
+            *args,
+            "--out",
+            str(tmp_path / "straight" / "runs"),
+            "--results",
+            str(tmp_path / "straight" / "results"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert straight.returncode == 0, straight.stdout + straight.stderr
+    model_a, curves_a = _kept_state(killed / "results")
+    model_b, curves_b = _kept_state(tmp_path / "straight" / "results")
+    assert all(torch.equal(model_a[k], model_b[k]) for k in model_b)
+    for phase in curves_b:
+        for column, values in curves_b[phase].items():
+            assert values.tobytes() == curves_a[phase][column].tobytes(), (phase, column)
