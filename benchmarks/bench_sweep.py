@@ -2,14 +2,19 @@
 another), and on Ray Tune with 1 and 2 workers, side by side in one run (repeats interleaved, medians).
 
 - overhead per trial = (Ray wall time with 1 worker - Ray start - direct wall time) / trials;
-- speed-up = Ray wall time with 2 workers / with 1 worker (the trials are independent).
+- speed-up = Ray wall time with 2 workers / with 1 worker (the trials are independent), beside the
+  machine's own floor: the same trials split over two plain processes (no Ray) / one process.
 
-    python benchmarks/bench_sweep.py [--experiment fig3-mnist] [--repeats 2] --out benchmarks/sweep_cpu.json
+Two grids: the catalog's fig3-mnist at smoke scale (20 trials of under a second: the fixed costs show) and
+``benchmarks/sweep_catalog/bench-grid.toml`` (8 trials of a few seconds: the parallel speed-up shows).
+
+    python benchmarks/bench_sweep.py [--repeats 2] --out benchmarks/sweep_cpu.json
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import statistics
 import tempfile
 import time
@@ -23,18 +28,22 @@ from report import write_report
 from spectral_analysis.experiments import find_experiment, run_sweep, run_trial
 from spectral_analysis.experiments.runner import TrialSpec
 
+BENCH_CATALOG = Path(__file__).resolve().parent / "sweep_catalog"
 
-def direct(name: str, root: Path) -> float:
-    """Every smoke trial through run_trial in this process, one thread, as a Ray worker runs it."""
+
+def direct(name: str, catalog: Path | None, root: Path, part: int = 0, parts: int = 1) -> float:
+    """The smoke trials (every ``parts``-th from ``part``) through run_trial in this process, one thread,
+    as a Ray worker runs them."""
+    torch.set_num_threads(1)
     clock = time.perf_counter()
-    for trial in find_experiment(name).trials("smoke"):
+    for trial in find_experiment(name, catalog).trials("smoke")[part::parts]:
         run_trial(
             TrialSpec(asdict(trial), str(root / "runs" / trial.key), str(root / "results"), "cpu", "bench")
         )
     return time.perf_counter() - clock
 
 
-def on_ray(name: str, root: Path, workers: int) -> tuple[float, float]:
+def on_ray(name: str, catalog: Path | None, root: Path, workers: int) -> tuple[float, float]:
     """Wall time of the sweep with a local Ray of ``workers`` CPUs, and of starting that Ray."""
     clock = time.perf_counter()
     ray.init(
@@ -47,7 +56,7 @@ def on_ray(name: str, root: Path, workers: int) -> tuple[float, float]:
     started = time.perf_counter() - clock
     try:
         outcome = run_sweep(
-            find_experiment(name),
+            find_experiment(name, catalog),
             "smoke",
             workers=workers,
             out=root / "runs",
@@ -60,40 +69,54 @@ def on_ray(name: str, root: Path, workers: int) -> tuple[float, float]:
     return time.perf_counter() - clock, started
 
 
+def measure(name: str, catalog: Path | None, repeats: int) -> dict:
+    trials = len(find_experiment(name, catalog).trials("smoke"))
+    times: dict[str, list[float]] = {
+        "direct": [],
+        "two_processes": [],
+        "ray1": [],
+        "ray2": [],
+        "ray_start": [],
+    }
+    for _ in range(repeats):
+        for kind in ("direct", "two_processes", "ray1", "ray2"):
+            with tempfile.TemporaryDirectory() as tmp:
+                if kind == "direct":
+                    times["direct"].append(direct(name, catalog, Path(tmp)))
+                elif kind == "two_processes":  # the machine's own parallel floor, no Ray
+                    clock = time.perf_counter()
+                    with multiprocessing.get_context("spawn").Pool(2) as pool:
+                        pool.starmap(direct, [(name, catalog, Path(tmp) / str(k), k, 2) for k in range(2)])
+                    times["two_processes"].append(time.perf_counter() - clock)
+                else:
+                    wall, started = on_ray(name, catalog, Path(tmp), int(kind[-1]))
+                    times[kind].append(wall)
+                    times["ray_start"].append(started)
+            print(name, kind, f"{times[kind][-1]:.1f} s", flush=True)
+    median = {k: statistics.median(v) for k, v in times.items()}
+    overhead = (median["ray1"] - median["ray_start"] - median["direct"]) / trials
+    return {
+        "experiment": name,
+        "trials": trials,
+        "repeats": repeats,
+        **{f"{k}_seconds": round(v, 2) for k, v in median.items()},
+        "overhead_per_trial_seconds": round(overhead, 3),
+        "two_workers_over_one": round(median["ray2"] / median["ray1"], 3),
+        "all_seconds": times,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--experiment", default="fig3-mnist")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    trials = len(find_experiment(args.experiment).trials("smoke"))
-    times: dict[str, list[float]] = {"direct": [], "ray1": [], "ray2": [], "ray_start": []}
-    for _ in range(args.repeats):
-        for kind in ("direct", "ray1", "ray2"):
-            with tempfile.TemporaryDirectory() as tmp:
-                if kind == "direct":
-                    times["direct"].append(direct(args.experiment, Path(tmp)))
-                else:
-                    wall, started = on_ray(args.experiment, Path(tmp), int(kind[-1]))
-                    times[kind].append(wall)
-                    times["ray_start"].append(started)
-            print(kind, f"{times[kind][-1]:.1f} s", flush=True)
-    median = {k: statistics.median(v) for k, v in times.items()}
-    case = {
-        "experiment": args.experiment,
-        "trials": trials,
-        "repeats": args.repeats,
-        **{f"{k}_seconds": round(v, 2) for k, v in median.items()},
-        "overhead_per_trial_seconds": round(
-            (median["ray1"] - median["ray_start"] - median["direct"]) / trials, 3
-        ),
-        "two_workers_over_one": round(median["ray2"] / median["ray1"], 3),
-        "all_seconds": times,
-    }
-    print(case)
+    cases = [measure("fig3-mnist", None, args.repeats), measure("bench-grid", BENCH_CATALOG, args.repeats)]
+    for case in cases:
+        print({k: v for k, v in case.items() if k != "all_seconds"})
     write_report(
-        args.out, "cpu", "experiments runner: direct vs Ray Tune with 1 and 2 workers (wall seconds)", [case]
+        args.out, "cpu", "experiments runner: direct vs Ray Tune with 1 and 2 workers (wall seconds)", cases
     )
 
 

@@ -24,9 +24,9 @@ def cmd_experiments(args: argparse.Namespace) -> int:
         for name in args.estimate or list(catalog):
             if name not in catalog:
                 raise CommandError(f"unknown experiment {name!r}; the catalog has {sorted(catalog)}")
-            estimate = estimate_experiment(catalog[name], results)
+            estimate = estimate_experiment(catalog[name], results, device=args.device)
             print(
-                f"{name}: {estimate['total_cpu_seconds'] / 3600:.1f} CPU hours at paper scale "
+                f"{name}: {estimate['total_seconds'] / 3600:.1f} {args.device} hours at paper scale "
                 f"({estimate['trials']} trials)",
                 flush=True,
             )
@@ -34,7 +34,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
     for name, experiment in catalog.items():
         smoke = read_rows(results, name, "smoke")
         paper = read_rows(results, name, "paper")
-        estimate = read_estimate(results, name)
+        estimate, gpu = read_estimate(results, name), read_estimate(results, name, "cuda")
         rows.append(
             {
                 "name": name,
@@ -44,28 +44,29 @@ def cmd_experiments(args: argparse.Namespace) -> int:
                 "trials": {s: len(experiment.trials(s)) for s in SCALES},
                 "paper_done": sum(r["status"] == "done" for r in paper),
                 "smoke_seconds": round(sum(r.get("wall_seconds", 0.0) for r in smoke), 1) if smoke else None,
-                "paper_cpu_hours": None
-                if estimate is None
-                else round(estimate["total_cpu_seconds"] / 3600, 2),
+                "paper_cpu_hours": None if estimate is None else round(estimate["total_seconds"] / 3600, 2),
+                "paper_gpu_hours": None if gpu is None else round(gpu["total_seconds"] / 3600, 2),
                 "unstated": experiment.scales["paper"].get("unstated"),
             }
         )
 
     def text(p: dict[str, Any]) -> str:
         lines = [
-            f"{'experiment':<22} {'paper':>6} {'smoke':>6} {'done':>5} {'smoke s':>8} {'paper CPU h':>11}"
-            "  source"
+            f"{'experiment':<22} {'paper':>6} {'smoke':>6} {'done':>5} {'smoke s':>8} {'paper CPU h':>11} "
+            f"{'GPU h':>6}  source"
         ]
         for r in p["experiments"]:
             smoke_s = "-" if r["smoke_seconds"] is None else f"{r['smoke_seconds']:.1f}"
             hours = "-" if r["paper_cpu_hours"] is None else f"{r['paper_cpu_hours']:.1f}"
+            gpu_hours = "-" if r["paper_gpu_hours"] is None else f"{r['paper_gpu_hours']:.2f}"
             lines.append(
                 f"{r['name']:<22} {r['trials']['paper']:>6} {r['trials']['smoke']:>6} {r['paper_done']:>5} "
-                f"{smoke_s:>8} {hours:>11}  {r['source']}"
+                f"{smoke_s:>8} {hours:>11} {gpu_hours:>6}  {r['source']}"
             )
         lines.append(
             "trials per scale; done: paper-scale trials kept; smoke s: measured wall seconds of the kept "
-            "smoke trials; paper CPU h: measured estimate (experiments --estimate)"
+            "smoke trials; paper CPU h / GPU h: measured estimates, one trial at a time "
+            "(experiments --estimate [--device cuda])"
         )
         return "\n".join(lines)
 

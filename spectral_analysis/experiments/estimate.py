@@ -3,7 +3,8 @@
 Each distinct configuration of the grid (seed 0) is built at its paper size and trained for a few steps
 after one warm-up step; one validation batch is timed the same way. The estimate is
 ``steps x seconds per step + evaluations x batches x seconds per batch``, times the seeds. Data loading
-and checkpoint writes are left out. Written to ``results/<experiment>/paper/estimate.json``.
+and checkpoint writes are left out. Written to ``results/<experiment>/paper/estimate_<device>.json``
+(``cpu`` or ``cuda``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ from spectral_analysis.experiments.catalog import Experiment
 from spectral_analysis.experiments.results import machine_name
 from spectral_analysis.train import Trainer
 from spectral_analysis.train.evaluation import evaluate
-
-ESTIMATE_NAME = "estimate.json"
 
 
 def _eval_batch_seconds(trainer: Trainer) -> tuple[float, int, int]:
@@ -59,32 +58,35 @@ def time_trial_config(trainer: Trainer, steps: int = 3) -> dict[str, float]:
     }
 
 
-def estimate_experiment(experiment: Experiment, results: str | Path, steps: int = 3) -> dict[str, Any]:
-    """Time every distinct paper-scale configuration of ``experiment`` and write the estimate."""
+def estimate_experiment(
+    experiment: Experiment, results: str | Path, steps: int = 3, device: str = "cpu"
+) -> dict[str, Any]:
+    """Time every distinct paper-scale configuration of ``experiment`` on ``device``; write the estimate."""
     torch.set_num_threads(1)  # as the runner's trials run
     seeds = experiment.seeds("paper")
     configs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for trial in experiment.trials("paper", seeds=1):
-            trainer = Trainer(trial.train_config(Path(tmp) / trial.key), resume=False)
+            trainer = Trainer(trial.train_config(Path(tmp) / trial.key, device), resume=False)
             configs[trial.key.removesuffix("_s0")] = time_trial_config(trainer, steps)
     total = seeds * sum(c["estimated_seconds"] for c in configs.values())
     estimate = {
         "experiment": experiment.name,
-        "machine": machine_name("cpu"),
+        "device": device,
+        "machine": machine_name(device),
         "threads_per_trial": 1,
         "measured_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "seeds": seeds,
         "trials": seeds * len(configs),
-        "total_cpu_seconds": total,
+        "total_seconds": total,
         "configurations": configs,
     }
-    path = Path(results) / experiment.name / "paper" / ESTIMATE_NAME
+    path = Path(results) / experiment.name / "paper" / f"estimate_{device.split(':')[0]}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(estimate, indent=1))
     return estimate
 
 
-def read_estimate(results: str | Path, experiment: str) -> dict[str, Any] | None:
-    path = Path(results) / experiment / "paper" / ESTIMATE_NAME
+def read_estimate(results: str | Path, experiment: str, device: str = "cpu") -> dict[str, Any] | None:
+    path = Path(results) / experiment / "paper" / f"estimate_{device}.json"
     return json.loads(path.read_text()) if path.is_file() else None
