@@ -277,6 +277,19 @@ def test_estimate_times_paper_configurations(tmp_path):
     assert read_estimate(tmp_path / "results", "tiny") == estimate
 
 
+def test_experiments_command_estimates_and_lists_the_catalog(tmp_path, capsys):
+    catalog = tiny_catalog(tmp_path)
+    args = ["experiments", "--catalog", str(catalog), "--results", str(tmp_path / "results")]
+    assert main([*args, "--estimate", "tiny", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["experiments"]
+    assert row["name"] == "tiny" and row["trials"] == {"paper": 12, "smoke": 4} and row["paper_done"] == 0
+    assert row["paper_cpu_seconds"] > 0 and row["paper_gpu_seconds"] is None and row["smoke_seconds"] is None
+    assert main([*args, "--estimate", "nope"]) == 1
+    assert "unknown experiment 'nope'" in capsys.readouterr().err
+    assert main(["run", "tiny", "--catalog", str(catalog), "--only", "lengthis5"]) == 1
+    assert "--only takes KEY=VALUE" in capsys.readouterr().err
+
+
 def _fake_trial(
     results: Path,
     experiment: str,

@@ -25,11 +25,12 @@ def cmd_experiments(args: argparse.Namespace) -> int:
             if name not in catalog:
                 raise CommandError(f"unknown experiment {name!r}; the catalog has {sorted(catalog)}")
             estimate = estimate_experiment(catalog[name], results, device=args.device)
-            print(
-                f"{name}: {estimate['total_seconds'] / 3600:.1f} {args.device} hours at paper scale "
-                f"({estimate['trials']} trials)",
-                flush=True,
-            )
+            if not args.json:
+                print(
+                    f"{name}: {estimate['total_seconds'] / 3600:.1f} {args.device} hours at paper scale "
+                    f"({estimate['trials']} trials)",
+                    flush=True,
+                )
     rows = []
     for name, experiment in catalog.items():
         smoke = read_rows(results, name, "smoke")
@@ -44,8 +45,8 @@ def cmd_experiments(args: argparse.Namespace) -> int:
                 "trials": {s: len(experiment.trials(s)) for s in SCALES},
                 "paper_done": sum(r["status"] == "done" for r in paper),
                 "smoke_seconds": round(sum(r.get("wall_seconds", 0.0) for r in smoke), 1) if smoke else None,
-                "paper_cpu_hours": None if estimate is None else round(estimate["total_seconds"] / 3600, 2),
-                "paper_gpu_hours": None if gpu is None else round(gpu["total_seconds"] / 3600, 2),
+                "paper_cpu_seconds": None if estimate is None else round(estimate["total_seconds"], 1),
+                "paper_gpu_seconds": None if gpu is None else round(gpu["total_seconds"], 1),
                 "unstated": experiment.scales["paper"].get("unstated"),
             }
         )
@@ -57,8 +58,8 @@ def cmd_experiments(args: argparse.Namespace) -> int:
         ]
         for r in p["experiments"]:
             smoke_s = "-" if r["smoke_seconds"] is None else f"{r['smoke_seconds']:.1f}"
-            hours = "-" if r["paper_cpu_hours"] is None else f"{r['paper_cpu_hours']:.1f}"
-            gpu_hours = "-" if r["paper_gpu_hours"] is None else f"{r['paper_gpu_hours']:.2f}"
+            hours = "-" if r["paper_cpu_seconds"] is None else f"{r['paper_cpu_seconds'] / 3600:.1f}"
+            gpu_hours = "-" if r["paper_gpu_seconds"] is None else f"{r['paper_gpu_seconds'] / 3600:.2f}"
             lines.append(
                 f"{r['name']:<22} {r['trials']['paper']:>6} {r['trials']['smoke']:>6} {r['paper_done']:>5} "
                 f"{smoke_s:>8} {hours:>11} {gpu_hours:>6}  {r['source']}"
@@ -231,6 +232,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="first time a few paper-scale steps of these experiments (all when none named)",
     )
+    listing.add_argument("--device", default="cpu", help="where --estimate times the steps: cpu or cuda")
     common(listing)
     listing.set_defaults(func=cmd_experiments)
 
