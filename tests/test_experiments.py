@@ -275,6 +275,9 @@ def test_estimate_times_paper_configurations(tmp_path):
         3 * sum(c["estimated_seconds"] for c in estimate["configurations"].values())
     )
     assert read_estimate(tmp_path / "results", "tiny") == estimate
+    diverging = load_experiment(tiny_catalog(tmp_path, TINY.replace("lr = 1e-2", "lr = 1e30")) / "tiny.toml")
+    probe = estimate_experiment(diverging, tmp_path / "results", steps=2)["configurations"]["rnn_length5"]
+    assert probe["seconds_per_step"] is None and "training diverged" in probe["diverged"]
 
 
 def test_experiments_command_estimates_and_lists_the_catalog(tmp_path, capsys):

@@ -21,7 +21,7 @@ import torch
 
 from spectral_analysis.experiments.catalog import Experiment
 from spectral_analysis.experiments.results import machine_name
-from spectral_analysis.train import Trainer
+from spectral_analysis.train import Trainer, TrainingDivergedError
 from spectral_analysis.train.evaluation import evaluate
 
 
@@ -42,11 +42,17 @@ def _eval_batch_seconds(trainer: Trainer) -> tuple[float, int, int]:
     return time.perf_counter() - clock, valid_batches, test_batches
 
 
-def time_trial_config(trainer: Trainer, steps: int = 3) -> dict[str, float]:
-    """Measured seconds per training step and the estimated seconds of the whole run."""
-    stamps: list[float] = []
-    trainer.run(callback=lambda _step: stamps.append(time.perf_counter()), stop=lambda step: step > steps)
-    per_step = statistics.median(b - a for a, b in zip(stamps, stamps[1:], strict=False))
+def time_trial_config(trainer: Trainer, steps: int = 3) -> dict[str, Any]:
+    """Measured seconds per training step and the estimated seconds of the whole run. A configuration
+    whose loss diverges during the probe is reported as such: the sweep will record it as failed after
+    the same few steps, so its cost is the probe's."""
+    stamps: list[float] = [time.perf_counter()]
+    try:
+        trainer.run(callback=lambda _step: stamps.append(time.perf_counter()), stop=lambda step: step > steps)
+    except TrainingDivergedError as error:
+        return {"seconds_per_step": None, "total_steps": trainer.total_steps, "diverged": str(error),
+                "estimated_seconds": stamps[-1] - stamps[0]}
+    per_step = statistics.median(b - a for a, b in zip(stamps[1:], stamps[2:], strict=False))
     per_batch, valid_batches, test_batches = _eval_batch_seconds(trainer)
     evaluations = trainer.total_steps // trainer.config.eval_every
     seconds = trainer.total_steps * per_step + per_batch * (evaluations * valid_batches + test_batches)

@@ -90,7 +90,10 @@ def recurrence_torch(x: Tensor, M: Tensor, b: Tensor, W: Tensor, h0: Tensor, act
     kernel = torch.rnn_relu if activation == "relu" else torch.rnn_tanh
     with warnings.catch_warnings():  # cuDNN copies W into its flat buffer: W is new at every call
         warnings.filterwarnings("ignore", message=".*contiguous chunk of memory.*")
-        out, _ = kernel(x, h0.unsqueeze(0), [M, W, b, torch.zeros_like(b)], True, 1, 0.0,
+        # cuDNN views the weights as one flat buffer: a transposed or strided W (the SVD map's) must be
+        # made contiguous first ("view size is not compatible with input tensor's size and stride")
+        weights = [M.contiguous(), W.contiguous(), b.contiguous(), torch.zeros_like(b)]
+        out, _ = kernel(x.contiguous(), h0.unsqueeze(0).contiguous(), weights, True, 1, 0.0,
                         torch.is_grad_enabled(), False, True)
     return out
 
