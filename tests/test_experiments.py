@@ -384,17 +384,32 @@ def test_fig3_verdict_names_the_best_model_from_kept_results(tmp_path, monkeypat
                     best + 0.01 * seed,
                 )
     monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()  # a catalog without fig3-mnist: the made-up grid counts as complete
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
     records = mnist_ranking.run()
     assert [r.verdict for r in records] == ["differs", "differs", "holds"]
     assert "best first: irnn 0.610 [0.600, 0.620], spectral 0.510" in records[0].evidence
     assert records[2].numbers["test_accuracy"]["spectral"][0] == pytest.approx(0.91)
 
 
-def test_experimental_checks_read_the_committed_smoke_results_as_unverified():
+def test_experimental_checks_read_the_committed_results_through_the_gate():
     records = experiments.run() + mnist_ranking.run() + depth.run()
-    assert records and {r.verdict for r in records} == {"unverified"}
-    assert all("smoke scale, not the paper's" in r.evidence for r in records)
+    for record in records:
+        scale, seeds = record.numbers["scale"], int(re.search(r"; (\d+) seeds?", record.evidence).group(1))
+        judged = scale == "paper" and seeds >= MIN_SEEDS
+        assert (record.verdict != "unverified") == judged, record.evidence[:120]
     assert "gradient w.r.t. first cell of oRNN/Spectral-RNN does not vanish" in records[0].claim
+
+
+def test_a_paper_grid_under_way_is_not_read_until_every_configuration_has_a_trial(tmp_path):
+    _fake_trial(tmp_path, "table2-mnist", "smoke", "rnn_s0", "rnn", {}, 0, ["valid,1,0.1,,"], 0.1)
+    _fake_trial(tmp_path, "table2-mnist", "paper", "rnn_s0", "rnn", {}, 0, ["valid,1,0.9,,"], 0.9)
+    assert read_grid(tmp_path, "table2-mnist").scale == "smoke"
+    for variant in ("spectral", "ornn", "urnn", "lstm"):
+        _fake_trial(
+            tmp_path, "table2-mnist", "paper", f"{variant}_s0", variant, {}, 0, ["valid,1,0.9,,"], 0.9
+        )
+    assert read_grid(tmp_path, "table2-mnist").scale == "paper"
 
 
 def test_committed_smoke_results_cover_the_catalog():
@@ -424,6 +439,9 @@ def test_figures_are_drawn_from_kept_results_without_training(tmp_path, monkeypa
         "table4_ucr.md",
     } <= names
     assert all(Path(d["path"]).stat().st_size > 0 for d in drawn)
-    assert {d["scale"] for d in drawn if d["experiment"] != "benchmarks"} == {"smoke"}
-    assert "smoke scale, not the paper's" in (tmp_path / "table2_mnist.md").read_text()
+    for d in drawn:
+        if d["experiment"] != "benchmarks":
+            assert d["scale"] == read_grid(ROOT / "results", d["experiment"]).scale
+    table2 = read_grid(ROOT / "results", "table2-mnist")
+    assert table2.stamp() in (tmp_path / "table2_mnist.md").read_text()
     assert set(READERS) - {"benchmarks"} <= set(load_catalog())

@@ -1,7 +1,8 @@
 """Reading kept results as a grid: trials grouped by configuration (variant and axis values) over seeds.
 
 Figures and paper checks read results only through :func:`read_grid`; they never train. A grid is read
-at ``paper`` scale when that scale holds finished trials, else at ``smoke`` scale (and says so).
+at ``paper`` scale once every configuration of the catalog's paper grid has a finished trial (a sweep
+still under way is not drawn half), else at ``smoke`` scale (and says so).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from spectral_analysis.experiments.catalog import find_experiment
 from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, trial_results_dir
 
@@ -57,14 +59,21 @@ class Group:
         or ``best_valid``; default metric: the primary one), as mean and min-max."""
 
         def value(row: dict[str, Any]) -> float:
-            got = row.get("best_valid") if source == "best_valid" else \
-                (row.get(source) or {}).get(metric or row["metric"])
+            got = (
+                row.get("best_valid")
+                if source == "best_valid"
+                else (row.get(source) or {}).get(metric or row["metric"])
+            )
             return np.nan if got is None else float(got)
 
         values = np.array([value(r) for r in self.rows])
         with np.errstate(all="ignore"):
-            return Spread(float(np.nanmean(values)), float(np.nanmin(values)), float(np.nanmax(values)),
-                          int(np.isfinite(values).sum()))
+            return Spread(
+                float(np.nanmean(values)),
+                float(np.nanmin(values)),
+                float(np.nanmax(values)),
+                int(np.isfinite(values).sum()),
+            )
 
     def checkpoint(self) -> Path | None:
         """The kept checkpoint (seed 0), or ``None`` when the zoo did not keep one."""
@@ -114,9 +123,17 @@ class KeptGrid:
         return f"{scale}; {self.seeds} seed{'s' if self.seeds != 1 else ''}"
 
 
+def _paper_configurations(experiment: str) -> int | None:
+    """How many configurations the catalog's paper grid of ``experiment`` has (``None``: not in it)."""
+    try:
+        return len(find_experiment(experiment).trials("paper", seeds=1))
+    except ValueError:
+        return None
+
+
 def read_grid(results: str | Path, experiment: str, scale: str | None = None) -> KeptGrid | None:
     """The finished trials of ``experiment`` grouped by configuration, at ``scale`` or (by default) at
-    ``paper`` scale when it holds finished trials, else ``smoke``; ``None`` when neither does."""
+    ``paper`` scale when every configuration has one, else ``smoke``; ``None`` when neither has any."""
     for candidate in [scale] if scale else ["paper", "smoke"]:
         rows = read_rows(results, experiment, candidate)
         done = [r for r in rows if r["status"] == "done"]
@@ -130,5 +147,8 @@ def read_grid(results: str | Path, experiment: str, scale: str | None = None) ->
             group.rows.append(row)
             group.dirs.append(trial_results_dir(results, experiment, candidate, row["trial"]))
         grid.groups = list(by_config.values())
+        expected = _paper_configurations(experiment) if candidate == "paper" and not scale else None
+        if expected is not None and len(grid.groups) < expected:
+            continue
         return grid
     return None
