@@ -13,6 +13,7 @@ from spectral_analysis.cli import main
 from spectral_analysis.experiments import SCALES, load_catalog, load_experiment, read_grid, run_trial
 from spectral_analysis.experiments.catalog import CONFIG_FIELDS
 from spectral_analysis.experiments.estimate import estimate_experiment, read_estimate
+from spectral_analysis.experiments.ledger import ledger_rows, write_ledger
 from spectral_analysis.experiments.runner import TrialSpec
 from spectral_analysis.io import resolve_checkpoint, zoo_entries
 from spectral_analysis.paper import depth, experiments, mnist_ranking
@@ -191,6 +192,27 @@ def test_run_trial_keeps_summary_curves_checkpoint_and_zoo_entry(tmp_path):
     for name, value in trained.model.state_dict().items():
         assert torch.equal(value, checkpoint.model.state_dict()[name])
     assert [e["name"] for e in zoo_entries(tmp_path / "results")][0] == f"zoo:tiny/smoke/{rows[0]['trial']}"
+
+
+def test_the_ledger_counts_done_planned_and_failed_trials(tmp_path):
+    text = TINY.replace(
+        '[[variants]]\nlabel = "spectral"',
+        '[[variants]]\nlabel = "diverges"\nmodel = "rnn"\nlr = 1e30\n[[variants]]\nlabel = "spectral"',
+    )
+    catalog = tiny_catalog(tmp_path, text)
+    _, rows = _run_tiny(tmp_path, catalog)
+    (entry,) = ledger_rows(tmp_path / "results", load_catalog(catalog))
+    assert (entry["experiment"], entry["scale"], entry["done"], entry["planned"], entry["failed"]) == (
+        "tiny",
+        "smoke",
+        4,
+        6,
+        2,
+    )
+    seconds = [r["seconds"] for r in rows if r["status"] == "done"]
+    assert entry["total_seconds"] == pytest.approx(sum(seconds)) and entry["devices"] == ["cpu"]
+    text = write_ledger(tmp_path / "results", load_catalog(catalog)).read_text()
+    assert "| tiny | smoke | 4 / 6 | 2 |" in text
 
 
 def test_zoo_names_resolve_and_missing_ones_say_what_exists(tmp_path):

@@ -89,7 +89,7 @@ def _evenly(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     return [rows[i] for i in picks]
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     with os.fdopen(fd, "w") as f:
@@ -233,7 +233,7 @@ def keep_trial(
                 "parameters": checkpoint.model.parameter_counts()["total"],
             }
         )
-    _atomic_write(out / RESULT_NAME, json.dumps(row, indent=1))
+    atomic_write(out / RESULT_NAME, json.dumps(row, indent=1))
     return row
 
 
@@ -251,7 +251,7 @@ def write_summary(results: str | Path, experiment: str, scale: str) -> list[dict
     """Gather the trial rows into ``summary.json`` and ``summary.csv``; returns the rows."""
     rows = read_rows(results, experiment, scale)
     root = Path(results) / experiment / scale
-    _atomic_write(root / "summary.json", json.dumps(rows, indent=1))
+    atomic_write(root / "summary.json", json.dumps(rows, indent=1))
     flat = []
     for r in rows:
         metric = r.get("metric")

@@ -29,7 +29,8 @@ from typing import Any
 
 import torch
 
-from spectral_analysis.experiments.catalog import Experiment, Trial
+from spectral_analysis.experiments.catalog import Experiment, Trial, load_catalog
+from spectral_analysis.experiments.ledger import write_ledger
 from spectral_analysis.experiments.results import keep_trial, read_rows, write_summary
 from spectral_analysis.io.zoo import RESULT_NAME, default_results_dir, trial_results_dir
 from spectral_analysis.train import Trainer
@@ -274,5 +275,6 @@ def run_sweep(
     outcome.failed = sorted(
         {r["trial"] for r in outcome.rows if r["status"] == "failed"} | set(outcome.failed)
     )
+    write_ledger(results, load_catalog(experiment.path.parent))
     outcome.seconds = time.perf_counter() - clock
     return outcome

@@ -1,0 +1,64 @@
+"""The compute ledger, ``results/LEDGER.md``, generated from the kept summaries: per experiment and
+scale, trials done / planned, failed, training seconds per trial (median and total), the device and
+machine they ran on, and the date of the last one. Rewritten at the end of every sweep."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from spectral_analysis.experiments.catalog import SCALES, Experiment
+from spectral_analysis.experiments.results import atomic_write, read_rows
+
+LEDGER_NAME = "LEDGER.md"
+
+
+def ledger_rows(results: str | Path, catalog: dict[str, Experiment]) -> list[dict]:
+    rows = []
+    for name, experiment in catalog.items():
+        for scale in SCALES:
+            kept = read_rows(results, name, scale)
+            if not kept:
+                continue
+            done = [r for r in kept if r["status"] == "done"]
+            seconds = [r["seconds"] for r in done if r.get("seconds") is not None]
+            rows.append(
+                {
+                    "experiment": name,
+                    "scale": scale,
+                    "done": len(done),
+                    "planned": len(experiment.trials(scale)),
+                    "failed": sum(r["status"] == "failed" for r in kept),
+                    "median_seconds": statistics.median(seconds) if seconds else None,
+                    "total_seconds": sum(seconds),
+                    "devices": sorted({r["device"] for r in done}),
+                    "machines": sorted({r["machine"] for r in done}),
+                    "last": max((r["finished_at"] for r in kept), default=""),
+                }
+            )
+    return rows
+
+
+def write_ledger(results: str | Path, catalog: dict[str, Experiment]) -> Path:
+    """Write ``results/LEDGER.md`` from the kept rows of every experiment of ``catalog``."""
+    rows = ledger_rows(results, catalog)
+    lines = [
+        "# Compute ledger",
+        "",
+        "Generated from the kept summaries by `spectral-analysis run` (do not edit by hand). Seconds are "
+        "the trainer's training seconds per trial (evaluation excluded).",
+        "",
+        "| experiment | scale | done / planned | failed | s per trial (median) | s in all | device | machine "
+        "| last trial |",
+        "|---|---|---|---:|---:|---:|---|---|---|",
+    ]
+    for r in rows:
+        median = "-" if r["median_seconds"] is None else f"{r['median_seconds']:.1f}"
+        lines.append(
+            f"| {r['experiment']} | {r['scale']} | {r['done']} / {r['planned']} | {r['failed']} | {median} "
+            f"| {r['total_seconds']:.0f} | {', '.join(r['devices'])} | {'; '.join(r['machines'])} "
+            f"| {r['last']} |"
+        )
+    path = Path(results) / LEDGER_NAME
+    atomic_write(path, "\n".join(lines) + "\n")
+    return path
