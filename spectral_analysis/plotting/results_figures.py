@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -70,63 +72,53 @@ def _panels(grid: KeptGrid, axis: str, metric: str) -> dict[Any, dict[str, dict[
     }
 
 
-def _learning_figure(
-    results: Path,
-    out: Path,
-    experiment: str,
-    file: str,
-    axis: str,
-    metric: str,
-    baseline: Callable[[Any], float | None] | float | None,
-    title: str,
-    length_name: str,
-    log_scale: bool | None = None,
-) -> list[Drawn]:
-    grid = read_grid(results, experiment)
-    if grid is None:
-        return []
-    panels = (
-        _panels(grid, axis, metric) if axis else {"": {g.variant: _curves(g, metric) for g in grid.groups}}
-    )
-    levels = {k: baseline(k) for k in panels} if callable(baseline) else baseline
-    size = ", ".join(sorted({f"n = {g.rows[0]['hidden']}" for g in grid.groups}))
-    path = plot_learning_curves(
-        panels,
-        metric.replace("_", " "),
-        levels,
-        f"{title} ({size}; {grid.stamp()})",
-        out / file,
-        length_name=length_name,
-        log_scale=log_scale,
-    )
-    return [_drawn(path, grid)]
+def copy_baseline(T: int) -> float:
+    """The copy task's memoryless cross entropy, 10 log 8 / (T + 20) (KRU Section 4.1)."""
+    return 10 * math.log(8) / (T + 20)
 
 
-def fig1(results: Path, out: Path) -> list[Drawn]:
-    return _learning_figure(
-        results, out, "fig1-addition", "fig1_addition.png", "length", "mse", 2 / 12, "Fig. 1: addition", "L"
-    )
+@dataclass(frozen=True)
+class LearningFigure:
+    """A Fig. 1-style figure: ``metric`` on the validation data and ||dL/dh0|| over training, one panel
+    per value of ``axis`` (none: one panel), with ``baseline`` (a level, or a function of the axis value)."""
+
+    file: str
+    axis: str
+    metric: str
+    baseline: Callable[[Any], float] | float | None
+    title: str
+    axis_name: str
+    log_scale: bool | None = None
+
+    def draw(self, experiment: str, results: Path, out: Path) -> list[Drawn]:
+        grid = read_grid(results, experiment)
+        if grid is None:
+            return []
+        panels = (
+            _panels(grid, self.axis, self.metric)
+            if self.axis
+            else {"": {g.variant: _curves(g, self.metric) for g in grid.groups}}
+        )
+        levels = {k: self.baseline(k) for k in panels} if callable(self.baseline) else self.baseline
+        size = ", ".join(sorted({f"n = {g.rows[0]['hidden']}" for g in grid.groups}))
+        path = plot_learning_curves(
+            panels,
+            self.metric.replace("_", " "),
+            levels,
+            f"{self.title} ({size}; {grid.stamp()})",
+            out / self.file,
+            length_name=self.axis_name,
+            log_scale=self.log_scale,
+        )
+        return [_drawn(path, grid)]
 
 
-def fig2(results: Path, out: Path) -> list[Drawn]:
-    return _learning_figure(
-        results,
-        out,
-        "fig2-copy",
-        "fig2_copy.png",
-        "length",
-        "cross_entropy",
-        lambda T: 10 * math.log(8) / (T + 20),
-        "Fig. 2: copy",
-        "T",
-    )
-
-
-def fig2c(results: Path, out: Path) -> list[Drawn]:
-    return _learning_figure(
-        results,
-        out,
-        "svdrnn-fig2-leak",
+LEARNING_FIGURES = {
+    "fig1-addition": LearningFigure("fig1_addition.png", "length", "mse", 2 / 12, "Fig. 1: addition", "L"),
+    "fig2-copy": LearningFigure(
+        "fig2_copy.png", "length", "cross_entropy", copy_baseline, "Fig. 2: copy", "T"
+    ),
+    "svdrnn-fig2-leak": LearningFigure(
         "fig2c_leak.png",
         "leak",
         "accuracy",
@@ -134,34 +126,12 @@ def fig2c(results: Path, out: Path) -> list[Drawn]:
         "Earlier version's Fig. 2(c, f): row-by-row MNIST",
         "leak",
         log_scale=False,
-    )
-
-
-def kru_copy(results: Path, out: Path) -> list[Drawn]:
-    return _learning_figure(
-        results,
-        out,
-        "kru-copy",
-        "kru_copy.png",
-        "length",
-        "cross_entropy",
-        lambda T: 10 * math.log(8) / (T + 20),
-        "KRU Fig. 1: copy memory",
-        "T",
-    )
-
-
-def kru_adding(results: Path, out: Path) -> list[Drawn]:
-    return _learning_figure(
-        results, out, "kru-adding", "kru_adding.png", "length", "mse", 2 / 12, "KRU Fig. 2: adding", "T"
-    )
-
-
-def dizzy_copy(results: Path, out: Path) -> list[Drawn]:
-    return _learning_figure(
-        results,
-        out,
-        "dizzy-copy",
+    ),
+    "kru-copy": LearningFigure(
+        "kru_copy.png", "length", "cross_entropy", copy_baseline, "KRU Fig. 1: copy memory", "T"
+    ),
+    "kru-adding": LearningFigure("kru_adding.png", "length", "mse", 2 / 12, "KRU Fig. 2: adding", "T"),
+    "dizzy-copy": LearningFigure(
         "dizzy_copy.png",
         "",
         "accuracy_recall",
@@ -169,7 +139,8 @@ def dizzy_copy(results: Path, out: Path) -> list[Drawn]:
         "DizzyRNN Fig. 1: copy, lag 90, accuracy on the copied symbols",
         "",
         log_scale=False,
-    )
+    ),
+}
 
 
 FIG3_PANELS = {
@@ -345,15 +316,10 @@ def householder_speed(results: Path, out: Path) -> list[Drawn]:
 
 
 FIGURES: dict[str, Callable[[Path, Path], list[Drawn]]] = {
-    "fig1-addition": fig1,
-    "fig2-copy": fig2,
+    **{name: partial(figure.draw, name) for name, figure in LEARNING_FIGURES.items()},
     "fig3-mnist": fig3_and_4,
     "fig5-depth": fig5,
-    "svdrnn-fig2-leak": fig2c,
-    "kru-copy": kru_copy,
-    "kru-adding": kru_adding,
     "kru-amplitude": kru_amplitude,
-    "dizzy-copy": dizzy_copy,
     "zoo-addition": analyzers,
     "benchmarks": householder_speed,
 }
