@@ -123,10 +123,10 @@ class KeptGrid:
         return f"{scale}; {self.seeds} seed{'s' if self.seeds != 1 else ''}"
 
 
-def _paper_configurations(experiment: str) -> int | None:
-    """How many configurations the catalog's paper grid of ``experiment`` has (``None``: not in it)."""
+def _catalog_configurations(experiment: str) -> list[str] | None:
+    """The configuration keys of the catalog's grid of ``experiment``, in order (``None``: not in it)."""
     try:
-        return len(find_experiment(experiment).trials("paper", seeds=1))
+        return [t.key.rsplit("_s", 1)[0] for t in find_experiment(experiment).trials("paper", seeds=1)]
     except ValueError:
         return None
 
@@ -146,9 +146,10 @@ def read_grid(results: str | Path, experiment: str, scale: str | None = None) ->
             group = by_config.setdefault(key, Group(row["variant"], row["axes"], [], []))
             group.rows.append(row)
             group.dirs.append(trial_results_dir(results, experiment, candidate, row["trial"]))
-        grid.groups = list(by_config.values())
-        expected = _paper_configurations(experiment) if candidate == "paper" and not scale else None
-        if expected is not None and len(grid.groups) < expected:
-            continue
+        order = _catalog_configurations(experiment)
+        if order is not None and candidate == "paper" and not scale and len(by_config) < len(order):
+            continue  # a paper grid still under way
+        rank = {key: i for i, key in enumerate(order or [])}
+        grid.groups = [by_config[k] for k in sorted(by_config, key=lambda k: (rank.get(k, len(rank)), k))]
         return grid
     return None
