@@ -3,10 +3,12 @@ on this machine, a sweep killed with SIGKILL and resumed, and failed trials reco
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -92,13 +94,29 @@ def long_catalog(tmp_path):
     return directory
 
 
+@pytest.fixture
+def ray_temp_dir():
+    """A Ray temp dir of this test alone (short: Ray's socket paths must fit 107 bytes); on exit every
+    process that mentions it is killed, and no other Ray on the machine (`ray stop` would kill them all,
+    a developer's running sweep included)."""
+    directory = tempfile.mkdtemp(prefix="rt", dir="/tmp")
+    yield directory
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if directory.encode() in cmdline.read_bytes():
+                os.kill(int(cmdline.parent.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+    shutil.rmtree(directory, ignore_errors=True)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def test_a_head_node_started_with_ray_start_runs_the_grid_by_address(tmp_path, long_catalog):
+def test_a_head_node_started_with_ray_start_runs_the_grid_by_address(tmp_path, long_catalog, ray_temp_dir):
     port = _free_port()
     start = [
         str(BIN / "ray"),
@@ -109,31 +127,30 @@ def test_a_head_node_started_with_ray_start_runs_the_grid_by_address(tmp_path, l
         "--num-cpus=2",
         "--include-dashboard=false",
         "--disable-usage-stats",
+        f"--temp-dir={ray_temp_dir}",
     ]
-    subprocess.run(start, check=True, capture_output=True, timeout=120)
-    try:
-        run = subprocess.run(
-            [
-                str(BIN / "spectral-analysis"),
-                "run",
-                "long",
-                "--catalog",
-                str(long_catalog),
-                "--address",
-                f"127.0.0.1:{port}",
-                "--out",
-                str(tmp_path / "runs"),
-                "--results",
-                str(tmp_path / "results"),
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env={k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")},
-        )
-    finally:
-        subprocess.run([str(BIN / "ray"), "stop", "--force"], capture_output=True, timeout=120)
+    subprocess.run(start, check=True, capture_output=True, timeout=120)  # stopped by the fixture
+    command = [
+        str(BIN / "spectral-analysis"),
+        "run",
+        "long",
+        "--catalog",
+        str(long_catalog),
+        "--address",
+        f"127.0.0.1:{port}",
+        "--out",
+        str(tmp_path / "runs"),
+        "--results",
+        str(tmp_path / "results"),
+        "--json",
+    ]
+    run = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")},
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     sweep = json.loads(run.stdout)["sweeps"][0]
     assert sweep["ran"] == ["spectral_s0", "diverges_s0"]
@@ -152,20 +169,25 @@ def _kept_state(results: Path) -> tuple[dict, dict]:
     return model, {phase: {k: v for k, v in c.items() if k != "time"} for phase, c in curves.items()}
 
 
-def test_a_sweep_killed_mid_trial_resumes_to_the_uninterrupted_result(tmp_path, long_catalog):
+def test_a_sweep_killed_mid_trial_resumes_to_the_uninterrupted_result(tmp_path, long_catalog, ray_temp_dir):
     args = ["run", "long", "--catalog", str(long_catalog), "--only", "variant=spectral", "--workers", "1"]
     killed = tmp_path / "killed"
     process = _cli(
-        *args, "--out", str(killed / "runs"), "--results", str(killed / "results"), start_new_session=True
+        *args,
+        "--out",
+        str(killed / "runs"),
+        "--results",
+        str(killed / "results"),
+        start_new_session=True,
+        env={**os.environ, "RAY_TMPDIR": ray_temp_dir},
     )
     checkpoints = killed / "runs" / "long" / "smoke" / "spectral_s0" / "checkpoints"
     deadline = time.time() + 240
     while not (checkpoints / "step-000300.safetensors").is_file():
         assert process.poll() is None and time.time() < deadline, process.communicate()[0]
         time.sleep(0.1)
-    os.killpg(process.pid, signal.SIGKILL)
+    os.killpg(process.pid, signal.SIGKILL)  # the driver, its local Ray and the trial's worker
     process.wait()
-    subprocess.run([str(BIN / "ray"), "stop", "--force"], capture_output=True, timeout=120)
     assert not (killed / "results" / "long" / "smoke" / "spectral_s0").exists()
     resumed = subprocess.run(
         [
