@@ -4,6 +4,7 @@ dicts by model name) and writes one PNG."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -122,7 +123,7 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
         axes[1, col].set_ylabel(r"$\|\partial L / \partial h^{(0)}\|_2$ (log scale)")
         axes[1, col].set_xlabel("training step")
     axes[0, 0].legend(fontsize=8)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(textwrap.fill(title, width=int(14 * fig.get_figwidth())), fontsize=10)  # fits one panel too
     return _save(fig, Path(out))
 
 
