@@ -139,9 +139,9 @@ def test_a_head_node_started_with_ray_start_runs_the_grid_by_address(tmp_path, l
         "--address",
         f"127.0.0.1:{port}",
         "--out",
-        str(tmp_path / "runs"),
+        "runs",  # relative to the working directory, as a user types it
         "--results",
-        str(tmp_path / "results"),
+        "results",
         "--json",
     ]
     run = subprocess.run(
@@ -149,8 +149,10 @@ def test_a_head_node_started_with_ray_start_runs_the_grid_by_address(tmp_path, l
         capture_output=True,
         text=True,
         timeout=600,
+        cwd=tmp_path,
         env={k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")},
     )
+    assert (tmp_path / "runs" / "long" / "smoke" / "spectral_s0" / "last.safetensors").is_file()
     assert run.returncode == 0, run.stderr[-2000:]
     sweep = json.loads(run.stdout)["sweeps"][0]
     assert sweep["ran"] == ["spectral_s0", "diverges_s0"]

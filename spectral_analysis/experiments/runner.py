@@ -221,7 +221,10 @@ def run_sweep(
     if time_budget is not None and not time_budget > 0:
         raise ValueError(f"time budget must be > 0 seconds, got {time_budget}")
     clock = time.perf_counter()
-    results = Path(results) if results else default_results_dir()
+    # absolute: Tune runs each trial in a working directory of its own, where a relative path would
+    # land the run directories inside Ray's session folder (and out of reach of the next resume)
+    out = Path(out).resolve()
+    results = (Path(results) if results else default_results_dir()).resolve()
     trials = experiment.trials(scale, seeds, only)
     if not trials:
         raise ValueError(f"no trial of {experiment.name!r} at scale {scale!r} matches {only}")
@@ -252,7 +255,7 @@ def run_sweep(
         report(
             f"{experiment.name} ({scale}): {len(specs)} trial(s) to run, {len(outcome.skipped)} already kept"
         )
-        storage = Path(out).resolve() / ".tune"
+        storage = out / ".tune"
         storage.mkdir(parents=True, exist_ok=True)
         with (
             tempfile.TemporaryDirectory(dir=storage) as tune_dir,
