@@ -24,7 +24,7 @@ from spectral_analysis.data import load_task
 from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.nn import build_model
 from spectral_analysis.nn.activations import DEFAULT_LEAK
-from spectral_analysis.paper.kept import gate, kept_grid, missing_evidence
+from spectral_analysis.paper.kept import judged, kept_grid, missing_record
 from spectral_analysis.train import load_checkpoint
 
 PLAIN_ENDS = " (plain ends)"  # key suffix of the SVD nets with plain input and output layers
@@ -135,12 +135,8 @@ def run(quick: bool = True) -> list[CheckRecord]:
     """The two claims in both readings from kept results (``quick`` is accepted for the common interface)."""
     grid = kept_grid("fig5-depth")
     if grid is None:
-        return [CheckRecord(SOURCE, "the SVD based methods are resilient to increasing depth", "unverified",
-                            missing_evidence("fig5-depth"), {})]
+        claim = "the SVD based methods are resilient to increasing depth"
+        return [missing_record(SOURCE, claim, "fig5-depth")]
     size = (f"flattened MNIST, width {grid.groups[0].rows[0]['hidden']}, leaky ReLU (leak {DEFAULT_LEAK}), "
             "sigma in [0.9, 1.1]; mean test accuracy over seeds")
-    records = records_from_runs(runs_from_grid(grid), size)
-    for record in records:
-        record.verdict, record.evidence = gate(grid, record.verdict, record.evidence)
-        record.numbers["scale"] = grid.scale
-    return records
+    return [judged(grid, record) for record in records_from_runs(runs_from_grid(grid), size)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.paper.kept import gate, kept_grid, missing_evidence
+from spectral_analysis.paper.kept import judged, kept_grid, missing_record
 
 VANISHED = 1e-8  # ||dL/dh0|| below this counts as vanished
 FIG1_SOURCE, FIG4_SOURCE = "ICML Section 7.1 (Fig. 1, L = 300)", "ICML Section 7.2 (Fig. 4)"
@@ -21,15 +21,17 @@ FIG1_CLAIM = (
     "the gradient w.r.t. first cell of oRNN/Spectral-RNN does not vanish regardless of the depth, "
     "while IRNN/LSTM's gradients vanish as L becomes lager"
 )
-FIG4_CLAIM = ("Although IRNN has small spectral margin at first few iterations, it quickly deviates from "
-              "being orthogonal")
+FIG4_CLAIM = (
+    "Although IRNN has small spectral margin at first few iterations, it quickly deviates from "
+    "being orthogonal"
+)
 EXPECTED_ALIVE = {"ornn": True, "spectral": True, "irnn": False, "lstm": False}
 
 
 def gradient_record() -> CheckRecord:
     grid = kept_grid("fig1-addition")
     if grid is None:
-        return CheckRecord(FIG1_SOURCE, FIG1_CLAIM, "unverified", missing_evidence("fig1-addition"), {})
+        return missing_record(FIG1_SOURCE, FIG1_CLAIM, "fig1-addition")
     gradient = {}
     for model in EXPECTED_ALIVE:
         group = grid.group(model, length=300)
@@ -46,20 +48,18 @@ def gradient_record() -> CheckRecord:
         + "; not for "
         + (", ".join(m for m in alive if alive[m] != EXPECTED_ALIVE[m]) or "none")
     )
-    verdict, evidence = gate(grid, verdict, evidence)
-    return CheckRecord(
-        FIG1_SOURCE,
-        FIG1_CLAIM,
-        verdict,
-        evidence,
-        {"grad_h0_norm": gradient, "vanished_below": VANISHED, "scale": grid.scale},
+    return judged(
+        grid,
+        CheckRecord(
+            FIG1_SOURCE, FIG1_CLAIM, verdict, evidence, {"grad_h0_norm": gradient, "vanished_below": VANISHED}
+        ),
     )
 
 
 def margin_record() -> CheckRecord:
     grid = kept_grid("fig3-mnist")
     if grid is None:
-        return CheckRecord(FIG4_SOURCE, FIG4_CLAIM, "unverified", missing_evidence("fig3-mnist"), {})
+        return missing_record(FIG4_SOURCE, FIG4_CLAIM, "fig3-mnist")
     margin, first_above, r = {}, {}, 0.1
     for model in ("irnn", "spectral"):
         group = grid.group(model, task="mnist", pixels_per_step=1)
@@ -74,13 +74,15 @@ def margin_record() -> CheckRecord:
         f"seeds): IRNN {margin.get('irnn', float('nan')):.4f} (above r = {r} from step "
         f"{first_above.get('irnn')}), Spectral-RNN {margin.get('spectral', float('nan')):.4f} (r = {r})"
     )
-    verdict, evidence = gate(grid, "holds" if ok else "differs", evidence)
-    return CheckRecord(
-        FIG4_SOURCE,
-        FIG4_CLAIM,
-        verdict,
-        evidence,
-        {"max_margin": margin, "first_step_above_r": first_above, "scale": grid.scale},
+    return judged(
+        grid,
+        CheckRecord(
+            FIG4_SOURCE,
+            FIG4_CLAIM,
+            "holds" if ok else "differs",
+            evidence,
+            {"max_margin": margin, "first_step_above_r": first_above},
+        ),
     )
 
 

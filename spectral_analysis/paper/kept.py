@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import KeptGrid, read_grid
 from spectral_analysis.io import default_results_dir
 
@@ -20,10 +21,15 @@ def kept_grid(experiment: str, results: str | Path | None = None) -> KeptGrid | 
     return read_grid(results or default_results_dir(), experiment)
 
 
-def missing_evidence(experiment: str) -> str:
-    return (
-        f"no kept results of {experiment!r}: run spectral-analysis run {experiment} --scale paper "
-        f"(--scale smoke shows the machinery)"
+def missing_record(source: str, claim: str, experiment: str) -> CheckRecord:
+    """The record of a claim whose experiment has no kept results: ``unverified``, naming the command."""
+    return CheckRecord(
+        source,
+        claim,
+        "unverified",
+        f"no kept results of {experiment!r}: run spectral-analysis "
+        f"run {experiment} --scale paper (--scale smoke shows the machinery)",
+        {},
     )
 
 
@@ -41,3 +47,10 @@ def gate(grid: KeptGrid, verdict: str, evidence: str) -> tuple[str, str]:
         f"{why}; would read '{verdict}' from these runs, which are not evidence about the "
         f"paper's experiment: {evidence}"
     )
+
+
+def judged(grid: KeptGrid, record: CheckRecord) -> CheckRecord:
+    """``record`` with its verdict and evidence passed through :func:`gate` and the grid's scale noted."""
+    record.verdict, record.evidence = gate(grid, record.verdict, record.evidence)
+    record.numbers["scale"] = grid.scale
+    return record

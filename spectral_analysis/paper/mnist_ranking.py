@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import KeptGrid
-from spectral_analysis.paper.kept import gate, kept_grid, missing_evidence
+from spectral_analysis.paper.kept import judged, kept_grid, missing_record
 
 SOURCE = "ICML Section 7.2 (Fig. 3)"
 CLAIM = "Spectral-RNN constantly yields the highest test accuracy"
@@ -42,14 +42,17 @@ def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
             f"{panel}, n = {grid.groups[0].rows[0]['hidden']}: test accuracy (mean [min, max]), best first: "
             f"{ranking}"
         )
-        verdict, evidence = gate(grid, "holds" if best == "spectral" else "differs", evidence)
+        verdict = "holds" if best == "spectral" else "differs"
         records.append(
-            CheckRecord(
-                SOURCE,
-                f"{CLAIM} ({panel})",
-                verdict,
-                evidence,
-                {"test_accuracy": accuracy, "steps_per_sequence": 784 // pixels, "scale": grid.scale},
+            judged(
+                grid,
+                CheckRecord(
+                    SOURCE,
+                    f"{CLAIM} ({panel})",
+                    verdict,
+                    evidence,
+                    {"test_accuracy": accuracy, "steps_per_sequence": 784 // pixels},
+                ),
             )
         )
     return records
@@ -59,5 +62,5 @@ def run(quick: bool = True) -> list[CheckRecord]:
     """The claim per panel from kept results (``quick`` is accepted for the common interface)."""
     grid = kept_grid("fig3-mnist")
     if grid is None:
-        return [CheckRecord(SOURCE, CLAIM, "unverified", missing_evidence("fig3-mnist"), {})]
+        return [missing_record(SOURCE, CLAIM, "fig3-mnist")]
     return records_from_grid(grid)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -90,5 +91,5 @@ def plot_singular_value_heatmap(steps: np.ndarray, singular_values: np.ndarray, 
     fig.colorbar(image, ax=ax, label=r"$\sigma_i$")
     ax.set_xlabel("training step")
     ax.set_ylabel("index i (descending)")
-    ax.set_title(title, fontsize=11)
+    ax.set_title(textwrap.fill(title, width=int(12 * fig.get_figwidth())), fontsize=11)
     return _save(fig, Path(out))

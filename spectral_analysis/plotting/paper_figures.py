@@ -19,6 +19,11 @@ def _style() -> None:
     sns.set_theme(style="whitegrid", context="notebook", palette="tab10")
 
 
+def _wrapped(title: str, fig: plt.Figure) -> str:
+    """``title`` wrapped to the figure's width (about 12 characters an inch at fontsize 10)."""
+    return textwrap.fill(title, width=int(12 * fig.get_figwidth()))
+
+
 def _save(fig: plt.Figure, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -42,7 +47,7 @@ def line_chart(series: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, yl
         ax.set_yscale("symlog", linthresh=symlog_y)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(_wrapped(title, fig), fontsize=10)
     ax.legend(fontsize=8)
     return _save(fig, Path(out))
 
@@ -84,7 +89,7 @@ def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.n
     for ax in axes:
         ax.set_xlabel("training step")
         ax.legend(fontsize=8)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(_wrapped(title, fig), fontsize=10)
     return _save(fig, Path(out))
 
 
@@ -123,7 +128,7 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
         axes[1, col].set_ylabel(r"$\|\partial L / \partial h^{(0)}\|_2$ (log scale)")
         axes[1, col].set_xlabel("training step")
     axes[0, 0].legend(fontsize=8)
-    fig.suptitle(textwrap.fill(title, width=int(14 * fig.get_figwidth())), fontsize=10)  # fits one panel too
+    fig.suptitle(_wrapped(title, fig), fontsize=10)
     return _save(fig, Path(out))
 
 
@@ -149,5 +154,5 @@ def plot_depth_sweep(accuracy: dict[str, dict[int, float]], curves: dict[str, tu
         ax.axhline(0.1, color="black", ls=":", lw=1, label="chance 0.1")
         ax.set_ylim(0, 1)
     axes[0].legend(fontsize=8, loc="lower left")
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(_wrapped(title, fig), fontsize=10)
     return _save(fig, Path(out))
