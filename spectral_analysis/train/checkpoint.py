@@ -124,17 +124,17 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
     meta, tensors = read_checkpoint(path)
     model = build_from_metadata(meta, path)
     state = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
-    expected = model.state_dict()
-    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
-    if missing or unexpected:
-        raise CheckpointError(f"{path}: tensors do not match the model in the metadata "
-                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
-    for name, value in state.items():
-        if value.shape != expected[name].shape:
-            raise CheckpointError(f"{path}: tensor {name!r} has shape {tuple(value.shape)}, the model in "
-                                  f"the metadata needs {tuple(expected[name].shape)}")
     dtypes = {v.dtype for v in state.values() if v.is_floating_point()}
     if len(dtypes) == 1:  # a model trained in float64 comes back in float64
         model = model.to(dtypes.pop())
-    model.load_state_dict(state)
+    try:  # load_state_dict's own hooks translate the tensor names of older files
+        result = model.load_state_dict(state, strict=False)
+    except RuntimeError as error:
+        mismatch = next((line.strip() for line in str(error).splitlines() if "size mismatch" in line),
+                        str(error).splitlines()[0])
+        raise CheckpointError(f"{path}: tensors do not fit the model in the metadata: {mismatch}") from None
+    if result.missing_keys or result.unexpected_keys:
+        raise CheckpointError(f"{path}: tensors do not match the model in the metadata "
+                              f"(missing {sorted(result.missing_keys)[:3]}, "
+                              f"unexpected {sorted(result.unexpected_keys)[:3]})")
     return Checkpoint(model.to(device), meta, tensors)
