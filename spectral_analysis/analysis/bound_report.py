@@ -25,7 +25,8 @@ from spectral_analysis.analysis.checkpoint_data import checkpoint_task, task_spl
 from spectral_analysis.analysis.margins import classification_margins, margin_loss, margin_quantile
 from spectral_analysis.analysis.network import Eq17Network, eq17_network
 from spectral_analysis.data import TaskData
-from spectral_analysis.train.checkpoint import Checkpoint
+from spectral_analysis.data.arrays import UserData
+from spectral_analysis.io import Subject
 
 DEFAULT_QUANTILE = 0.1
 DEFAULT_DELTA = 0.05
@@ -52,8 +53,10 @@ def _subsample(n: int, samples: int | None, seed: int) -> torch.Tensor | None:
     return torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:samples].sort().values
 
 
-def _task_for_margins(checkpoint: Checkpoint) -> TaskData:
-    task = checkpoint_task(checkpoint.metadata)
+def _task_for_margins(subject: Subject, user_data: UserData | None) -> TaskData:
+    if user_data is not None:
+        return user_data.as_task(subject.model.output_size)
+    task = checkpoint_task(subject.metadata)
     if task.kind != "classification-last":
         raise ValueError(f"margins need one class label per sequence (a classification-last task such as "
                          f"MNIST or UCR); task {task.name!r} is {task.kind}. Leave out --data and "
@@ -61,10 +64,12 @@ def _task_for_margins(checkpoint: Checkpoint) -> TaskData:
     return task
 
 
-def bound_report(checkpoint: Checkpoint, data: str | None = None, margin: float | None = None,
+def bound_report(subject: Subject, data: str | None = None, margin: float | None = None,
                  quantile: float | None = None, delta: float = DEFAULT_DELTA, data_bound: float | None = None,
-                 length: int | None = None, samples: int | None = None, seed: int = 0) -> dict[str, Any]:
-    """Every number of the bound for ``checkpoint`` (see the module docstring for the defaults)."""
+                 length: int | None = None, samples: int | None = None, seed: int = 0,
+                 user_data: UserData | None = None) -> dict[str, Any]:
+    """Every number of the bound for ``subject`` (see the module docstring for the defaults); with
+    ``user_data`` its labelled sequences are the training sample (T, B and margins from them)."""
     if margin is not None and quantile is not None:
         raise ValueError("give either a margin or a margin quantile, not both")
     if margin is not None and not (math.isfinite(margin) and margin > 0):
@@ -73,14 +78,20 @@ def bound_report(checkpoint: Checkpoint, data: str | None = None, margin: float 
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
     if data_bound is not None and not (math.isfinite(data_bound) and data_bound > 0):
         raise ValueError(f"the data bound B must be > 0, got {data_bound}")
-    meta = checkpoint.metadata.get("task") or {}
+    meta = subject.metadata.get("task") or {}
+    if user_data is not None:
+        user_data.check_model(subject.model.input_size, subject.model.output_size)
+        meta = {"name": "user data", "length": user_data.length}
     T = length if length is not None else meta.get("length")
-    if T is None or isinstance(T, bool) or not isinstance(T, int) or T < 1:
+    if T is None:
+        raise ValueError("no sequence length T: give --length (or --inputs, whose sequences have one)")
+    if isinstance(T, bool) or not isinstance(T, int) or T < 1:
         raise ValueError(f"the sequence length T must be an integer >= 1, got {T!r}")
-    use_data = data is not None or quantile is not None
-    task = _task_for_margins(checkpoint) if use_data else None
-    net = eq17_network(checkpoint.model, symbolic_inputs=bool(task and task.symbolic))
-    report: dict[str, Any] = {"model": checkpoint.metadata.get("model", {}).get("name"),
+    use_data = data is not None or quantile is not None or bool(user_data and user_data.labels is not None)
+    task = _task_for_margins(subject, user_data) if use_data else None
+    net = eq17_network(subject.model, symbolic_inputs=bool(task and task.symbolic))
+    report: dict[str, Any] = {"model": subject.metadata.get("model", {}).get("name", subject.architecture),
+                              "subject": subject.describe(),
                               "task": meta.get("name"), "T": T, "delta": delta, **net.sizes,
                               "absorbed": {"constant_input": net.constant_input,
                                            "output_unit": net.output_unit}}
@@ -90,14 +101,16 @@ def bound_report(checkpoint: Checkpoint, data: str | None = None, margin: float 
         raw_B, source = task.data_bound(), "measured on the training inputs"
     elif meta.get("data_bound") is not None:
         raw_B, source = float(meta["data_bound"]), "checkpoint metadata"
+    elif user_data is not None:
+        raw_B, source = user_data.data_bound(), "measured on the given inputs"
     else:
-        raise ValueError("no data bound B: the checkpoint does not record one; give --data-bound")
+        raise ValueError("no data bound B: the model does not record one; give --data-bound or --inputs")
     B = net.data_bound(raw_B)
     report.update({"B": B, "B_inputs": raw_B, "B_source": source})
 
     train_margins = None
     if task is not None:
-        model = copy.deepcopy(checkpoint.model).to(torch.float64)
+        model = copy.deepcopy(subject.model).to(torch.float64)
         chosen = _subsample(len(task.train), samples, seed)
         x, y = task.train.inputs, task.train.targets
         if chosen is not None:
@@ -152,9 +165,9 @@ def _with_margins(model: torch.nn.Module, task: TaskData, net: Eq17Network, data
             "explicit": explicit.as_dict()}
 
 
-def weights_arrays(checkpoint: Checkpoint) -> dict[str, Any]:
+def weights_arrays(subject: Subject) -> dict[str, Any]:
     """The dense W, M, Y exactly as the bound uses them, and the absorption flags (``weights`` command)."""
-    net = eq17_network(checkpoint.model)
+    net = eq17_network(subject.model)
     return {"W": net.W.cpu().numpy(), "M": net.M.cpu().numpy(), "Y": net.Y.cpu().numpy(),
             "activation": net.activation, "leak": net.leak, "constant_input": net.constant_input,
             "output_unit": net.output_unit}

@@ -10,16 +10,29 @@ from typing import Any
 import numpy as np
 
 from spectral_analysis.analysis.bound_report import DEFAULT_DELTA, bound_report, weights_arrays
-from spectral_analysis.analysis.report import analyze_checkpoint, json_ready, report_markdown, run_directory
+from spectral_analysis.analysis.report import analyze_subject, json_ready, report_markdown, run_directory
 from spectral_analysis.analysis.trajectories import read_trajectory
 from spectral_analysis.cli.common import CommandError, checkpoint_arg, emit
+from spectral_analysis.data.arrays import UserData, load_user_data
 from spectral_analysis.experiments.results import read_singular_values
+from spectral_analysis.io import ARCHITECTURES, Subject, load
 from spectral_analysis.plotting.analysis import plot_analysis, plot_singular_value_heatmap
-from spectral_analysis.train import load_checkpoint
+
+
+def subject_and_data(args: argparse.Namespace) -> tuple[Subject, UserData | None]:
+    """The model named on the command line and the user's sequences, if given."""
+    subject = load(args.checkpoint, arch=args.arch, head_prefix=args.head_prefix, device=args.device)
+    if args.labels is not None and args.inputs is None:
+        raise CommandError("--labels needs --inputs (the sequences they label)")
+    data = None
+    if args.inputs is not None:
+        data = load_user_data(args.inputs, args.labels, subject.model.input_size)
+    return subject, data
 
 
 def cmd_weights(args: argparse.Namespace) -> int:
-    arrays = weights_arrays(load_checkpoint(args.checkpoint))
+    subject, _ = subject_and_data(args)
+    arrays = weights_arrays(subject)
     out = Path(args.out)
     if out.suffix != ".npz":
         raise CommandError(f"--out must name a .npz file, got {args.out}")
@@ -63,25 +76,28 @@ def bound_text(p: dict[str, Any]) -> str:
 
 
 def cmd_bound(args: argparse.Namespace) -> int:
-    report = bound_report(load_checkpoint(args.checkpoint), data=args.data, margin=args.margin,
-                          quantile=args.margin_quantile, delta=args.delta, data_bound=args.data_bound,
-                          length=args.length, samples=args.samples, seed=args.seed)
+    subject, data = subject_and_data(args)
+    report = bound_report(subject, data=args.data, margin=args.margin, quantile=args.margin_quantile,
+                          delta=args.delta, data_bound=args.data_bound, length=args.length,
+                          samples=args.samples, seed=args.seed, user_data=data)
     emit(args, json_ready(report), bound_text)
     return 0
 
 
-def write_analysis(checkpoint_path: str | Path, out: str | Path, samples: int = 8, trials: int = 20,
-                   seed: int = 0, burn_in: int = 0) -> tuple[dict[str, Any], list[Path]]:
-    """Analyze a checkpoint and write ``report.json``, ``report.md`` and the figures into ``out``."""
-    report = analyze_checkpoint(load_checkpoint(checkpoint_path), checkpoint_path, samples=samples,
-                                trials=trials, seed=seed, burn_in=burn_in)
+def write_analysis(subject: Subject, out: str | Path, samples: int = 8, trials: int = 20, seed: int = 0,
+                   burn_in: int = 0, user_data: UserData | None = None) -> tuple[dict[str, Any], list[Path]]:
+    """Analyze a subject and write ``report.json``, ``report.md`` and the figures into ``out``."""
+    report = analyze_subject(subject, samples=samples, trials=trials, seed=seed, burn_in=burn_in,
+                             user_data=user_data)
+    checkpoint_path = subject.source
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=1))
     (out / "report.md").write_text(report_markdown(report))
     figures = plot_analysis(report, out)
-    run = run_directory(checkpoint_path)
-    kept = read_singular_values(Path(checkpoint_path).parent)  # a zoo entry keeps them beside its checkpoint
+    run = None if subject.imported else run_directory(checkpoint_path)
+    # a zoo entry keeps its singular-value trajectory beside its checkpoint
+    kept = None if subject.imported else read_singular_values(Path(checkpoint_path).parent)
     if run is not None and isinstance(report["trajectory"], list):
         trajectory = read_trajectory(run)
         figures.append(plot_singular_value_heatmap(
@@ -95,8 +111,9 @@ def write_analysis(checkpoint_path: str | Path, out: str | Path, samples: int = 
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    report, figures = write_analysis(args.checkpoint, args.out, args.samples, args.trials, args.seed,
-                                     args.burn_in)
+    subject, data = subject_and_data(args)
+    report, figures = write_analysis(subject, args.out, args.samples, args.trials, args.seed, args.burn_in,
+                                     data)
     payload = {**report, "out": str(args.out), "figures": [str(f) for f in figures]}
 
     def text(p: dict) -> str:
@@ -107,18 +124,30 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-CHECKPOINT_HELP = "a checkpoint file or zoo:<experiment>/<trial>"
+CHECKPOINT_HELP = ("a toolkit checkpoint, zoo:<experiment>/<trial>, or a PyTorch nn.RNN/GRU/LSTM state_dict "
+                   "(torch.save or safetensors)")
+
+
+def add_subject_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model and data options every analyzer shares."""
+    parser.add_argument("checkpoint", type=checkpoint_arg, help=CHECKPOINT_HELP)
+    parser.add_argument("--arch", choices=ARCHITECTURES, default=None,
+                        help="force a PyTorch state_dict's architecture (default: inferred; nn.RNN: tanh)")
+    parser.add_argument("--head-prefix", default=None, help="the read-out nn.Linear's key prefix, e.g. fc")
+    parser.add_argument("--inputs", default=None, help="your own sequences (N, T, n_i): .npy, .npz or .csv")
+    parser.add_argument("--labels", default=None, help="their classes (N,): .npy, .npz or .csv")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     weights = sub.add_parser("weights", help="dense W, M, Y of a checkpoint as the bound uses them (.npz)")
-    weights.add_argument("checkpoint", type=checkpoint_arg, help=CHECKPOINT_HELP)
+    add_subject_arguments(weights)
     weights.add_argument("--out", required=True, help="output .npz file")
     weights.add_argument("--json", action="store_true")
     weights.set_defaults(func=cmd_weights)
 
     bound = sub.add_parser("bound", help="the PAC-Bayes bound G(w) of Theorem 5 and the explicit A.6 bound")
-    bound.add_argument("checkpoint", type=checkpoint_arg, help=CHECKPOINT_HELP)
+    add_subject_arguments(bound)
     bound.add_argument("--data", choices=("train", "test"), default=None,
                        help="compute margins on this split (classification tasks); the bound uses train")
     gamma = bound.add_mutually_exclusive_group()
@@ -136,7 +165,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     bound.set_defaults(func=cmd_bound)
 
     analyze = sub.add_parser("analyze", help="bound, Lemma 3, Jacobians, Lyapunov exponents, trajectories")
-    analyze.add_argument("checkpoint", type=checkpoint_arg, help=CHECKPOINT_HELP)
+    add_subject_arguments(analyze)
     analyze.add_argument("--out", required=True, help="directory for report.json, report.md and figures")
     analyze.add_argument("--samples", type=int, default=8, help="test sequences for Jacobians (default 8)")
     analyze.add_argument("--trials", type=int, default=20, help="random perturbations for Lemma 3")

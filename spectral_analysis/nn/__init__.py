@@ -10,8 +10,8 @@ from spectral_analysis.nn.parametrize import (
     reflector_length_sum,
     spectral_penalty,
     svd_factors,
-    svd_parametrize,
     svd_parametrizations,
+    svd_parametrize,
     svd_singular_values,
 )
 from spectral_analysis.nn.recurrence import RECURRENCES

@@ -20,6 +20,7 @@ from pathlib import Path
 from spectral_analysis.analysis import bound_report, eq17_network, perturbation_check
 from spectral_analysis.analysis.checkpoint_data import checkpoint_task, sample_batch, task_split
 from spectral_analysis.checks import CheckRecord
+from spectral_analysis.io import load
 from spectral_analysis.train import TrainConfig, load_checkpoint, train
 
 LENGTHS = (30, 100, 300, 1000, 3000)
@@ -45,8 +46,7 @@ def _trained(model: str, root: Path, quick: bool) -> Path:
 
 
 def _growth(checkpoint_path: Path) -> tuple[dict[int, float], dict[int, float | None], float]:
-    checkpoint = load_checkpoint(checkpoint_path)
-    reports = {T: bound_report(checkpoint, length=T) for T in LENGTHS}
+    reports = {T: bound_report(load(checkpoint_path), length=T) for T in LENGTHS}
     corollary = {T: (r["corollary1"] or {}).get("log10_G") for T, r in reports.items()}
     return {T: r["log10_G"] for T, r in reports.items()}, corollary, reports[LENGTHS[0]]["norms"]["W"]
 
