@@ -93,8 +93,8 @@ def test_zero_biases_are_not_absorbed_and_symbol_ids_are_one_hot():
 
 
 @pytest.mark.parametrize("name, options, message", [
-    ("lstm", {}, "LSTM"), ("gru", {}, "a GRU's gated update"), ("rnn", {"num_layers": 2}, "one recurrent layer"),
-    ("mlp", {}, "FeedForwardNet is not one")])
+    ("lstm", {}, "LSTM"), ("gru", {}, "a GRU's gated update"),
+    ("rnn", {"num_layers": 2}, "one recurrent layer"), ("mlp", {}, "FeedForwardNet is not one")])
 def test_models_outside_theorem5_are_refused_by_name(name, options, message):
     with pytest.raises(ValueError, match=message):
         eq17_network(build_model(name, 3, 4, 2, **options))

@@ -45,7 +45,8 @@ def test_saved_models_import_with_the_same_outputs(plain, name, suffix):
 
 def test_every_analyzer_runs_on_plain_models_in_one_command(plain, tmp_path, capsys):
     data = ["--inputs", str(plain / "inputs.npy"), "--labels", str(plain / "labels.npy")]
-    assert main(["bound", str(plain / "rnn1.pt"), "--arch", "rnn_relu", *data, "--margin", "0.5", "--json"]) == 0
+    model = str(plain / "rnn1.pt")
+    assert main(["bound", model, "--arch", "rnn_relu", *data, "--margin", "0.5", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["subject"]["architecture"] == "rnn_relu" and report["m"] == 96
     assert report["B_source"] == "measured on the training inputs" and report["explicit"] is not None
@@ -54,8 +55,8 @@ def test_every_analyzer_runs_on_plain_models_in_one_command(plain, tmp_path, cap
     capsys.readouterr()
     for name in ("rnn1", "gru1", "lstm1", "rnn2"):
         out = tmp_path / name
-        assert main(["analyze", str(plain / f"{name}.pt"), "--out", str(out), "--samples", "3", "--trials", "3",
-                     *data, "--json"]) == 0
+        assert main(["analyze", str(plain / f"{name}.pt"), "--out", str(out), "--samples", "3",
+                     "--trials", "3", *data, "--json"]) == 0
         report = json.loads(capsys.readouterr().out)
         assert len(report["jacobian_log10_norms"]) == 13 and len(report["grad_norms"]) == 13
         assert len(report["lyapunov_exponents"]) == report["model"]["hidden_size"] * (
@@ -165,7 +166,8 @@ def test_user_data_errors_name_the_problem(tmp_path, plain, capsys):
     with pytest.raises(ValueError, match=r"labels must have shape \(4,\)"):
         load_user_data(tmp_path / "ok.npy", tmp_path / "labels5.npy")
     model = str(plain / "gru1.pt")
-    assert main(["bound", model, "--inputs", str(tmp_path / "ok.npy"), "--labels", str(tmp_path / "big.npy")]) == 1
+    data = ["--inputs", str(tmp_path / "ok.npy"), "--labels", str(tmp_path / "big.npy")]
+    assert main(["bound", model, *data]) == 1
     assert "outside the head's 3 classes" in capsys.readouterr().err
     np.savetxt(tmp_path / "rows.csv", np.zeros((4, 6)), delimiter=",")
     assert load_user_data(tmp_path / "rows.csv", input_size=2).inputs.shape == (4, 3, 2)

@@ -227,7 +227,8 @@ def test_penalty_of_the_unconstrained_map_and_its_gradient():
     torch.manual_seed(8)
     free = build_model("spectral", 2, 5, 1, sigma_map="none").double()
     with torch.no_grad():
-        free.transitions[0].parametrizations.weight.original2.copy_(torch.tensor([1.0, 2.0, 0.5, 1.0, -1.0], dtype=D))
+        sigma_raw = free.transitions[0].parametrizations.weight.original2
+        sigma_raw.copy_(torch.tensor([1.0, 2.0, 0.5, 1.0, -1.0], dtype=D))
     penalty = free.spectral_penalty()
     assert penalty.item() == pytest.approx(0.0 + 1.0 + 0.25 + 0.0 + 4.0)
     penalty.backward()

@@ -11,8 +11,8 @@ from spectral_analysis.nn import (
     constrain_,
     spectral_penalty,
     svd_factors,
-    svd_parametrize,
     svd_parametrizations,
+    svd_parametrize,
     svd_singular_values,
 )
 from spectral_analysis.train import TrainConfig, load_checkpoint, train
@@ -65,7 +65,8 @@ def test_forward_equals_the_dense_weight_and_gradcheck_on_rnn_lstm_linear():
     out, _ = rnn(x)
     h = torch.zeros(2, 6, dtype=D)
     for t in range(4):
-        h = torch.tanh(x[:, t] @ rnn.weight_ih_l0.T + rnn.bias_ih_l0 + h @ rnn.weight_hh_l0.T + rnn.bias_hh_l0)
+        h = torch.tanh(x[:, t] @ rnn.weight_ih_l0.T + rnn.bias_ih_l0
+                       + h @ rnn.weight_hh_l0.T + rnn.bias_hh_l0)
     assert torch.allclose(out[:, -1], h, atol=1e-12)
     assert torch.allclose(rnn.weight_hh_l0, W, atol=1e-10)
 
@@ -125,7 +126,8 @@ def test_toolkit_spectral_models_are_the_mechanism_and_round_trip(tmp_path):
 
 
 def test_trainer_trains_the_spectral_rnn_and_sigma_stays_in_range(tmp_path):
-    config = TrainConfig(task="addition", task_options={"length": 6, "train_size": 64, "test_size": 32}, progress=False,
+    config = TrainConfig(task="addition", task_options={"length": 6, "train_size": 64, "test_size": 32},
+                         progress=False,
                          model="spectral", model_options={"m1": 2, "m2": 2, "sigma_map": "clip", "r": 0.05},
                          hidden=6, steps=20, batch_size=16, lr=0.05, out=str(tmp_path / "run"),
                          eval_every=10)
