@@ -57,6 +57,10 @@ def bound_text(p: dict[str, Any]) -> str:
              f"n_y = {p['n_y']}), B = {p['B']:.6g} ({p['B_source']}), gamma = {p['gamma']:.6g} "
              f"({p['gamma_source']})",
              "log10 of each factor of G(w) (Theorem 5):"]
+    subject = p.get("subject") or {}
+    if subject.get("assumptions"):
+        lines[1:1] = [f"imported ({subject['convention']}, {subject['architecture']}): "
+                      + "; ".join(subject["assumptions"])]
     lines += [f"  {name:<36} {value:>12.4f}" for name, value in p["factors"].items()]
     lines.append(f"  {'log10 G(w)':<36} {p['log10_G']:>12.4f}")
     if p["corollary1"]:
