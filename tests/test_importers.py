@@ -180,3 +180,17 @@ def test_public_entry_point_and_stacked_rnn_refusal(plain):
     assert subject.model.num_layers == 2 and "activation tanh" in " ".join(subject.assumptions)
     with pytest.raises(ValueError, match="stacks 2, so layer 2 reads h_t"):
         bound_report(subject, length=12, data_bound=1.0)
+
+
+def test_gru_fused_kernel_equals_the_reference_loop_and_symbol_ids():
+    torch.manual_seed(6)
+    model = build_model("gru", 4, 6, 2, num_layers=2).double()
+    with torch.no_grad():
+        for b in (*model.biases, *model.recurrent_biases):
+            b.normal_()
+    x = torch.randn(3, 7, 4, dtype=D)
+    assert torch.allclose(model.run(x, recurrence="torch").outputs, model.run(x, recurrence="loop").outputs,
+                          atol=1e-12)
+    ids = torch.randint(0, 4, (3, 7))
+    one_hot = nn.functional.one_hot(ids, 4).to(D)
+    assert torch.allclose(model(ids), model(one_hot), atol=1e-12)
