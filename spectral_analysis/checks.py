@@ -4,9 +4,15 @@ Every face that judges a claim (``landscape``, the symbolic checks, ``paper_chec
 object ``{"checks": [record, ...]}`` with records ``{source, claim, verdict, evidence, numbers}``:
 
 - ``source``: where the claim is printed, e.g. ``"earlier version, Theorem 5"``;
+- ``claim``: the claim in the paper's words or a faithful paraphrase; ``quote``: the paper's own
+  words it rests on, verbatim (fragments joined by ``[...]``; a test finds each in ``shared/papers``);
 - ``verdict``: ``holds`` (measured and agrees), ``differs`` (the printed formula or number is not what
   the measurement gives, though the claim's conclusion may survive), ``fails`` (a counterexample to
-  the claim itself), ``unverified`` (the measurement cannot settle it);
+  the claim itself), ``inconclusive`` (a comparison whose seeds overlap: neither the claimed winner's
+  worst seed beats the other's best, nor the reverse), ``unverified`` (the measurement cannot settle
+  it, e.g. results below the paper's scale);
+- ``scale`` and ``seeds``: for experimental claims, the scale of the kept results the verdict was
+  drawn from (``paper`` or ``smoke``) and how many seeds; ``None`` for the others;
 - ``evidence``: one or two sentences with the measured numbers; ``numbers``: the same, machine-readable;
 - ``derived`` and ``printed``: for formula checks, the expression derived from the definition and the
   one the paper prints (strings; ``None`` where the claim is not a formula).
@@ -17,7 +23,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-VERDICTS = ("holds", "differs", "fails", "unverified")
+VERDICTS = ("holds", "differs", "fails", "inconclusive", "unverified")
+QUOTE_GAP = "[...]"
 
 
 @dataclass
@@ -31,6 +38,9 @@ class CheckRecord:
     numbers: dict[str, Any] = field(default_factory=dict)
     derived: str | None = None
     printed: str | None = None
+    quote: str | None = None
+    scale: str | None = None
+    seeds: int | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:

@@ -52,5 +52,17 @@ def gate(grid: KeptGrid, verdict: str, evidence: str) -> tuple[str, str]:
 def judged(grid: KeptGrid, record: CheckRecord) -> CheckRecord:
     """``record`` with its verdict and evidence passed through :func:`gate` and the grid's scale noted."""
     record.verdict, record.evidence = gate(grid, record.verdict, record.evidence)
-    record.numbers["scale"] = grid.scale
+    record.scale, record.seeds = grid.scale, grid.seeds
     return record
+
+
+def beats(winner: list[float], loser: list[float], higher_is_better: bool = True) -> str:
+    """A comparison over seeds: ``holds`` when the claimed winner's worst seed beats the other's best,
+    ``differs`` when the other's worst beats the winner's best, else ``inconclusive``."""
+    sign = 1.0 if higher_is_better else -1.0
+    w, lo = [sign * v for v in winner], [sign * v for v in loser]
+    if min(w) > max(lo):
+        return "holds"
+    if min(lo) > max(w):
+        return "differs"
+    return "inconclusive"
