@@ -26,6 +26,12 @@ from typing import Any
 VERDICTS = ("holds", "differs", "fails", "inconclusive", "unverified")
 QUOTE_GAP = "[...]"
 
+# The earlier version's Section 6 (paper 000), quoted by both the symbolic and the numeric checks.
+CLAIM1_RISK_QUOTE = (r"Claim 1. With linear recurrent neural networks, the population risk [...] "
+                     r"= \|(YW - A)\Sigma^{1/2}\|_F^2 + C,$$")
+CLAIM1_GRADIENT_QUOTE = (r"$$\nabla_W R[W] = (YW - A)\Sigma \left(I_d |2W| 3W^2| \cdots "
+                         r"|tW^{t-1}\right)^{\top}$$")
+
 
 @dataclass
 class CheckRecord:
@@ -48,6 +54,11 @@ class CheckRecord:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def verdict_tally(records: list[CheckRecord]) -> str:
+    """``"44 holds, 19 differs, ..."``: how many records have each verdict."""
+    return ", ".join(f"{sum(r.verdict == v for r in records)} {v}" for v in VERDICTS)
 
 
 def checks_markdown(records: list[CheckRecord]) -> str:

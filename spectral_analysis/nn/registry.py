@@ -32,7 +32,7 @@ _FEEDFORWARD = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 
 
 MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     "rnn": {**_RECURRENT, "init": "gaussian", "init_std": None},
-    "irnn": {**_RECURRENT, "init": "identity"},
+    "irnn": {**_RECURRENT, "init": "orthogonal"},  # ICML Section 7: "initialized to be orthogonal"
     "lstm": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "forget_bias": 1.0},
     "gru": {"num_layers": 1, "recurrence": "auto", "output_bias": False},
     "ornn": {**_RECURRENT, "m": None},

@@ -31,7 +31,7 @@ EXPECTED_ALIVE = {"ornn": True, "spectral": True, "irnn": False, "lstm": False}
 def gradient_record() -> CheckRecord:
     grid = kept_grid("fig1-addition")
     if grid is None:
-        return missing_record(FIG1_SOURCE, FIG1_CLAIM, "fig1-addition")
+        return missing_record(FIG1_SOURCE, FIG1_CLAIM, "fig1-addition", FIG1_CLAIM)
     gradient = {}
     for model in EXPECTED_ALIVE:
         group = grid.group(model, length=300)
@@ -51,7 +51,9 @@ def gradient_record() -> CheckRecord:
     return judged(
         grid,
         CheckRecord(
-            FIG1_SOURCE, FIG1_CLAIM, verdict, evidence, {"grad_h0_norm": gradient, "vanished_below": VANISHED}
+            FIG1_SOURCE, FIG1_CLAIM, verdict, evidence,
+            {"grad_h0_norm": gradient, "vanished_below": VANISHED},
+            quote=FIG1_CLAIM,
         ),
     )
 
@@ -59,7 +61,7 @@ def gradient_record() -> CheckRecord:
 def margin_record() -> CheckRecord:
     grid = kept_grid("fig3-mnist")
     if grid is None:
-        return missing_record(FIG4_SOURCE, FIG4_CLAIM, "fig3-mnist")
+        return missing_record(FIG4_SOURCE, FIG4_CLAIM, "fig3-mnist", FIG4_CLAIM)
     margin, first_above, r = {}, {}, 0.1
     for model in ("irnn", "spectral"):
         group = grid.group(model, task="mnist", pixels_per_step=1)
@@ -82,6 +84,7 @@ def margin_record() -> CheckRecord:
             "holds" if ok else "differs",
             evidence,
             {"max_margin": margin, "first_step_above_r": first_above},
+            quote=FIG4_CLAIM,
         ),
     )
 

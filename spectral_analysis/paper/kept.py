@@ -21,7 +21,7 @@ def kept_grid(experiment: str, results: str | Path | None = None) -> KeptGrid | 
     return read_grid(results or default_results_dir(), experiment)
 
 
-def missing_record(source: str, claim: str, experiment: str) -> CheckRecord:
+def missing_record(source: str, claim: str, experiment: str, quote: str) -> CheckRecord:
     """The record of a claim whose experiment has no kept results: ``unverified``, naming the command."""
     return CheckRecord(
         source,
@@ -30,6 +30,7 @@ def missing_record(source: str, claim: str, experiment: str) -> CheckRecord:
         f"no kept results of {experiment!r}: run spectral-analysis "
         f"run {experiment} --scale paper (--scale smoke shows the machinery)",
         {},
+        quote=quote,
     )
 
 

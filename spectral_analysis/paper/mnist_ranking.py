@@ -64,6 +64,7 @@ def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
                     verdict,
                     evidence,
                     {"test_accuracy": accuracy, "steps_per_sequence": 784 // pixels},
+                    quote=CLAIM,
                 ),
             )
         )
@@ -74,5 +75,5 @@ def run(quick: bool = True) -> list[CheckRecord]:
     """The claim per panel from kept results (``quick`` is accepted for the common interface)."""
     grid = kept_grid("fig3-mnist")
     if grid is None:
-        return [missing_record(SOURCE, CLAIM, "fig3-mnist")]
+        return [missing_record(SOURCE, CLAIM, "fig3-mnist", CLAIM)]
     return records_from_grid(grid)

@@ -22,6 +22,10 @@ from spectral_analysis.linalg import (
 D = torch.float64
 
 
+THEOREM_4 = (r"If $m \le n$, the image of $\mathcal{M}_{1,n-m+1}^{m,n}$ is the set of all $m \times "
+             r"n$ matrices; "
+             r"else the image of $\mathcal{M}_{n-m+1,1}^{m,n}$ is the set of all $m \times n$ matrices")
+
 def _orthogonal(n: int, gen: torch.Generator, det_sign: float) -> torch.Tensor:
     Q, _ = torch.linalg.qr(torch.randn(n, n, dtype=D, generator=gen))
     if torch.linalg.det(Q) * det_sign < 0:
@@ -48,6 +52,8 @@ def check_theorem_1_and_2(gen: torch.Generator) -> CheckRecord:
         _verdict(worst < 1e-10),
         f"max rebuild error {worst:.2e} over n = 3, 8, 20",
         {"max_error": worst},
+        quote=r"The image of M_1 is the set of all $n \times n$ orthogonal matrices. [...] The image of "
+              r"$\mathcal{M}_{1,1}$ is the set of $n \times n$ real matrices",
     )
 
 
@@ -80,6 +86,9 @@ def check_theorem_3(gen: torch.Generator) -> list[CheckRecord]:
             _verdict(max(errors) < 1e-10),
             f"max rebuild error {max(errors):.2e}, n = {n}, every split m1 + m2 = n",
             {"max_error": max(errors)},
+            quote=r"The image of \mathcal{M}_{k_1,k_2} includes the set of all orthogonal $n \times "
+                  r"n$ matrices "
+                  r"if $k_1 + k_2 \leq n + 2$",
         )
     )
     # The proof's assignment (18), read literally: v_t = 0 for t = k2 + k1 - 2, ..., n, which also
@@ -100,6 +109,7 @@ def check_theorem_3(gen: torch.Generator) -> list[CheckRecord]:
             f"zero-padded into its longer slot, which the proof leaves implicit) it rebuilds A to "
             f"{err_fixed:.2e}",
             {"literal_error": err_literal, "fixed_error": err_fixed},
+            quote=r"$$v_{t} = \mathbf{0}, t = k_{2} + k_{1} - 2, ..., n,$$ (18)",
         )
     )
     return results
@@ -122,6 +132,7 @@ def check_theorem_4(gen: torch.Generator) -> list[CheckRecord]:
             _verdict(max(errors) < 1e-10),
             f"max rebuild error {max(errors):.2e} for 3x7, 7x3, 10x4 with those k1, k2",
             {"max_error": max(errors)},
+            quote=THEOREM_4,
         ),
         CheckRecord(
             "ICML Theorem 4 as printed",
@@ -131,6 +142,7 @@ def check_theorem_4(gen: torch.Generator) -> list[CheckRecord]:
             + ", ".join(f"{c - r + 1} for {r}x{c}" for r, c in tall)
             + ": no reflector H_k1 of R^m has k1 <= 0; the proof (A.5) and the sentence after the "
             "theorem use k1 = m - n + 1, which is what holds above",
+            quote=THEOREM_4,
         ),
     ]
 
@@ -160,6 +172,8 @@ def check_lemma_1(gen: torch.Generator) -> CheckRecord:
         + " column(s) past the claimed range "
         + f"(H_k fixes e_i for i <= n - k + 1), and the next column differs by at least {beyond:.2e}",
         {"max_difference": within, "extra_columns": sorted(set(reach)), "min_difference_beyond": beyond},
+        quote=r"$$V_{*,i}^{(k_1)} = V_{*,i}^{(k_2)}, \, \forall k_1, k_2 \in [n], \, i \le \min(n - "
+              r"k_1, n - k_2).$$",
     )
 
 

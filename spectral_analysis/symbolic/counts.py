@@ -21,6 +21,33 @@ n, k, m, m1, m2, ny, ni = sp.symbols("n k m m1 m2 n_y n_i", positive=True, integ
 j = sp.Symbol("j", integer=True)
 
 
+_FLOPS = (r"Algorithm 2 needs 6k flops, while Algorithm 3 uses (3n + 10k) flops. Since $||u_k||^2$ "
+          r"only needs to "
+          r"be computed once per iteration, we can further decrease the flops to 4k and (3n + 8k)")
+QUOTES = {
+    "ICML Section 4 (RNN parameters)": r"For regular RNN, the number of parameters is $(n_y + n_i + n + 1)n$",
+    "ICML Section 4 (Spectral-RNN parameters)": r"while for Spectral-RNN it is $(n_y + n_i + m_1 + "
+                                                r"m_2 + 2)n - "
+                                                r"\frac{m_1^2 + m_2^2 - m_1 - m_2}{2}$",
+    "ICML Section 4 (m1 = m2 = n)": r"In the extreme case where $m_1 = m_2 = n$, it becomes $(n_y + "
+                                    r"n_i + n + 3)n$",
+    "ICML Section 4.2 (Algorithm 2)": _FLOPS,
+    "ICML Section 4.2 (Algorithm 2, cached ||u||^2)": _FLOPS,
+    "ICML Section 4.2 (Algorithm 3)": _FLOPS,
+    "ICML Section 4.2 (Algorithm 3, paper's convention)": _FLOPS,
+    "ICML Table 1 (Hprod)": r"$Hprod(h, u_k)$ 4k",
+    "ICML Table 1 (Hgrad)": r"$Hgrad(h, u_k, g)$ 3n + 6k",
+    "ICML Table 1 (Spectral-RNN-Local FP(n, m1, m2))": r"Spectral-RNN-Local $FP(n, m_1, m_2)$ "
+                                                       r"$4n(m_1 + m_2) - "
+                                                       r"2m_1^2 - 2m_2^2 + O(n)$",
+    "ICML Table 1 (Spectral-RNN-Local BP(n, m1, m2))": r"Spectral-RNN-Local $BP(n, m_1, m_2)$ "
+                                                       r"$6n(m_1 + m_2) - "
+                                                       r"1.5m_1^2 - 1.5m_2^2 + O(n)$",
+    "ICML Table 1 (oRNN-Local FP(n, m))": r"oRNN-Local $FP(n,m)$ $4nm - m^2 + O(n)$",
+    "ICML Table 1 (oRNN-Local BP(n, m))": r"oRNN-Local $BP(n, m)$ $7nm - 2m^2 + O(n)$",
+}
+
+
 def dot(length: sp.Expr) -> sp.Expr:
     return 2 * length - 1
 
@@ -90,6 +117,7 @@ def check_parameter_counts() -> list[CheckRecord]:
             general.numbers,
             derived=str(spectral),
             printed=str(sp.expand(printed)),
+            quote=QUOTES["ICML Section 4 (Spectral-RNN parameters)"],
         ),
         CheckRecord(
             "ICML Section 4 (m1 = m2 = n)",
@@ -99,6 +127,7 @@ def check_parameter_counts() -> list[CheckRecord]:
             full.numbers,
             derived=str(sp.expand(spectral.subs({m1: n, m2: n}))),
             printed="(n_y + n_i + n + 3) n",
+            quote=QUOTES["ICML Section 4 (m1 = m2 = n)"],
         ),
         CheckRecord(
             "ICML Section 4 (RNN parameters)",
@@ -108,6 +137,7 @@ def check_parameter_counts() -> list[CheckRecord]:
             rnn.numbers,
             derived="n^2 + n_y n + n_i n + n",
             printed="(n_y + n_i + n + 1) n",
+            quote=QUOTES["ICML Section 4 (RNN parameters)"],
         ),
     ]
 
@@ -124,6 +154,7 @@ def _per_reflector(source: str, claim: str, derived: sp.Expr, printed: sp.Expr, 
         result.numbers,
         derived=str(without_constant),
         printed=str(printed),
+        quote=QUOTES[source],
     )
 
 
@@ -201,6 +232,7 @@ def check_table1() -> list[CheckRecord]:
                 result.numbers,
                 derived=str(derived_leading),
                 printed=str(printed),
+                quote=QUOTES[f"ICML Table 1 ({name})"],
             )
         )
     return records
