@@ -73,6 +73,30 @@ def checks_markdown(records: list[CheckRecord]) -> str:
     return "\n".join(lines)
 
 
+DISCREPANCY_VERDICTS = ("differs", "fails", "inconclusive")
+BEGIN, END = "<!-- discrepancies:begin -->", "<!-- discrepancies:end -->"
+
+
+def discrepancy_markdown(records: list[CheckRecord]) -> str:
+    """One bullet per record whose verdict is not ``holds``/``unverified``: source, verdict, claim, the
+    paper's words and the evidence (what the README's discrepancy list is generated from)."""
+    lines = []
+    for r in records:
+        if r.verdict in DISCREPANCY_VERDICTS:
+            quote = f' The paper: "{r.quote}".' if r.quote else ""
+            lines.append(f"- **{r.source}** ({r.verdict}): {r.claim}.{quote} Evidence: {r.evidence}.")
+    return "\n".join(lines)
+
+
+def replace_discrepancies(text: str, records: list[CheckRecord]) -> str:
+    """``text`` with the block between the discrepancy markers regenerated from ``records``."""
+    if BEGIN not in text or END not in text:
+        raise ValueError(f"no {BEGIN} ... {END} block to regenerate")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{discrepancy_markdown(records)}\n{END}{tail}"
+
+
 def select_checks(registry: dict[str, Any], only: list[str] | None, what: str) -> list[str]:
     """The names to run: ``only`` (validated against ``registry``) or all of them in order."""
     names = only if only else list(registry)

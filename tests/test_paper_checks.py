@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spectral_analysis.checks import QUOTE_GAP
+from spectral_analysis.checks import BEGIN, END, QUOTE_GAP, discrepancy_markdown, replace_discrepancies
 from spectral_analysis.cli import main
 from spectral_analysis.paper import PAPER_CHECKS, run_paper_checks
 from spectral_analysis.plotting import plot_householder_benchmark
@@ -105,6 +105,17 @@ def test_every_claim_quotes_the_paper_and_the_quote_is_in_the_paper_text(all_rec
         missing = [f for f in fragments if f and f not in papers]
         assert not missing, (record.source, missing)
     assert not any("polynomial" in r.claim for r in all_records), "the paper claims no polynomial growth"
+
+
+def test_the_readme_discrepancy_list_is_the_one_the_checks_generate(all_records):
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split(BEGIN, 1)[1].split(END, 1)[0]
+    listed = re.findall(r"^- \*\*(.+?)\*\* \((\w+)\):", block, flags=re.M)
+    expected = re.findall(r"^- \*\*(.+?)\*\* \((\w+)\):", discrepancy_markdown(all_records), flags=re.M)
+    assert listed == expected and expected, "regenerate: check-paper --quick --readme README.md"
+    assert replace_discrepancies(readme, all_records).count(BEGIN) == 1
+    with pytest.raises(ValueError, match="no <!-- discrepancies:begin -->"):
+        replace_discrepancies("no markers", all_records)
 
 
 def test_bounds_on_trained_checkpoints(all_records):

@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from spectral_analysis.checks import checks_markdown, verdict_tally
+from spectral_analysis.checks import checks_markdown, replace_discrepancies, verdict_tally
 from spectral_analysis.paper import PAPER_CHECKS, run_paper_checks
 
 
@@ -24,6 +24,9 @@ def cmd_check_paper(args: argparse.Namespace) -> int:
     if args.md is not None:
         Path(args.md).parent.mkdir(parents=True, exist_ok=True)
         Path(args.md).write_text(markdown)
+    if args.readme is not None:
+        readme = Path(args.readme)
+        readme.write_text(replace_discrepancies(readme.read_text(), records))
     if args.json:
         print(json.dumps({"checks": [{"name": name, **record.as_dict()} for name, record in rows],
                           "quick": args.quick, "seconds": seconds}, indent=1))
@@ -39,5 +42,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--only", action="append", default=None, metavar="NAME",
                        help=f"run only this group (repeatable): {', '.join(PAPER_CHECKS)}")
     check.add_argument("--md", default=None, help="also write the Markdown table to this file")
+    check.add_argument("--readme", default=None, help="regenerate the discrepancy list between the "
+                       "<!-- discrepancies:begin/end --> markers of this file (README.md)")
     check.add_argument("--json", action="store_true")
     check.set_defaults(func=cmd_check_paper)
