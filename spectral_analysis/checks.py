@@ -20,6 +20,7 @@ object ``{"checks": [record, ...]}`` with records ``{source, claim, verdict, evi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -54,6 +55,19 @@ class CheckRecord:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def guarded(source: str, claim: str, quote: str | None,
+            check: Callable[[], CheckRecord | list[CheckRecord]]) -> list[CheckRecord]:
+    """``check()``'s records; if it raises, one ``fails`` record with the error as its evidence (a check
+    that crashes on the paper's own construction is evidence against it, and never stops the run)."""
+    try:
+        result = check()
+    except Exception as error:  # noqa: BLE001 -- any error is the evidence
+        message = str(error).splitlines()[0] if str(error) else ""
+        return [CheckRecord(source, claim, "fails", f"the check raised {type(error).__name__}: {message}",
+                            {"error": type(error).__name__}, quote=quote)]
+    return result if isinstance(result, list) else [result]
 
 
 def verdict_tally(records: list[CheckRecord]) -> str:

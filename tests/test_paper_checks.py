@@ -153,3 +153,24 @@ def test_paper_figure_functions_write_pngs(tmp_path):
                              "MSE", {30: 0.167}, "t", tmp_path / "c.png", length_name="T"),
     ]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
+
+
+def test_a_check_that_raises_becomes_a_failed_record_not_a_crash(monkeypatch):
+    from spectral_analysis.paper import svd_map
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("linalg.svd: the algorithm failed to converge")
+
+    monkeypatch.setattr(svd_map, "svd_decompose", broken)
+    records = {r.source: r for _, r in run_paper_checks(True, ["svd-map"])}
+    for source in ("ICML Theorems 1-2", "ICML Theorem 3", "ICML Theorem 4"):
+        assert records[source].verdict == "fails" and "RuntimeError: linalg.svd" in records[source].evidence
+    assert records["ICML Lemma 1"].verdict == "holds"  # the others still ran
+
+    def group_crash(quick):
+        raise ValueError("boom")
+
+    from spectral_analysis.paper import baselines
+    monkeypatch.setattr(baselines, "run", group_crash)
+    (name, record), = run_paper_checks(True, ["baselines"])
+    assert record.verdict == "fails" and "ValueError: boom" in record.evidence

@@ -48,6 +48,11 @@ QUOTES = {
 }
 
 
+def valid_sizes(point: dict) -> bool:
+    """A configuration that exists: every reflector length and count at most n."""
+    return all(point[s] <= point[n] for s in (k, m, m1, m2) if s in point)
+
+
 def dot(length: sp.Expr) -> sp.Expr:
     return 2 * length - 1
 
@@ -145,7 +150,7 @@ def check_parameter_counts() -> list[CheckRecord]:
 def _per_reflector(source: str, claim: str, derived: sp.Expr, printed: sp.Expr, note: str) -> CheckRecord:
     """Compared up to the constant term."""
     without_constant = sp.expand(derived - derived.subs({n: 0, k: 0}))
-    result = judge(without_constant, printed, [n, k], positive=True)
+    result = judge(without_constant, printed, [n, k], positive=True, valid=valid_sizes)
     return CheckRecord(
         source,
         claim,
@@ -213,7 +218,7 @@ def check_table1() -> list[CheckRecord]:
     ]
     for name, derived, printed, counts in rows:
         derived_leading = leading(derived, (n, *counts))
-        result = judge(derived_leading, printed, [n, *counts], positive=True)
+        result = judge(derived_leading, printed, [n, *counts], positive=True, valid=valid_sizes)
         evidence = (
             f"sum over the reflectors k = n - m + 1..n of Table 1's Hprod = 4k / Hgrad = 3n + 6k (plus O(n) "
             f"for Sigma): leading terms {derived_leading}; {result.evidence}"
