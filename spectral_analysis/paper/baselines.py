@@ -18,17 +18,20 @@ import torch
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.data.synthetic import BLANK, COPY_LENGTH, DATA_SYMBOLS, addition_task, copy_task
 
+PRINTED_ADDITION_BASELINE = 0.167  # ICML Section 7.1, "the baseline of 0.167"
 
 def check_addition(samples: int) -> CheckRecord:
     task = addition_task(length=30, train_size=1, valid_size=1, test_size=samples, seed=0)
     errors = (task.test.targets.reshape(-1) - 1.0) ** 2
     mse, stderr = float(errors.mean()), float(errors.std() / math.sqrt(samples))
-    verdict = "holds" if abs(mse - 1 / 6) < 5 * stderr and round(1 / 6, 3) == 0.167 else "differs"
+    # the printed value is rounded to 3 digits: within 5 standard errors plus half its last digit
+    verdict = "holds" if abs(mse - PRINTED_ADDITION_BASELINE) < 5 * stderr + 5e-4 else "differs"
     return CheckRecord(
         "ICML Section 7.1 (addition baseline)",
         "always predicting 1 gives MSE 0.167",
         verdict,
-        f"Var(U1 + U2) = 2/12 = {1 / 6:.4f}; measured on {samples} test sequences: {mse:.4f} +- {stderr:.4f}",
+        f"printed {PRINTED_ADDITION_BASELINE}; Var(U1 + U2) = 2/12 = {1 / 6:.4f}; measured on {samples} test "
+        f"sequences: {mse:.4f} +- {stderr:.4f}",
         {"closed_form": 1 / 6, "measured": mse, "stderr": stderr},
         quote="every model outperforms the baseline of 0.167 (i.e. always output 1 regardless of the input)",
     )
