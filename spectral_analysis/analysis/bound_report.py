@@ -1,9 +1,10 @@
 """The generalization bound of a checkpoint: Theorem 5, Corollary 1 and the explicit A.6 bound.
 
 Conventions (README, "Analyzers"): biases are absorbed as in :mod:`spectral_analysis.analysis.network`;
-``T`` is the trained length unless given; ``B`` is given, else measured on the training inputs
-(when data is used), else the checkpoint's recorded ``data_bound``; gamma is given, else the
-``margin_quantile`` of the training margins (when data is used, default the 10th percentile), else 1
+``T`` is the trained length unless given; ``B`` (Assumption 1(a): ``||x_t|| <= B`` for every input) is
+given, else the task's input-domain bound (pixels in [0, 1], one-hot symbols, the addition pairs),
+else measured on the train and test sets (UCR, a user's sequences), said so in ``B_source``; gamma is
+given, else the ``margin_quantile`` of the training margins (when data is used, default the 10th percentile), else 1
 (a pure complexity comparison, log10 G shifts by -2 log10 gamma).
 """
 
@@ -64,6 +65,15 @@ def _task_for_margins(subject: Subject, user_data: UserData | None) -> TaskData:
     return task
 
 
+def _recorded_task_bound(metadata: dict[str, Any]) -> tuple[float, str]:
+    """B for a checkpoint used without data: its task's domain bound (rebuilt offline), else the bound
+    it recorded (measured on its training inputs)."""
+    try:
+        return checkpoint_task(metadata).theorem_bound()
+    except (ValueError, OSError, KeyError):
+        return float(metadata["task"]["data_bound"]), "checkpoint metadata (measured on its training inputs)"
+
+
 def bound_report(subject: Subject, data: str | None = None, margin: float | None = None,
                  quantile: float | None = None, delta: float = DEFAULT_DELTA, data_bound: float | None = None,
                  length: int | None = None, samples: int | None = None, seed: int = 0,
@@ -97,12 +107,13 @@ def bound_report(subject: Subject, data: str | None = None, margin: float | None
                                            "output_unit": net.output_unit}}
     if data_bound is not None:
         raw_B, source = data_bound, "given"
-    elif task is not None:
-        raw_B, source = task.data_bound(), "measured on the training inputs"
-    elif meta.get("data_bound") is not None:
-        raw_B, source = float(meta["data_bound"]), "checkpoint metadata"
+    elif task is not None and task.name != "user data":
+        raw_B, source = task.theorem_bound()
+    elif meta.get("name") and meta.get("name") != "user data" and meta.get("data_bound") is not None:
+        raw_B, source = _recorded_task_bound(subject.metadata)
     elif user_data is not None:
-        raw_B, source = user_data.data_bound(), "measured on the given inputs"
+        raw_B, source = user_data.data_bound(), ("measured on the given inputs (Assumption 1(a) is checked "
+                                                 "only on that sample)")
     else:
         raise ValueError("no data bound B: the model does not record one; give --data-bound or --inputs")
     B = net.data_bound(raw_B)

@@ -159,8 +159,12 @@ def check_theorem_3(gen: torch.Generator) -> list[CheckRecord]:
 def check_theorem_4(gen: torch.Generator) -> list[CheckRecord]:
     errors = []
     tall = [(7, 3), (10, 4)]
+    cases = []
     for r, c in ((3, 7), *tall):
-        W = torch.randn(r, c, dtype=D, generator=gen)
+        cases.append((r, c, torch.randn(r, c, dtype=D, generator=gen)))
+        x, y = torch.randn(r, 1, dtype=D, generator=gen), torch.randn(1, c, dtype=D, generator=gen)
+        cases += [(r, c, x @ y), (r, c, torch.zeros(r, c, dtype=D))]  # rank one, zero: structured
+    for r, c, W in cases:
         u, v, sigma = svd_decompose(W)
         k1, k2 = r - len(u) + 1, c - len(v) + 1
         expected = (1, c - r + 1) if r <= c else (r - c + 1, 1)
@@ -171,7 +175,8 @@ def check_theorem_4(gen: torch.Generator) -> list[CheckRecord]:
             "ICML Theorem 4",
             "M^(m,n)_(1, n-m+1) (m <= n) and M^(m,n)_(m-n+1, 1) (m > n) reach all m x n",
             _verdict(max(errors) < 1e-10),
-            f"max rebuild error {max(errors):.2e} for 3x7, 7x3, 10x4 with those k1, k2",
+            f"max rebuild error {max(errors):.2e} for 3x7, 7x3, 10x4 with those k1, k2 (random, rank-one "
+            "and zero matrices)",
             {"max_error": max(errors)},
             quote=THEOREM_4,
         ),
