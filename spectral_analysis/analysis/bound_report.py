@@ -4,8 +4,8 @@ Conventions (README, "Analyzers"): biases are absorbed as in :mod:`spectral_anal
 ``T`` is the trained length unless given; ``B`` (Assumption 1(a): ``||x_t|| <= B`` for every input) is
 given, else the task's input-domain bound (pixels in [0, 1], one-hot symbols, the addition pairs),
 else measured on the train and test sets (UCR, a user's sequences), said so in ``B_source``; gamma is
-given, else the ``margin_quantile`` of the training margins (when data is used, default the 10th percentile), else 1
-(a pure complexity comparison, log10 G shifts by -2 log10 gamma).
+given, else the ``margin_quantile`` of the training margins (when data is used, default the 10th
+percentile), else 1 (a pure complexity comparison, log10 G shifts by -2 log10 gamma).
 """
 
 from __future__ import annotations
