@@ -41,7 +41,7 @@ from spectral_analysis.analysis.theorem5 import (
     inequality_ratios,
     scalar_spurious_minima,
 )
-from spectral_analysis.checks import CheckRecord, checks_markdown
+from spectral_analysis.checks import VERDICTS, CheckRecord, checks_markdown
 from spectral_analysis.cli import main
 
 D = torch.float64
