@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+import torch
 
 from spectral_analysis.cli import main
 from spectral_analysis.linalg import svd_compose
@@ -105,3 +106,19 @@ def test_params_text_and_flag_errors(capsys):
     assert main(["params", "--model", "spectral", "--inputs", "2", "--hidden", "8", "--outputs", "1",
                  "--m1", "9"]) == 1
     assert "m1=9" in capsys.readouterr().err
+
+
+def test_thread_policy_takes_the_free_cores_and_threads_overrides(capsys):
+    from spectral_analysis.threads import free_cores, set_threads
+
+    assert free_cores(cores=2, load=2.6) == 1  # a busy 2-core machine: one thread, never two
+    assert free_cores(cores=2, load=0.1) == 2 and free_cores(cores=16, load=4.0) == 12
+    assert free_cores(cores=4, load=40.0) == 1
+    before = torch.get_num_threads()
+    try:
+        assert set_threads(1) == 1 and torch.get_num_threads() == 1
+        assert main(["--threads", "0", "params", "--model", "rnn", "--inputs", "1", "--hidden", "8",
+                     "--outputs", "1"]) == 1
+        assert "--threads must be a positive integer" in capsys.readouterr().err
+    finally:
+        torch.set_num_threads(before)
