@@ -7,7 +7,6 @@ import sys
 import numpy as np
 import pytest
 import torch
-import torch
 
 from spectral_analysis.cli import main
 from spectral_analysis.linalg import svd_compose

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,8 @@ def cmd_bound(args: argparse.Namespace) -> int:
     subject, data = subject_and_data(args)
     report = bound_report(subject, data=args.data, margin=args.margin, quantile=args.margin_quantile,
                           delta=args.delta, data_bound=args.data_bound, length=args.length,
-                          samples=args.samples, seed=args.seed, user_data=data)
+                          samples=args.samples, seed=args.seed, user_data=data,
+                          progress=not args.json and sys.stderr.isatty())
     emit(args, json_ready(report), bound_text)
     return 0
 
