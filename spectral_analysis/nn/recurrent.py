@@ -140,6 +140,10 @@ class RecurrentModel(nn.Module, ABC):
         step = self.step_function()
         return torch.func.vmap(torch.func.jacrev(step, argnums=0))
 
+    def last_outputs(self, x: Tensor) -> Tensor:
+        """``y_T`` ``(B, n_y)`` from the zero state: what margins and last-step tasks read."""
+        return self.run(x).outputs[:, -1]
+
     def forward(self, x: Tensor, h0=None, return_hidden: bool = False):
         """Outputs ``(B, T, n_y)`` of every step; with ``return_hidden``, also the hidden states
         ``(L, B, T, n)`` of every layer."""
@@ -254,6 +258,17 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
 
     def run(self, x: Tensor, h0: Tensor | None = None, recurrence: str | None = None) -> RecurrentRun:
         """Eq. 4-5 on ``x (B, T, n_i)``, by route ``recurrence`` (default: the model's own)."""
+        hidden = self.hidden_states(x, h0, recurrence)
+        state = torch.stack([H[:, -1] for H in hidden])
+        return RecurrentRun(self.output(hidden[-1]), hidden, state)
+
+    def last_outputs(self, x: Tensor) -> Tensor:
+        """``y_T = Y h_T`` only: the read-out applied to the last step, not to all T."""
+        return self.output(self.hidden_states(x)[-1][:, -1])
+
+    def hidden_states(self, x: Tensor, h0: Tensor | None = None,
+                      recurrence: str | None = None) -> list[Tensor]:
+        """Eq. 4's hidden states ``(B, T, n)`` of every layer."""
         self.check_input(x)
         B = x.shape[0]
         h0 = self.zero_state(B) if h0 is None else self.check_state(h0, B)
@@ -286,8 +301,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
                 H = Ht.transpose(0, 1)
             hidden.append(H)
             layer_input = H
-        state = torch.stack([H[:, -1] for H in hidden])
-        return RecurrentRun(self.output(layer_input), hidden, state)
+        return hidden
 
 
 def _dense_step(transition: Transition):
