@@ -80,7 +80,7 @@ def _model_summary(subject: Subject) -> dict[str, Any]:
 
 
 def analyze_subject(subject: Subject, samples: int = 8, trials: int = 20, seed: int = 0, burn_in: int = 0,
-                    user_data: UserData | None = None) -> dict[str, Any]:
+                    user_data: UserData | None = None, progress: bool = False) -> dict[str, Any]:
     """Everything the ``analyze`` command writes (see the module docstring), on the task the subject was
     trained on or on the user's sequences (``user_data``; the first ``samples`` of them)."""
     model = subject.model
@@ -109,7 +109,7 @@ def analyze_subject(subject: Subject, samples: int = 8, trials: int = 20, seed: 
         report["perturbation"] = perturbation_check(net, x, trials=trials, seed=seed).as_dict()
     except ValueError as error:
         report["perturbation"] = {"skipped": str(error)}
-    products = jacobian_products(model64, x64)
+    products = jacobian_products(model64, x64, progress=progress)
     T = x.shape[1]
     bound = transition_norm_bound(model64, T)
     report["jacobian_log10_norms"] = products.log10_norms.mean(axis=0)  # log of the geometric mean
@@ -125,7 +125,8 @@ def analyze_subject(subject: Subject, samples: int = 8, trials: int = 20, seed: 
         return loss_and_metrics(kind, outputs, y, recall)[0]
 
     report["grad_norms"] = None if y is None else hidden_gradient_norms(model64, x64, loss_fn)
-    report["lyapunov_exponents"] = lyapunov_exponents(model64, x64, burn_in=burn_in).mean(axis=0)
+    exponents = lyapunov_exponents(model64, x64, burn_in=burn_in, progress=progress)
+    report["lyapunov_exponents"] = exponents.mean(axis=0)
     run = None if subject.imported else run_directory(subject.source)
     report["trajectory"] = None
     if run is not None:

@@ -91,10 +91,11 @@ def cmd_bound(args: argparse.Namespace) -> int:
 
 
 def write_analysis(subject: Subject, out: str | Path, samples: int = 8, trials: int = 20, seed: int = 0,
-                   burn_in: int = 0, user_data: UserData | None = None) -> tuple[dict[str, Any], list[Path]]:
+                   burn_in: int = 0, user_data: UserData | None = None,
+                   progress: bool = False) -> tuple[dict[str, Any], list[Path]]:
     """Analyze a subject and write ``report.json``, ``report.md`` and the figures into ``out``."""
     report = analyze_subject(subject, samples=samples, trials=trials, seed=seed, burn_in=burn_in,
-                             user_data=user_data)
+                             user_data=user_data, progress=progress)
     checkpoint_path = subject.source
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -119,7 +120,7 @@ def write_analysis(subject: Subject, out: str | Path, samples: int = 8, trials: 
 def cmd_analyze(args: argparse.Namespace) -> int:
     subject, data = subject_and_data(args)
     report, figures = write_analysis(subject, args.out, args.samples, args.trials, args.seed, args.burn_in,
-                                     data)
+                                     data, progress=not args.json and sys.stderr.isatty())
     payload = {**report, "out": str(args.out), "figures": [str(f) for f in figures]}
 
     def text(p: dict) -> str:
