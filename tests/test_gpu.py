@@ -62,3 +62,19 @@ def test_cuda_routes_match_the_cpu_reference(activation):
     assert torch.allclose(out.cpu(), reference, rtol=1e-9, atol=1e-10)
     for p, g in zip(model.parameters(), ref_grads, strict=True):
         assert torch.allclose(p.grad.cpu(), g, rtol=1e-8, atol=1e-9)
+
+
+def test_bound_and_analyze_run_on_cuda(tmp_path):
+    from torch import nn as torch_nn
+
+    from spectral_analysis.analysis.report import analyze_subject
+    from spectral_analysis.data.arrays import UserData
+    from spectral_analysis.io import load
+
+    torch.manual_seed(0)
+    rnn = torch_nn.RNN(2, 8, batch_first=True)
+    subject = load(rnn, device="cuda")
+    data = UserData(torch.randn(6, 10, 2), torch.randint(0, 8, (6,)), "test")
+    report = analyze_subject(subject, samples=3, trials=2, user_data=data)
+    cpu = analyze_subject(load(rnn), samples=3, trials=2, user_data=data)
+    assert abs(report["lyapunov_exponents"][0] - cpu["lyapunov_exponents"][0]) < 1e-6

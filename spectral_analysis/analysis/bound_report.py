@@ -48,15 +48,16 @@ def split_margins(model: torch.nn.Module, inputs: torch.Tensor, labels: torch.Te
     sign, is recomputed by the float64 twin (:func:`split_margins_reference`), so the margin loss at
     gamma = 0 (the error rate) is exact."""
     model32 = copy.deepcopy(model).to(torch.float32)
+    device = next(model32.parameters()).device
     parts, scales = [], []
     with torch.no_grad():
         for start in tqdm(range(0, len(inputs), batch_size), desc="margins", disable=not progress,
                           leave=False):
             x = inputs[start:start + batch_size]
-            x = x.to(torch.float32) if x.is_floating_point() else x
-            outputs = model32.last_outputs(x)
-            parts.append(classification_margins(outputs.double(), labels[start:start + batch_size]))
-            scales.append(outputs.abs().amax(dim=1).double())
+            x = (x.to(torch.float32) if x.is_floating_point() else x).to(device)
+            outputs = model32.last_outputs(x).double().cpu()
+            parts.append(classification_margins(outputs, labels[start:start + batch_size]))
+            scales.append(outputs.abs().amax(dim=1))
     margins, scale = torch.cat(parts), torch.cat(scales)
     near = (margins.abs() <= MARGIN_RECHECK * (1 + scale)).nonzero().flatten()
     if len(near):
@@ -68,12 +69,13 @@ def split_margins_reference(model: torch.nn.Module, inputs: torch.Tensor, labels
                             batch_size: int = 512) -> torch.Tensor:
     """The slow twin: margins with the model and inputs in float64."""
     model64 = copy.deepcopy(model).to(torch.float64)
+    device = next(model64.parameters()).device
     parts = []
     with torch.no_grad():
         for start in range(0, len(inputs), batch_size):
             x = inputs[start:start + batch_size]
-            x = x.to(torch.float64) if x.is_floating_point() else x
-            outputs = model64.run(x).outputs[:, -1]
+            x = (x.to(torch.float64) if x.is_floating_point() else x).to(device)
+            outputs = model64.run(x).outputs[:, -1].cpu()
             parts.append(classification_margins(outputs, labels[start:start + batch_size]))
     return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.float64)
 

@@ -103,6 +103,8 @@ def analyze_subject(subject: Subject, samples: int = 8, trials: int = 20, seed: 
                               "samples": int(x.shape[0])}
     report["bound"] = _bound_or_reason(subject, kind == "classification-last", seed, user_data)
     model64 = copy.deepcopy(model).to(torch.float64)
+    device = next(model64.parameters()).device
+    x, y = x.to(device), (None if y is None else y.to(device))
     x64 = x.to(torch.float64) if x.is_floating_point() else x
     try:
         net = eq17_network(model, symbolic)
