@@ -5,7 +5,7 @@ Four interchangeable routes, all exact (they differ only in rounding):
 - ``torch``: PyTorch's fused RNN kernel (``torch.rnn_relu`` / ``torch.rnn_tanh``, cuDNN on a
   GPU), which takes any weight tensors and keeps autograd; relu and tanh only.
 - ``scan``: :class:`_Scan`, one autograd node for the whole sequence. Forward runs one ``addmm``
-  and one in-place activation per step; backward runs one ``mm`` and two elementwise ops per step
+  and one in-place activation per step; backward runs one ``addmm`` and one elementwise op per step
   and forms ``dL/dW = sum_t g_t h_{t-1}^T`` as one large GEMM at the end. Every activation.
 - ``loop``: the obviously correct twin, a plain Python loop under autograd (dense W).
 - ``reflector``: the same loop with ``W h`` applied by the transition's own structure, W never formed:
@@ -62,7 +62,7 @@ class _Scan(torch.autograd.Function):
         GZ = torch.empty_like(H[1:])  # dL/dz_t
         torch.mul(g[T - 1], D[T - 1], out=GZ[T - 1]) if D is not None else GZ[T - 1].copy_(g[T - 1])
         for t in range(T - 2, -1, -1):
-            torch.mm(GZ[t + 1], W, out=GZ[t]).add_(g[t])
+            torch.addmm(g[t], GZ[t + 1], W, out=GZ[t])  # g_t + GZ_(t+1) W in one pass
             if D is not None:
                 GZ[t].mul_(D[t])
         grad_W = torch.tensordot(GZ, H[:-1], dims=([0, 1], [0, 1])) if ctx.needs_input_grad[1] else None
