@@ -115,7 +115,8 @@ def test_toolkit_spectral_models_are_the_mechanism_and_round_trip(tmp_path):
         model.transitions[0].parametrizations.weight.original2.uniform_(-3, 3)
     constrain_(model)
     assert bool((svd_singular_values(model.transitions[0]) <= 1.2 + 1e-6).all())
-    save_checkpoint(tmp_path / "m.safetensors", model, {"task": {}, "step": 0, "metrics": {}, "train": {}})
+    metadata = {"task": {"name": "addition"}, "step": 0, "metrics": {}, "train": {}}
+    save_checkpoint(tmp_path / "m.safetensors", model, metadata)
     again = load_checkpoint(tmp_path / "m.safetensors").model
     assert torch.equal(again.transition_matrix(0), model.transition_matrix(0))
     mlp = build_model("spectral-mlp", 4, 6, 3, num_layers=2, sigma_map="none")

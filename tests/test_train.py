@@ -165,7 +165,8 @@ def test_metadata_tensor_mismatch_is_named(tmp_path, checkpoint_file):
     meta["model"]["hidden_size"] = 13
     from spectral_analysis.train.checkpoint import tensor_digest
     save_file(tensors, tmp_path / "mismatch.safetensors",
-              metadata={"spectral_analysis": json.dumps(meta), "sha256": tensor_digest(tensors)})
+              metadata={"spectral_analysis": json.dumps(meta),
+                        "sha256": tensor_digest(tensors, json.dumps(meta))})
     with pytest.raises(CheckpointError, match="do not fit the model in the metadata: size mismatch"):
         load_checkpoint(tmp_path / "mismatch.safetensors")
 
