@@ -22,7 +22,8 @@ from spectral_analysis.plotting.analysis import plot_analysis, plot_singular_val
 
 def subject_and_data(args: argparse.Namespace) -> tuple[Subject, UserData | None]:
     """The model named on the command line and the user's sequences, if given."""
-    subject = load(args.checkpoint, arch=args.arch, head_prefix=args.head_prefix, device=args.device)
+    subject = load(args.checkpoint, arch=args.arch, head_prefix=args.head_prefix, device=args.device,
+                   allow_nonfinite=args.allow_nonfinite)
     if args.labels is not None and args.inputs is None:
         raise CommandError("--labels needs --inputs (the sequences they label)")
     data = None
@@ -144,6 +145,8 @@ def add_subject_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inputs", default=None, help="your own sequences (N, T, n_i): .npy, .npz or .csv")
     parser.add_argument("--labels", default=None, help="their classes (N,): .npy, .npz or .csv")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    parser.add_argument("--allow-nonfinite", action="store_true",
+                        help="read a model whose weights hold NaN or inf (refused by default)")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

@@ -54,11 +54,12 @@ class Subject:
 
 
 def load(source: str | Path | nn.Module, arch: str | None = None, head_prefix: str | None = None,
-         device: str | torch.device = "cpu") -> Subject:
+         device: str | torch.device = "cpu", allow_nonfinite: bool = False) -> Subject:
     """The :class:`Subject` behind a path, a ``zoo:`` name or a module (see the module docstring).
 
     ``arch`` forces ``rnn_tanh|rnn_relu|gru|lstm`` (a state_dict does not record nn.RNN's
-    non-linearity: tanh is assumed); ``head_prefix`` names the read-out (e.g. ``"fc"``).
+    non-linearity: tanh is assumed); ``head_prefix`` names the read-out (e.g. ``"fc"``);
+    ``allow_nonfinite`` reads a model with NaN/inf weights (refused by default).
     """
     if arch is not None and arch not in ARCHITECTURES:
         raise SubjectError(f"--arch must be one of {ARCHITECTURES}, got {arch!r}")
@@ -71,14 +72,27 @@ def load(source: str | Path | nn.Module, arch: str | None = None, head_prefix: s
     if not path.is_file():
         raise SubjectError(f"model file not found: {path}")
     if _is_toolkit_checkpoint(path):
-        checkpoint = load_checkpoint(path, device)
+        checkpoint = load_checkpoint(path, device, allow_nonfinite)
         if not isinstance(checkpoint.model, RecurrentModel):
             raise SubjectError(f"{path} holds a {type(checkpoint.model).__name__}, not a recurrent model")
         name = checkpoint.metadata["model"]["name"]
         return Subject(checkpoint.model, text, "toolkit checkpoint", name, [], checkpoint.metadata)
     state, convention = _read_state_dict(path)
+    _check_imported(state, path, allow_nonfinite)
     model, architecture, assumptions = import_state_dict(state, arch, head_prefix, None)
     return Subject(model.to(device), text, convention, architecture, assumptions)
+
+
+def _check_imported(state: dict[str, Tensor], path: Path, allow_nonfinite: bool) -> None:
+    for name, value in state.items():
+        if not value.is_floating_point():
+            continue  # integer entries are no weights of the cells imported here (listed as ignored)
+        if value.dtype not in (torch.float32, torch.float64):
+            raise SubjectError(f"{path}: {name!r} is {value.dtype}; the toolkit reads float32 or float64 "
+                               "weights")
+        if not allow_nonfinite and not bool(torch.isfinite(value).all()):
+            raise SubjectError(f"{path}: {name!r} has non-finite entries (NaN or inf); --allow-nonfinite "
+                               "reads it anyway")
 
 
 def _is_toolkit_checkpoint(path: Path) -> bool:

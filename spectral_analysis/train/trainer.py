@@ -15,13 +15,15 @@ epoch, so a resumed run repeats the uninterrupted one exactly.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
 from torch import Tensor, nn
@@ -97,6 +99,25 @@ def _field_default(name: str) -> Any:
     return spec.default_factory() if spec.default is MISSING else spec.default
 
 
+def lock_run_directory(out: Path) -> IO[str]:
+    """An exclusive lock on ``out/.lock`` held while this process trains into ``out`` (released when the
+    returned file is closed or the process ends); a second writer gets one line naming the holder."""
+    out.mkdir(parents=True, exist_ok=True)
+    handle = open(out / ".lock", "a+")  # noqa: SIM115 (held open for the trainer's lifetime)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise ValueError(f"{out} is locked: another process (pid {holder}) is training into it") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -152,6 +173,7 @@ class Trainer:
         self.config, self.out = config, Path(config.out)
         self.device = resolve_device(config.device)
         self.log = RunLog(self.out / "metrics.jsonl")
+        self._lock = lock_run_directory(self.out)
         last = self.out / "last.safetensors"
         if resume and not last.is_file():
             raise ValueError(f"nothing to resume: {last} does not exist")
@@ -182,7 +204,15 @@ class Trainer:
             self._resume(last)
 
     def _resume(self, last: Path) -> None:
-        stored = json.loads((self.out / "config.json").read_text())["train"]
+        config_file = self.out / "config.json"
+        try:
+            stored = json.loads(config_file.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ValueError(f"cannot resume: {config_file} is unreadable ({error})") from None
+        if not isinstance(stored, dict) or not isinstance(stored.get("train"), dict):
+            raise ValueError(f"cannot resume: {config_file} holds no training configuration "
+                             "(no 'train' object)")
+        stored = stored["train"]
         current = asdict(self.config)
         for key, value in current.items():
             before = stored[key] if key in stored else _field_default(key)
@@ -192,6 +222,9 @@ class Trainer:
         self.model.load_state_dict(checkpoint.model.state_dict())
         _restore_optimizer(self.optimizer, checkpoint.tensors)
         self.carry = _restore_carry(checkpoint.tensors, self.device)
+        if checkpoint.metadata.get("step") is None or checkpoint.metadata.get("elapsed") is None:
+            raise ValueError(f"cannot resume: {last} records no step or elapsed time (not written by the "
+                             "trainer)")
         self.step, self.elapsed = checkpoint.metadata["step"], checkpoint.metadata["elapsed"]
         self.latest = checkpoint.metadata.get("metrics", {})
         self.log.truncate_after(self.step)
@@ -272,6 +305,13 @@ class Trainer:
         """Train up to ``total_steps``; ``callback(step)`` runs after each step (a test can stop the run
         there as a kill would). When ``stop(step)`` returns true the run checkpoints and returns early
         (a time budget); :attr:`finished` tells which. Returns the last train, valid and test lines."""
+        try:
+            return self._run(callback, stop)
+        finally:
+            self._lock.close()  # the run directory is free again (also after an error)
+
+    def _run(self, callback: Callable[[int], None] | None,
+             stop: Callable[[int], bool] | None) -> dict[str, Any]:
         cfg = self.config
         self.out.mkdir(parents=True, exist_ok=True)
         if not (self.out / "config.json").exists():
