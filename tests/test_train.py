@@ -212,3 +212,24 @@ def test_demo_trains_both_models_and_says_where(tmp_path, capsys):
     for run in payload["runs"].values():
         assert os.path.isfile(os.path.join(run["out"], "last.safetensors"))
         assert run["test_mse"] > 0
+
+
+def test_a_second_writer_is_refused_and_a_torn_log_line_is_repaired(tmp_path):
+    from spectral_analysis.train import Trainer
+
+    config = TrainConfig(model="rnn", task="addition", out=str(tmp_path / "run"), hidden=4, steps=4,
+                         task_options={"length": 5, "train_size": 40, "valid_size": 8, "test_size": 8},
+                         batch_size=8, record_every=1, eval_every=2, checkpoint_every=2, progress=False)
+    first = Trainer(config)
+    with pytest.raises(ValueError, match=rf"is locked: another process \(pid {os.getpid()}\)"):
+        Trainer(config)
+    first.run()
+    log = tmp_path / "run" / "metrics.jsonl"
+    rows = log.read_text()
+    log.write_text(rows + '{"step": 5, "pha')  # what a kill during a write leaves
+    with pytest.warns(UserWarning, match="torn last line"):
+        resumed = train(config, resume=True)
+    assert resumed and log.read_text().endswith("\n") and '"step": 5' not in log.read_text()
+    log.write_text('{"step": "two", "phase": "train"}\n')
+    with pytest.raises(ValueError, match="line 1: field step"):
+        train(config, resume=True)

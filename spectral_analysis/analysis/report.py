@@ -86,6 +86,8 @@ def analyze_subject(subject: Subject, samples: int = 8, trials: int = 20, seed: 
     model = subject.model
     if samples < 1:
         raise ValueError(f"the number of samples must be >= 1, got {samples}")
+    if trials < 1:
+        raise ValueError(f"Lemma 3's trials must be >= 1, got {trials}")
     if user_data is not None:
         user_data.check_model(model.input_size, model.output_size)
         name, length, symbolic = "user data", user_data.length, False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 import numpy as np
 import torch
@@ -16,9 +17,19 @@ from spectral_analysis.linalg import (
     svd_image_membership,
 )
 
+MAX_ENTRY = 1e150  # beyond this, squares and norms overflow float64
+
 
 def cmd_decompose(args: argparse.Namespace) -> int:
+    for flag, value in (("--tol", args.tol), ("--search-limit", args.search_limit)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise CommandError(f"{flag} must be a finite number > 0, got {value}")
     W = load_matrix(args.matrix)
+    if not bool(torch.isfinite(W).all()):
+        raise CommandError(f"{args.matrix} holds non-finite entries (NaN or inf)")
+    if float(W.abs().max()) > MAX_ENTRY:
+        raise CommandError(f"{args.matrix} has entries too large to decompose (max |w| = "
+                           f"{float(W.abs().max()):.3g} > {MAX_ENTRY:g}: squares overflow float64)")
     verdict = svd_image_membership(W, args.m1, args.m2, tol=args.tol, search_limit=args.search_limit)
     payload = {
         "shape": list(verdict.shape), "m1": verdict.m1, "m2": verdict.m2,

@@ -76,6 +76,8 @@ def load_user_data(inputs: str | Path, labels: str | Path | None = None,
                    input_size: int | None = None) -> UserData:
     """Read and validate the user's sequences (and labels); ``input_size`` reshapes ``.csv`` rows."""
     x = np.asarray(_read_array(inputs, "inputs"))
+    if np.iscomplexobj(x):
+        raise ValueError(f"{inputs}: inputs must be real numbers, got dtype {x.dtype}")
     if x.dtype == object or not np.issubdtype(x.dtype, np.number):
         raise ValueError(f"{inputs}: inputs must be numbers, got dtype {x.dtype}")
     if x.ndim == 2 and Path(inputs).suffix == ".csv" and input_size:
@@ -89,6 +91,8 @@ def load_user_data(inputs: str | Path, labels: str | Path | None = None,
     y = None
     if labels is not None:
         y = np.asarray(_read_array(labels, "labels")).squeeze()
+        if np.iscomplexobj(y):
+            raise ValueError(f"{labels}: labels must be integer classes, got dtype {y.dtype}")
         if y.ndim != 1 or y.shape[0] != x.shape[0]:
             raise ValueError(f"{labels}: labels must have shape ({x.shape[0]},) for {x.shape[0]} sequences, "
                              f"got {y.shape}")

@@ -109,6 +109,10 @@ def _read_state_dict(path: Path) -> tuple[dict[str, Tensor], str]:
         return load_file(str(path)), "safetensors state_dict"
     except (SafetensorError, OSError, ValueError, RuntimeError):
         pass
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if not head.startswith((b"\x80", b"PK\x03\x04")):  # a pickle (protocol >= 2) or torch.save's zip
+        raise SubjectError(f"{path} is neither a safetensors nor a torch.save file")
     try:
         loaded = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:

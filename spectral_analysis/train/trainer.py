@@ -19,6 +19,7 @@ import fcntl
 import json
 import math
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -173,10 +174,22 @@ class Trainer:
         self.config, self.out = config, Path(config.out)
         self.device = resolve_device(config.device)
         self.log = RunLog(self.out / "metrics.jsonl")
-        self._lock = lock_run_directory(self.out)
         last = self.out / "last.safetensors"
         if resume and not last.is_file():
             raise ValueError(f"nothing to resume: {last} does not exist")
+        fresh_directory, lock_existed = not self.out.exists(), (self.out / ".lock").exists()
+        self._lock = lock_run_directory(self.out)
+        try:
+            self._set_up(config, resume, last)
+        except BaseException:  # leave the run directory as it was
+            self._lock.close()
+            if fresh_directory:
+                shutil.rmtree(self.out, ignore_errors=True)
+            elif not lock_existed:
+                (self.out / ".lock").unlink(missing_ok=True)
+            raise
+
+    def _set_up(self, config: TrainConfig, resume: bool, last: Path) -> None:
         if not resume and (self.out / "config.json").exists():
             raise ValueError(f"{self.out} already holds a run; use --resume or another --out")
         self.task = load_run_task(config)
