@@ -24,6 +24,8 @@ def cmd_decompose(args: argparse.Namespace) -> int:
     for flag, value in (("--tol", args.tol), ("--search-limit", args.search_limit)):
         if value is not None and not (math.isfinite(value) and value > 0):
             raise CommandError(f"{flag} must be a finite number > 0, got {value}")
+    if args.out is not None and not str(args.out).endswith(".npz"):
+        raise CommandError(f"--out must name a .npz file (numpy adds the suffix otherwise), got {args.out}")
     W = load_matrix(args.matrix)
     if not bool(torch.isfinite(W).all()):
         raise CommandError(f"{args.matrix} holds non-finite entries (NaN or inf)")

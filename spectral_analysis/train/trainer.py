@@ -229,7 +229,8 @@ class Trainer:
         current = asdict(self.config)
         for key, value in current.items():
             before = stored[key] if key in stored else _field_default(key)
-            if key not in RESUMABLE_CHANGES and before != value:
+            same = Path(before) == Path(value) if key == "out" else before == value  # run/ is run
+            if key not in RESUMABLE_CHANGES and not same:
                 raise ValueError(f"cannot resume: {key} was {before!r} in this run, now {value!r}")
         checkpoint = load_checkpoint(last, self.device)
         self.model.load_state_dict(checkpoint.model.state_dict())

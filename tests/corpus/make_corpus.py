@@ -262,6 +262,7 @@ def cases(root: Path) -> list[Case]:
         "m1-too-many": (("m-ok.npy", "--m1", "9"), "m1"),
         "m2-negative": (("m-ok.npy", "--m2", "-1"), "m2"),
         "missing": (("nope.npy",), "matrix file not found"),
+        "out-suffix": (("m-ok.npy", "--out", str(out / "v.txt")), "--out must name a .npz file"),
     }
     for name, (args, fragment) in matrix.items():
         args = (str(root / args[0]), *args[1:])
