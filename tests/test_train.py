@@ -233,3 +233,27 @@ def test_a_second_writer_is_refused_and_a_torn_log_line_is_repaired(tmp_path):
     log.write_text('{"step": "two", "phase": "train"}\n')
     with pytest.raises(ValueError, match="line 1: field step"):
         train(config, resume=True)
+
+
+def test_divergence_stops_with_the_failing_step_logged_and_the_last_good_checkpoint_kept(tmp_path,
+                                                                                         monkeypatch):
+    from spectral_analysis.train import TrainingDivergedError, trainer
+
+    real, calls = trainer.loss_and_metrics, {"n": 0}
+
+    def nan_at_step_5(*args, **kwargs):
+        loss, metrics = real(*args, **kwargs)
+        calls["n"] += 1
+        return (loss * float("nan") if calls["n"] == 5 else loss), metrics
+
+    monkeypatch.setattr(trainer, "loss_and_metrics", nan_at_step_5)
+    config = TrainConfig(model="rnn", task="addition", out=str(tmp_path / "run"), hidden=8, steps=20,
+                         task_options={"length": 6, "train_size": 64, "valid_size": 8, "test_size": 8},
+                         batch_size=16, record_every=1, eval_every=1000, checkpoint_every=1, progress=False)
+    with pytest.raises(TrainingDivergedError, match=r"loss is nan at step 5: training diverged"):
+        train(config)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1] == {"step": 5, "phase": "diverged", "reason": "the training loss is nan"}
+    last = load_checkpoint(tmp_path / "run" / "last.safetensors")
+    assert last.metadata["step"] == 4
+    assert all(bool(torch.isfinite(v).all()) for v in last.model.state_dict().values())

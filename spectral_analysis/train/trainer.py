@@ -268,6 +268,15 @@ class Trainer:
         return tuple(s.clone().requires_grad_() for s in state) if isinstance(state, tuple) \
             else state.clone().requires_grad_()
 
+    def _diverged(self, what: str) -> None:
+        """Log the failing step (phase ``diverged``) and stop; the last checkpoint is the last good
+        one."""
+        step = self.step + 1
+        self.log.write({"step": step, "phase": "diverged", "reason": what})
+        raise TrainingDivergedError(f"{what} at step {step}: training diverged (try a smaller learning "
+                                    f"rate or --clip); the last good checkpoint is "
+                                    f"{self.out / 'last.safetensors'}")
+
     def _train_step(self, record: bool) -> dict[str, Any]:
         x, y, fresh = self.batches.get(self.step)
         x, y = x.to(self.device), y.to(self.device)
@@ -281,12 +290,12 @@ class Trainer:
         if self.config.penalty:
             objective = loss + self.config.penalty * self.model.spectral_penalty()
         if not torch.isfinite(objective):
-            raise TrainingDivergedError(f"the training loss is {objective.item()} at step {self.step + 1}: "
-                                   "training diverged (try a smaller learning rate or --clip)")
+            self._diverged(f"the training loss is {objective.item()}")
         self.optimizer.zero_grad(set_to_none=True)
         objective.backward()
-        if self.config.clip:
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip)
+        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip or math.inf)
+        if not torch.isfinite(grad_norm):  # checked before the step: the weights stay the last good ones
+            self._diverged(f"the gradient norm is {grad_norm.item()}")
         self.optimizer.step()
         self.model.constrain_()
         if self.task.stream:
