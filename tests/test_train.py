@@ -3,6 +3,7 @@
 import copy
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -114,6 +115,36 @@ def test_killed_process_resumes_to_the_same_final_metrics(tmp_path):
     for phase in ("valid", "test"):
         assert {k: v for k, v in full[phase].items() if k != "time"} == \
                {k: v for k, v in resumed[phase].items() if k != "time"}
+
+
+KILL_TRIALS = 10
+
+
+def test_kill_9_at_random_moments_then_resume_is_bit_identical(tmp_path):
+    """SIGKILL at 10 seeded random moments (before the first checkpoint, mid-run, near the end), then
+    --resume until done: every logged row survives and the final weights equal an uninterrupted run's."""
+    args = ["--threads", "1", "train", "--model", "rnn", "--task", "addition", "--length", "30",
+            "--train-size", "256", "--valid-size", "32", "--test-size", "32", "--hidden", "16",
+            "--batch-size", "16", "--steps", "300", "--checkpoint-every", "10", "--eval-every", "50",
+            "--record-every", "5", "--no-progress", "--json"]
+    cmd = [sys.executable, "-m", "spectral_analysis.cli", *args]
+    subprocess.run([*cmd, "--out", str(tmp_path / "full")], capture_output=True, check=True, timeout=300)
+    reference = load_checkpoint(tmp_path / "full" / "last.safetensors").model.state_dict()
+    reference_rows = _lines(tmp_path / "full")
+    rng = random.Random(0)
+    for trial in range(KILL_TRIALS):
+        out = tmp_path / f"killed{trial}"
+        proc = subprocess.Popen([*cmd, "--out", str(out)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(1.0, 6.0))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        done = subprocess.run([*cmd, "--out", str(out), "--resume"], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (trial, done.stderr[-500:])
+        state = load_checkpoint(out / "last.safetensors").model.state_dict()
+        assert all(torch.equal(state[k], reference[k]) for k in reference), f"trial {trial}"
+        rows = _lines(out)
+        assert [(r["phase"], r["step"]) for r in rows] == [(r["phase"], r["step"]) for r in reference_rows]
 
 
 def test_resume_and_overwrite_guards(tmp_path):

@@ -21,6 +21,7 @@ import math
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
@@ -175,8 +176,13 @@ class Trainer:
         self.device = resolve_device(config.device)
         self.log = RunLog(self.out / "metrics.jsonl")
         last = self.out / "last.safetensors"
+        self._restart = False
         if resume and not last.is_file():
-            raise ValueError(f"nothing to resume: {last} does not exist")
+            if not self.out.is_dir():
+                raise ValueError(f"nothing to resume: {last} does not exist")
+            # killed before its first checkpoint: nothing to keep, the run starts over
+            warnings.warn(f"{self.out} has no checkpoint yet: the run starts from step 0", stacklevel=2)
+            resume, self._restart = False, True
         fresh_directory, lock_existed = not self.out.exists(), (self.out / ".lock").exists()
         self._lock = lock_run_directory(self.out)
         try:
@@ -190,6 +196,9 @@ class Trainer:
             raise
 
     def _set_up(self, config: TrainConfig, resume: bool, last: Path) -> None:
+        if self._restart:
+            for stale in ("config.json", "metrics.jsonl"):
+                (self.out / stale).unlink(missing_ok=True)
         if not resume and (self.out / "config.json").exists():
             raise ValueError(f"{self.out} already holds a run; use --resume or another --out")
         self.task = load_run_task(config)
