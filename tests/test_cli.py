@@ -53,7 +53,7 @@ def test_decompose_non_member_from_csv_text_output(tmp_path):
 
 @pytest.mark.parametrize("args,needle", [
     (["decompose", "/nonexistent/w.npy"], "matrix file not found"),
-    (["svd-demo", "--size", "1"], "--size must be >= 2"),
+    (["svd-demo", "--size", "1"], "--size must lie in [2, 512]"),
 ])
 def test_errors_are_one_line_without_traceback(args, needle):
     proc = run(*args)

@@ -198,7 +198,7 @@ def test_landscape_command_writes_report_and_figures(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--hidden", "0"], "hidden must be >= 1"),
+    (["--hidden", "0"], "hidden must lie in [1, 16]"),
     (["--e", "0"], "0 < e < high"),
     (["--e", "3", "--high", "2"], "0 < e < high"),
     (["--outputs", "0"], "outputs must be >= 1"),

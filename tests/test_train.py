@@ -139,7 +139,8 @@ def test_kill_9_at_random_moments_then_resume_is_bit_identical(tmp_path):
         time.sleep(rng.uniform(1.0, 6.0))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        done = subprocess.run([*cmd, "--out", str(out), "--resume"], capture_output=True, text=True, timeout=300)
+        done = subprocess.run([*cmd, "--out", str(out), "--resume"], capture_output=True, text=True,
+                              timeout=300)
         assert done.returncode == 0, (trial, done.stderr[-500:])
         state = load_checkpoint(out / "last.safetensors").model.state_dict()
         assert all(torch.equal(state[k], reference[k]) for k in reference), f"trial {trial}"

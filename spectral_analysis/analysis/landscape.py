@@ -14,6 +14,7 @@ One realizable problem (:func:`realizable_problem`: random Y, Sigma; teacher sin
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -61,13 +62,18 @@ class LandscapeConfig:
     iterations: int = 1500
     monte_carlo: int = 200_000
 
+    # budgets: the critical-point search and the Monte Carlo risk grow fast past these
+    LIMITS = {"hidden": 16, "length": 16, "starts": 1000, "samples": 10**6, "iterations": 10**6,
+              "monte_carlo": 10**7}
+
     def __post_init__(self) -> None:
-        for name in ("hidden", "length", "starts", "samples", "iterations", "monte_carlo"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name, limit in self.LIMITS.items():
+            if not 1 <= getattr(self, name) <= limit:
+                raise ValueError(f"{name} must lie in [1, {limit}] (a budget: the search grows fast past "
+                                 f"it), got {getattr(self, name)}")
         if self.outputs is not None and self.outputs < 1:
             raise ValueError(f"outputs must be >= 1, got {self.outputs}")
-        if not 0 < self.e < self.high:
+        if not (math.isfinite(self.high) and 0 < self.e < self.high):
             raise ValueError(f"need 0 < e < high for the singular-value range [e, high]; got e = {self.e}, "
                              f"high = {self.high}")
         if self.noise < 0:

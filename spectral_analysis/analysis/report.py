@@ -84,10 +84,11 @@ def analyze_subject(subject: Subject, samples: int = 8, trials: int = 20, seed: 
     """Everything the ``analyze`` command writes (see the module docstring), on the task the subject was
     trained on or on the user's sequences (``user_data``; the first ``samples`` of them)."""
     model = subject.model
-    if samples < 1:
-        raise ValueError(f"the number of samples must be >= 1, got {samples}")
-    if trials < 1:
-        raise ValueError(f"Lemma 3's trials must be >= 1, got {trials}")
+    if not 1 <= samples <= 10_000:
+        raise ValueError(f"the number of samples must lie in [1, 10000] (each keeps T d x d Jacobians), "
+                         f"got {samples}")
+    if not 1 <= trials <= 10_000:
+        raise ValueError(f"Lemma 3's trials must lie in [1, 10000], got {trials}")
     if user_data is not None:
         user_data.check_model(model.input_size, model.output_size)
         name, length, symbolic = "user data", user_data.length, False

@@ -96,8 +96,9 @@ def _demo_payload(n: int, seed: int) -> dict:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    if args.size < 2:
-        raise CommandError(f"--size must be >= 2, got {args.size}")
+    if not 2 <= args.size <= 512:
+        raise CommandError(f"--size must lie in [2, 512] (the demo searches the SVD map's image), "
+                           f"got {args.size}")
     payload = _demo_payload(args.size, args.seed)
 
     def text(p: dict) -> str:

@@ -203,10 +203,11 @@ def cases(root: Path) -> list[Case]:
     for name, (extra, fragment) in flags.items():
         result.append(Case(f"bound-flag-{name}", ("bound", v, *extra), 1, fragment))
     analyze = {
-        "samples-zero": (("--samples", "0"), "number of samples must be >= 1"),
-        "samples-negative": (("--samples", "-2"), "number of samples must be >= 1"),
-        "trials-zero": (("--trials", "0"), "trials must be >= 1"),
-        "trials-negative": (("--trials", "-4"), "trials must be >= 1"),
+        "samples-zero": (("--samples", "0"), "number of samples must lie in [1, 10000]"),
+        "samples-negative": (("--samples", "-2"), "number of samples must lie in [1, 10000]"),
+        "samples-huge": (("--samples", "10000000"), "number of samples must lie in [1, 10000]"),
+        "trials-zero": (("--trials", "0"), "trials must lie in [1, 10000]"),
+        "trials-negative": (("--trials", "-4"), "trials must lie in [1, 10000]"),
         "burn-in-negative": (("--burn-in", "-1"), "burn_in must lie in"),
         "burn-in-huge": (("--burn-in", "99"), "burn_in must lie in"),
     }
@@ -267,6 +268,19 @@ def cases(root: Path) -> list[Case]:
     for name, (args, fragment) in matrix.items():
         args = (str(root / args[0]), *args[1:])
         result.append(Case(f"decompose-{name}", ("decompose", *args), 1, fragment))
+    # landscape and svd-demo budgets
+    budgets = {
+        "landscape-hidden-huge": (("landscape", "--hidden", "1000"), "hidden must lie in [1, 16]"),
+        "landscape-hidden-zero": (("landscape", "--hidden", "0"), "hidden must lie in [1, 16]"),
+        "landscape-starts-huge": (("landscape", "--starts", "100000"), "starts must lie in [1, 1000]"),
+        "landscape-e-nan": (("landscape", "--e", "nan"), "need 0 < e < high"),
+        "landscape-high-inf": (("landscape", "--high", "inf"), "need 0 < e < high"),
+        "landscape-e-above-high": (("landscape", "--e", "3", "--high", "2"), "need 0 < e < high"),
+        "svd-demo-size-huge": (("svd-demo", "--size", "100000"), "--size must lie in [2, 512]"),
+        "svd-demo-size-one": (("svd-demo", "--size", "1"), "--size must lie in [2, 512]"),
+    }
+    for name, (argv, fragment) in budgets.items():
+        result.append(Case(name, argv, 1, fragment))
     # train: flags and a damaged run directory
     base = ("train", "--task", "addition", "--model", "rnn", "--hidden", "4", "--steps", "2", "--no-progress")
     train = {
