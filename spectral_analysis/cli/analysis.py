@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 
 from spectral_analysis.analysis.bound_report import DEFAULT_DELTA, bound_report, weights_arrays
+from spectral_analysis.analysis.certify import certify, error_rate
+from spectral_analysis.analysis.checkpoint_data import checkpoint_task
 from spectral_analysis.analysis.report import analyze_subject, json_ready, report_markdown, run_directory
 from spectral_analysis.analysis.trajectories import read_trajectory
 from spectral_analysis.cli.common import CommandError, checkpoint_arg, emit
@@ -88,6 +90,33 @@ def cmd_bound(args: argparse.Namespace) -> int:
                           samples=args.samples, seed=args.seed, user_data=data,
                           progress=not args.json and sys.stderr.isatty())
     emit(args, json_ready(report), bound_text)
+    return 0
+
+
+def cmd_certify(args: argparse.Namespace) -> int:
+    subject, data = subject_and_data(args)
+    if data is not None:
+        subject.model.check_input(data.inputs[:1].to(next(subject.model.parameters())))
+        task = data.as_task(subject.model.output_size)
+    else:
+        task = checkpoint_task(subject.metadata)
+    if task.kind != "classification-last":
+        raise CommandError(f"a certificate of the 0-1 error needs one class per sequence; task {task.name!r} "
+                           f"is {task.kind}")
+    progress = not args.json and sys.stderr.isatty()
+    record = certify(subject, task.train.inputs, task.train.targets, delta=args.delta,
+                     delta_prime=args.delta_prime, mc_samples=args.mc_samples, epochs=args.epochs,
+                     seed=args.seed, progress=progress)
+    if data is None:  # reported beside the certificate, never used by it
+        params = dict(subject.model.named_parameters())
+        record["mean_test_error"] = error_rate(subject.model, params, task.test.inputs.float(),
+                                               task.test.targets)
+    emit(args, json_ready(record), lambda p: (
+        f"certified 0-1 error <= {p['certified_error']:.4f} "
+        f"(confidence {1 - p['delta'] - p['delta_prime']:.3f}; "
+        f"Q's training error {p['mc_error']:.4f} over {p['mc_samples']} sampled networks, KL {p['kl']:.1f}, "
+        f"m = {p['m']}, prior {p['prior']}, variance {p['prior_variance']:.3g})"
+        + (f"; the mean network's test error {p['mean_test_error']:.4f}" if "mean_test_error" in p else "")))
     return 0
 
 
@@ -173,6 +202,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     bound.add_argument("--seed", type=int, default=0)
     bound.add_argument("--json", action="store_true")
     bound.set_defaults(func=cmd_bound)
+
+    cert = sub.add_parser("certify",
+                          help="a non-vacuous PAC-Bayes certificate of the 0-1 error (Dziugaite-Roy)")
+    add_subject_arguments(cert)
+    cert.add_argument("--delta", type=float, default=0.025, help="confidence of the PAC-Bayes-kl bound")
+    cert.add_argument("--delta-prime", type=float, default=0.01, help="confidence of the Monte Carlo bound")
+    cert.add_argument("--mc-samples", type=int, default=400, help="sampled networks for Q's error")
+    cert.add_argument("--epochs", type=int, default=20, help="epochs of posterior optimization")
+    cert.add_argument("--seed", type=int, default=0)
+    cert.add_argument("--json", action="store_true")
+    cert.set_defaults(func=cmd_certify)
 
     analyze = sub.add_parser("analyze", help="bound, Lemma 3, Jacobians, Lyapunov exponents, trajectories")
     add_subject_arguments(analyze)
