@@ -207,9 +207,9 @@ def prior_mean(subject: Subject) -> tuple[dict[str, Tensor], str]:
 
 def certify(subject: Subject, inputs: Tensor, labels: Tensor, delta: float = 0.025,
             delta_prime: float = 0.01, mc_samples: int = 400, epochs: int = 20, seed: int = 0,
-            progress: bool = False) -> dict:
-    """Fit Q on the training sequences ``(inputs, labels)`` and certify it (module docstring). The
-    record holds the certificate, the prior, and the training error of the mean network."""
+            progress: bool = False) -> tuple[dict, Posterior]:
+    """Fit Q on the training sequences ``(inputs, labels)`` and certify it (module docstring): the
+    record (the certificate, the prior, the training error of Q's mean) and Q itself."""
     if not (0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
     if len(inputs) != len(labels) or len(inputs) < 2:
@@ -223,6 +223,7 @@ def certify(subject: Subject, inputs: Tensor, labels: Tensor, delta: float = 0.0
     posterior = fit_posterior(model, w0, inputs, labels, delta, epochs, seed=seed, progress=progress)
     certificate = certificate_from_posterior(model, posterior, inputs, labels, delta, delta_prime, mc_samples,
                                              seed, progress)
-    return {**certificate.as_dict(), "prior": prior, "epochs": epochs, "objective": "classic (McAllester)",
-            "parameters": sum(v.numel() for v in w0.values()), "seconds": time.perf_counter() - started,
-            "subject": subject.describe()}
+    record = {**certificate.as_dict(), "prior": prior, "epochs": epochs, "objective": "classic (McAllester)",
+              "parameters": sum(v.numel() for v in w0.values()), "seconds": time.perf_counter() - started,
+              "subject": subject.describe()}
+    return record, posterior
