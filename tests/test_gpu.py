@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from spectral_analysis.linalg import householder_product, svd_compose_packed, trapezoid_mask
+from spectral_analysis.linalg import packed_reflector_product, svd_compose_packed, trapezoid_mask
 from spectral_analysis.nn import MODEL_NAMES, RECURRENT_MODELS, build_model
 
 pytestmark = [pytest.mark.gpu,
@@ -15,9 +15,9 @@ def test_blocked_product_on_cuda_matches_cpu_with_gradients():
     cpu = Y.clone().requires_grad_(True)
     gpu = Y.cuda().requires_grad_(True)
     G = torch.randn(256, 256, dtype=torch.float64)
-    (householder_product(cpu) * G).sum().backward()
-    (householder_product(gpu) * G.cuda()).sum().backward()
-    assert torch.allclose(householder_product(gpu).cpu(), householder_product(cpu), atol=1e-12)
+    (packed_reflector_product(cpu) * G).sum().backward()
+    (packed_reflector_product(gpu) * G.cuda()).sum().backward()
+    assert torch.allclose(packed_reflector_product(gpu).cpu(), packed_reflector_product(cpu), atol=1e-12)
     assert torch.allclose(gpu.grad.cpu(), cpu.grad, atol=1e-10)
 
 

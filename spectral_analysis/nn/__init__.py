@@ -14,9 +14,9 @@ from spectral_analysis.nn.parametrize import (
     svd_parametrize,
     svd_singular_values,
 )
-from spectral_analysis.nn.recurrence import RECURRENCES
 from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentNet, RecurrentRun
 from spectral_analysis.nn.registry import MODEL_NAMES, MODEL_OPTIONS, RECURRENT_MODELS, build_model
+from spectral_analysis.nn.time_loop import RECURRENCES
 from spectral_analysis.nn.transitions import (
     DenseTransition,
     HouseholderTransition,

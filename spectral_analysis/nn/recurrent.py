@@ -5,7 +5,7 @@ Inputs are floats ``(B, T, n_i)`` or integer symbol ids ``(B, T)`` in ``[0, n_i)
 its one-hot vector, so ``M x_t`` is a column of M (an embedding lookup, same math).
 Each layer's ``W`` comes from a :class:`~spectral_analysis.nn.transitions.Transition`; it is
 materialized once per forward pass and the time loop runs by one of the routes of
-:mod:`spectral_analysis.nn.recurrence`. Eq. 5 has no output bias; ``output_bias=True`` adds one.
+:mod:`spectral_analysis.nn.time_loop`. Eq. 5 has no output bias; ``output_bias=True`` adds one.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from spectral_analysis.nn.activations import DEFAULT_LEAK, activate, check_activation, derivative
-from spectral_analysis.nn.recurrence import (
+from spectral_analysis.nn.time_loop import (
     RECURRENCES,
     recurrence_loop,
     recurrence_scan,

@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.linalg import SigmaMap, householder_product, reflector_loop, trapezoid_mask
+from spectral_analysis.linalg import SigmaMap, packed_reflector_product, reflector_loop, trapezoid_mask
 from spectral_analysis.nn.parametrize import (
     SVDParametrization,
     accept_legacy_names,
@@ -136,7 +136,7 @@ class HouseholderTransition(Transition):
         return self.reflectors * self.mask.to(self.reflectors.dtype)
 
     def matrix(self) -> Tensor:
-        return householder_product(self._masked())
+        return packed_reflector_product(self._masked())
 
     def singular_values(self) -> Tensor:
         return torch.ones(self.size, dtype=self.reflectors.dtype, device=self.reflectors.device)
