@@ -102,13 +102,19 @@ def discrepancy_markdown(records: list[CheckRecord]) -> str:
     return "\n".join(lines)
 
 
+def replace_marked_block(text: str, name: str, body: str) -> str:
+    """``text`` with what lies between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` replaced."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    if begin not in text or end not in text:
+        raise ValueError(f"no {begin} ... {end} block to regenerate")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{body}\n{end}{tail}"
+
+
 def replace_discrepancies(text: str, records: list[CheckRecord]) -> str:
     """``text`` with the block between the discrepancy markers regenerated from ``records``."""
-    if BEGIN not in text or END not in text:
-        raise ValueError(f"no {BEGIN} ... {END} block to regenerate")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{discrepancy_markdown(records)}\n{END}{tail}"
+    return replace_marked_block(text, "discrepancies", discrepancy_markdown(records))
 
 
 def select_checks(registry: dict[str, Any], only: list[str] | None, what: str) -> list[str]:
