@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 from pathlib import Path
@@ -10,8 +11,10 @@ from typing import Any
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from spectral_analysis.analysis.bound_report import DEFAULT_DELTA, bound_report, weights_arrays
+from spectral_analysis.analysis.bounds_table import COLUMNS, bounds_row, classification_entries
 from spectral_analysis.analysis.certify import certify, error_rate
 from spectral_analysis.analysis.checkpoint_data import checkpoint_task
 from spectral_analysis.analysis.report import analyze_subject, json_ready, report_markdown, run_directory
@@ -124,6 +127,29 @@ def cmd_certify(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bounds_table(args: argparse.Namespace) -> int:
+    names = list(args.checkpoints) or classification_entries(args.experiment)
+    if not names:
+        raise CommandError("no checkpoints: name some, or keep paper-scale results of a classification task")
+    progress = not args.json and sys.stderr.isatty()
+    rows = [bounds_row(name, args.certify, args.mc_samples, args.epochs)
+            for name in tqdm(names, desc="checkpoints", disable=not progress)]
+    if args.out:
+        with open(args.out, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+
+    def text(p: dict) -> str:
+        def fmt(v: Any) -> str:
+            return "-" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
+        lines = [" | ".join(COLUMNS)] + [" | ".join(fmt(r[c]) for c in COLUMNS) for r in p["rows"]]
+        return "\n".join(lines)
+
+    emit(args, json_ready({"rows": rows}), text)
+    return 0
+
+
 def write_analysis(subject: Subject, out: str | Path, samples: int = 8, trials: int = 20, seed: int = 0,
                    burn_in: int = 0, user_data: UserData | None = None,
                    progress: bool = False) -> tuple[dict[str, Any], list[Path]]:
@@ -217,6 +243,18 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     cert.add_argument("--seed", type=int, default=0)
     cert.add_argument("--json", action="store_true")
     cert.set_defaults(func=cmd_certify)
+
+    table = sub.add_parser("bounds-table",
+                           help="every bound beside the measured errors, one row per checkpoint")
+    table.add_argument("checkpoints", nargs="*", type=checkpoint_arg, help="checkpoints (default: the zoo's "
+                       "paper-scale classification checkpoints)")
+    table.add_argument("--experiment", action="append", default=None, help="only the zoo entries of these")
+    table.add_argument("--certify", action="store_true", help="also compute the PAC-Bayes certificate (slow)")
+    table.add_argument("--mc-samples", type=int, default=400)
+    table.add_argument("--epochs", type=int, default=20)
+    table.add_argument("--out", default=None, help="also write the rows to this CSV file")
+    table.add_argument("--json", action="store_true")
+    table.set_defaults(func=cmd_bounds_table)
 
     analyze = sub.add_parser("analyze", help="bound, Lemma 3, Jacobians, Lyapunov exponents, trajectories")
     add_subject_arguments(analyze)
