@@ -122,3 +122,19 @@ def test_certify_refuses_tasks_without_classes(tmp_path, capsys):
     subject = load(out / "last.safetensors")
     with pytest.raises(ValueError, match="delta must lie in"):
         certify(subject, torch.randn(4, 5, 2), torch.zeros(4).long(), delta=1.5)
+
+
+def test_bounds_table_rows_for_the_zoo_and_the_refusals(trained, capsys, tmp_path):
+    from spectral_analysis.analysis.bounds_table import COLUMNS, bounds_row
+
+    row = bounds_row(str(trained), certificate=True, mc_samples=5, epochs=1)
+    assert set(row) == set(COLUMNS) and row["note"] is None
+    assert 0 <= row["test_error"] <= 1 and row["log10_G"] > 0 and 0 < row["certified_error"] <= 1
+    csv = tmp_path / "t.csv"
+    assert main(["bounds-table", "--experiment", "table4-ucr", "--out", str(csv), "--json"]) == 0
+    import json
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    lstm = [r for r in rows if r["model"] == "lstm"]
+    assert len(rows) == 16 and lstm
+    assert all("gated update" in r["note"] and r["log10_G"] is None for r in lstm)
+    assert csv.read_text().startswith(",".join(COLUMNS))
