@@ -14,12 +14,12 @@ import torch
 from safetensors.torch import save_file
 
 from spectral_analysis.cli import main
+from spectral_analysis.data.objectives import loss_and_metrics
 from spectral_analysis.train import (
     CheckpointError,
     TrainConfig,
     Trainer,
     load_checkpoint,
-    loss_and_metrics,
     train,
 )
 
