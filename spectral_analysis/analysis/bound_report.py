@@ -185,31 +185,34 @@ def bound_report(subject: Subject, data: str | None = None, margin: float | None
                             if bound_W is not None else None)
     report.update({"margin_loss": None, "bound": None, "explicit": None})
     if train_margins is not None:
-        report.update(_with_margins(model, task, net, data or "train", train_margins, T, B, gamma,
-                                    gamma_from_data, delta, samples, seed, progress))
+        margins = (train_margins if (data or "train") == "train"
+                   else split_of_task_margins(model, task, data, samples, seed, progress))
+        report.update({"data": data or "train", "m": len(train_margins),
+                       "margin_loss": margin_loss(margins, gamma), "error_rate": margin_loss(margins, 0.0)})
+        report.update(explicit_bound(net, T, B, gamma, gamma_from_data, delta, train_margins))
     return report
 
 
-def _with_margins(model: torch.nn.Module, task: TaskData, net: Eq17Network, data: str,
-                  train_margins: torch.Tensor, T: int, B: float, gamma: float, gamma_from_data: bool,
-                  delta: float, samples: int | None, seed: int, progress: bool = False) -> dict[str, Any]:
-    """Margin losses and the explicit bound (always from the training margins, m = their count)."""
+def split_of_task_margins(model: torch.nn.Module, task: TaskData, data: str, samples: int | None, seed: int,
+                          progress: bool = False) -> torch.Tensor:
+    """The data part: margins on the named split of ``task`` (a random subset of ``samples``, seeded)."""
+    split = task_split(task, data)
+    chosen = _subsample(len(split), samples, seed)
+    x, y = split.inputs, split.targets
+    if chosen is not None:
+        x, y = x[chosen], y[chosen]
+    return split_margins(model, x, y, progress=progress)
+
+
+def explicit_bound(net: Eq17Network, T: int, B: float, gamma: float, gamma_from_data: bool, delta: float,
+                   train_margins: torch.Tensor) -> dict[str, Any]:
+    """The bound part: the explicit A.6 bound from the training margins (m = their count); a gamma
+    read off the data is rounded down to the grid the union bound covers."""
     bound_gamma = gamma_grid_point(gamma)[0] if gamma_from_data else gamma
     train_loss = margin_loss(train_margins, bound_gamma)
     explicit = pac_bayes_bound(net, T, B, bound_gamma, train_loss, len(train_margins), delta, gamma_from_data)
-    if data == "train":
-        margins = train_margins
-    else:
-        split = task_split(task, data)
-        chosen = _subsample(len(split), samples, seed)
-        x, y = split.inputs, split.targets
-        if chosen is not None:
-            x, y = x[chosen], y[chosen]
-        margins = split_margins(model, x, y, progress=progress)
-    return {"data": data, "m": len(train_margins), "margin_loss": margin_loss(margins, gamma),
-            "error_rate": margin_loss(margins, 0.0), "train_margin_loss": train_loss,
-            "bound_gamma": bound_gamma, "bound": explicit.bound, "vacuous": explicit.vacuous,
-            "explicit": explicit.as_dict()}
+    return {"train_margin_loss": train_loss, "bound_gamma": bound_gamma, "bound": explicit.bound,
+            "vacuous": explicit.vacuous, "explicit": explicit.as_dict()}
 
 
 def weights_arrays(subject: Subject) -> dict[str, Any]:
