@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from spectral_analysis.analysis import bound_report
-from spectral_analysis.cli.analysis import write_analysis
 from spectral_analysis.cli.common import checkpoint_arg, emit
 from spectral_analysis.cli.models import add_model_flags, model_options
 from spectral_analysis.data import TASK_NAMES
 from spectral_analysis.io import load
+from spectral_analysis.plotting.analysis_report import write_analysis
 from spectral_analysis.train import OPTIMIZERS, TrainConfig, load_checkpoint, train, weight_singular_values
 
 TASK_FLAGS: dict[str, dict[str, Any]] = {
