@@ -20,7 +20,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun
+from spectral_analysis.nn.recurrent import GatedWeights, RecurrentModel, RecurrentRun, make_readout
 
 GRU_RECURRENCES = ("auto", "torch", "loop")
 
@@ -34,7 +34,7 @@ def _gru_update(projected: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor) -> Ten
     return (1 - z) * new + z * h
 
 
-class GRUNet(RecurrentModel):
+class GRUNet(GatedWeights, RecurrentModel):
     def __init__(self, input_size: int, hidden_size: int, output_size: int, num_layers: int = 1,
                  recurrence: str = "auto", output_bias: bool = False) -> None:
         super().__init__()
@@ -54,29 +54,8 @@ class GRUNet(RecurrentModel):
                                                    for _ in fan_ins])
         self.biases = nn.ParameterList([nn.Parameter(torch.zeros(3 * n)) for _ in fan_ins])
         self.recurrent_biases = nn.ParameterList([nn.Parameter(torch.zeros(3 * n)) for _ in fan_ins])
-        self.output = nn.Linear(n, output_size, bias=output_bias)
-        nn.init.normal_(self.output.weight, std=n ** -0.5)
-        if output_bias:
-            nn.init.zeros_(self.output.bias)
+        self.output = make_readout(n, output_size, output_bias)
 
-    def transition_matrix(self, layer: int = 0) -> Tensor:
-        """The stacked recurrent weight ``(3n, n)`` of ``layer`` (gates r, z, n)."""
-        return self.recurrent_weights[layer]
-
-    def transition_matrices(self) -> list[Tensor]:
-        return list(self.recurrent_weights)
-
-    def singular_values(self, layer: int = 0) -> Tensor:
-        return torch.linalg.svdvals(self.recurrent_weights[layer].detach())
-
-    def spectral_penalty(self) -> Tensor:
-        return self.biases[0].new_zeros(())
-
-    def constrain_(self) -> None:
-        """Nothing to project: a GRU's weights are unconstrained."""
-
-    def transition_parameter_count(self) -> int:
-        return sum(w.numel() for w in self.recurrent_weights)
 
     def parameter_counts(self) -> dict[str, int]:
         counts = super().parameter_counts()

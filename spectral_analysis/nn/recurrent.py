@@ -151,6 +151,39 @@ class RecurrentModel(nn.Module, ABC):
         return (run.outputs, torch.stack(run.hidden)) if return_hidden else run.outputs
 
 
+def make_readout(n: int, output_size: int, bias: bool) -> nn.Linear:
+    """Eq. 5's read-out ``Y`` (weights N(0, 1/n)), with a zero bias when asked for."""
+    output = nn.Linear(n, output_size, bias=bias)
+    nn.init.normal_(output.weight, std=n ** -0.5)
+    if bias:
+        nn.init.zeros_(output.bias)
+    return output
+
+
+class GatedWeights:
+    """What a gated model (LSTM, GRU), whose layers hold stacked gate weights ``recurrent_weights``
+    ``(gates * n, n)``, offers in place of a transition: unconstrained weights, svdvals for spectra."""
+
+    def transition_matrix(self, layer: int = 0) -> Tensor:
+        """The stacked recurrent weight of ``layer`` (every gate's block)."""
+        return self.recurrent_weights[layer]
+
+    def transition_matrices(self) -> list[Tensor]:
+        return list(self.recurrent_weights)
+
+    def singular_values(self, layer: int = 0) -> Tensor:
+        return torch.linalg.svdvals(self.recurrent_weights[layer].detach())
+
+    def spectral_penalty(self) -> Tensor:
+        return self.biases[0].new_zeros(())
+
+    def constrain_(self) -> None:
+        """Nothing to project: gated weights are unconstrained."""
+
+    def transition_parameter_count(self) -> int:
+        return sum(w.numel() for w in self.recurrent_weights)
+
+
 class TransitionLayers:
     """What a model whose layers each hold a :class:`Transition` in ``self.transitions`` gets from them."""
 
@@ -203,10 +236,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         self.input_weights = nn.ParameterList(
             [nn.Parameter(torch.randn(n, f) * f ** -0.5) for f in fan_ins])
         self.biases = nn.ParameterList([nn.Parameter(torch.zeros(n)) for _ in fan_ins])
-        self.output = nn.Linear(n, output_size, bias=output_bias)
-        nn.init.normal_(self.output.weight, std=n ** -0.5)
-        if output_bias:
-            nn.init.zeros_(self.output.bias)
+        self.output = make_readout(n, output_size, output_bias)
 
     @property
     def state_size(self) -> int:
