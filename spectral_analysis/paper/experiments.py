@@ -32,12 +32,13 @@ def gradient_record() -> CheckRecord:
     grid = kept_grid("fig1-addition")
     if grid is None:
         return missing_record(FIG1_SOURCE, FIG1_CLAIM, "fig1-addition", FIG1_CLAIM)
-    gradient = {}
+    gradient, seeds = {}, []
     for model in EXPECTED_ALIVE:
         group = grid.group(model, length=300)
         if group is not None:
             _, grad = group.curve("train", "grad_h0_norm")
             gradient[model] = float(np.nanmedian(grad.mean[-5:]))
+            seeds.append(group.seeds)
     alive = {m: g >= VANISHED for m, g in gradient.items()}
     verdict = "holds" if alive and all(alive[m] == EXPECTED_ALIVE[m] for m in alive) else "differs"
     values = ", ".join(f"{m} {g:.2e}" for m, g in gradient.items())
@@ -55,6 +56,7 @@ def gradient_record() -> CheckRecord:
             {"grad_h0_norm": gradient, "vanished_below": VANISHED},
             quote=FIG1_CLAIM,
         ),
+        min(seeds, default=0),  # the seeds of the models the claim names (an RNN's diverged trial is not)
     )
 
 

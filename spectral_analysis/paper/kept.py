@@ -34,15 +34,18 @@ def missing_record(source: str, claim: str, experiment: str, quote: str) -> Chec
     )
 
 
-def gate(grid: KeptGrid, verdict: str, evidence: str) -> tuple[str, str]:
-    """``(verdict, evidence)``: the verdict when the grid is at paper scale with enough seeds, else
-    ``unverified`` with the evidence prefixed by why."""
-    if grid.scale == "paper" and grid.seeds >= MIN_SEEDS:
-        return verdict, f"{grid.stamp()}: {evidence}"
+def gate(grid: KeptGrid, verdict: str, evidence: str, seeds: int | None = None) -> tuple[str, str]:
+    """``(verdict, evidence)``: the verdict when the grid is at paper scale with enough seeds (``seeds``:
+    those of the configurations the claim reads, default every configuration's), else ``unverified``
+    with the evidence prefixed by why."""
+    seeds = grid.seeds if seeds is None else seeds
+    stamp = f"{grid.scale} scale; {seeds} seed{'s' if seeds != 1 else ''}"
+    if grid.scale == "paper" and seeds >= MIN_SEEDS:
+        return verdict, f"{stamp}: {evidence}"
     why = (
-        f"{grid.stamp()}, fewer than the {MIN_SEEDS} paper-scale seeds a verdict needs"
+        f"{stamp}, fewer than the {MIN_SEEDS} paper-scale seeds a verdict needs"
         if grid.scale == "paper"
-        else grid.stamp()
+        else stamp
     )
     return "unverified", (
         f"{why}; would read '{verdict}' from these runs, which are not evidence about the "
@@ -50,10 +53,11 @@ def gate(grid: KeptGrid, verdict: str, evidence: str) -> tuple[str, str]:
     )
 
 
-def judged(grid: KeptGrid, record: CheckRecord) -> CheckRecord:
-    """``record`` with its verdict and evidence passed through :func:`gate` and the grid's scale noted."""
-    record.verdict, record.evidence = gate(grid, record.verdict, record.evidence)
-    record.scale, record.seeds = grid.scale, grid.seeds
+def judged(grid: KeptGrid, record: CheckRecord, seeds: int | None = None) -> CheckRecord:
+    """``record`` with its verdict and evidence passed through :func:`gate` and the scale and seeds
+    noted (``seeds``: of the configurations the claim reads, default the grid's fewest)."""
+    record.verdict, record.evidence = gate(grid, record.verdict, record.evidence, seeds)
+    record.scale, record.seeds = grid.scale, grid.seeds if seeds is None else seeds
     return record
 
 
