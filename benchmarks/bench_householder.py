@@ -3,7 +3,7 @@
 Compares, side by side in one run (medians of interleaved repeats; ratios, not absolute times,
 are what to read on a noisy machine):
 - ``blocked``: the compact-WY product (spectral_analysis.linalg.householder_product);
-- ``sequential``: m rank-one updates (householder_product_sequential, the reference);
+- ``sequential``: m rank-one updates (packed_reflector_product_sequential, the reference);
 - ``torch``: torch.linalg.householder_product (LAPACK orgqr and its autograd backward);
 - ``matmul``: one n x n matmul, forward + backward, the unit of the targets.
 
@@ -21,9 +21,9 @@ import torch
 from report import write_report
 
 from spectral_analysis.linalg import (
-    householder_product,
-    householder_product_sequential,
     normalize_reflectors,
+    packed_reflector_product,
+    packed_reflector_product_sequential,
     trapezoid_mask,
 )
 
@@ -56,8 +56,8 @@ def bench_case(n: int, m: int, repeats: int, device: str, block_sizes: list[int]
     A, B = (torch.randn(n, n, generator=gen).to(device) for _ in range(2))
     methods: dict[str, tuple[Callable, list]] = {"matmul": (lambda a, b: a @ b, [A, B])}
     for b in block_sizes:
-        methods[f"blocked_b{b}"] = (lambda y, b=b: householder_product(y, b), [Y])
-    methods["sequential"] = (householder_product_sequential, [Y])
+        methods[f"blocked_b{b}"] = (lambda y, b=b: packed_reflector_product(y, b), [Y])
+    methods["sequential"] = (packed_reflector_product_sequential, [Y])
     methods["torch"] = (torch_product, [Y])
     times: dict[str, list[float]] = {k: [] for k in methods}
     for fn, inputs in methods.values():  # warm-up

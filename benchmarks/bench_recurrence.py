@@ -2,6 +2,7 @@
 
 Side by side in one run (medians of interleaved repeats; read the ratios, not the seconds):
 - ``nn_rnn_relu``: ``nn.RNN(nonlinearity="relu")`` + a linear read-out, the unit of the targets;
+- ``rnn_relu``: the toolkit's plain RNN (dense W) by its default route, the scan;
 - ``spectral_relu`` / ``spectral_leaky_relu``: ``build_model("spectral", ...)`` with its default
   route (``auto``: the scan on CPU, PyTorch's fused kernel / cuDNN for relu on CUDA), W
   materialized once per pass from its m1 + m2 reflectors;
@@ -11,11 +12,15 @@ Side by side in one run (medians of interleaved repeats; read the ratios, not th
   numbers (105 GB at n = m = 512, T = 784, B = 64), so it runs only for n <= --reflector-max-n.
 
     python benchmarks/bench_recurrence.py --out benchmarks/recurrence_cpu.json [--device cuda]
+        [--cases 64:16 128:16 256:16 512:16 512:512] [--lengths 100 784] [--threads N]
+
+Threads and the load average are recorded per case.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -25,6 +30,7 @@ from report import write_report
 from torch import nn
 
 from spectral_analysis.nn import build_model
+from spectral_analysis.threads import set_threads
 
 
 def fwd_bwd_seconds(step: Callable[[], torch.Tensor], device: str) -> float:
@@ -52,7 +58,9 @@ def make_case(n: int, m: int, T: int, B: int, device: str) -> dict[str, Callable
                             recurrence=recurrence).to(device)
         return lambda: model(x).square().mean()
 
+    plain = build_model("rnn", ni, n, ny, activation="relu").to(device)
     return {"nn_rnn_relu": nn_rnn,
+            "rnn_relu": lambda: plain(x).square().mean(),
             "spectral_relu": spectral("relu", "auto"),
             "spectral_leaky_relu": spectral("leaky_relu", "auto"),
             "spectral_relu_torch_kernel": spectral("relu", "torch"),
@@ -75,6 +83,7 @@ def bench_case(n: int, m: int, T: int, B: int, repeats: int, reflector_repeats: 
     med = {k: statistics.median(v) for k, v in times.items() if v}
     base = med["nn_rnn_relu"]
     result = {"n": n, "m1": m, "m2": m, "T": T, "B": B, "seconds": med,
+              "rnn_relu_over_nn_rnn": med["rnn_relu"] / base,
               "spectral_relu_over_nn_rnn": med["spectral_relu"] / base,
               "spectral_leaky_relu_over_nn_rnn": med["spectral_leaky_relu"] / base,
               "spectral_torch_kernel_over_nn_rnn": med["spectral_relu_torch_kernel"] / base}
@@ -87,22 +96,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=["128:16", "512:512"],
                         help="hidden size and reflector count m1 = m2, as n:m")
-    parser.add_argument("--length", type=int, default=784)
+    parser.add_argument("--lengths", type=int, nargs="+", default=[784], help="sequence lengths T")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--reflector-repeats", type=int, default=1)
     parser.add_argument("--reflector-max-n", type=int, default=128)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: the free cores)")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args()
+    threads = set_threads(args.threads)
     torch.manual_seed(0)
     cases = []
-    for spec in args.cases:
+    for spec, T in ((spec, T) for spec in args.cases for T in args.lengths):
         n, m = (int(v) for v in spec.split(":"))
         reflector_repeats = args.reflector_repeats if n <= args.reflector_max_n else 0
-        case = bench_case(n, m, args.length, args.batch, args.repeats, reflector_repeats, args.device)
+        case = bench_case(n, m, T, args.batch, args.repeats, reflector_repeats, args.device)
+        case.update({"threads": threads, "load_average": os.getloadavg()[0]})
         cases.append(case)
-        print(f"n={n:4d} m1=m2={m:4d}: spectral relu {case['spectral_relu_over_nn_rnn']:.3f} x nn.RNN, "
+        print(f"n={n:4d} T={T:4d} m1=m2={m:4d}: rnn relu {case['rnn_relu_over_nn_rnn']:.3f} x nn.RNN, "
+              f"spectral relu {case['spectral_relu_over_nn_rnn']:.3f} x nn.RNN, "
               f"leaky_relu {case['spectral_leaky_relu_over_nn_rnn']:.3f} x, via torch kernel "
               f"{case['spectral_torch_kernel_over_nn_rnn']:.3f} x; reflector loop "
               f"{case.get('reflector_over_spectral_relu', float('nan')):.1f} x slower", flush=True)

@@ -134,4 +134,4 @@ def test_corrupt_checkpoint_is_refused(tmp_path, capsys):
     bad = tmp_path / "bad.safetensors"
     bad.write_bytes(b"not a checkpoint at all")
     assert main(["bound", str(bad)]) == 1
-    assert "not a readable safetensors file" in capsys.readouterr().err
+    assert "neither a safetensors nor a torch.save file" in capsys.readouterr().err

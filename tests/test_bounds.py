@@ -93,7 +93,8 @@ def test_zero_biases_are_not_absorbed_and_symbol_ids_are_one_hot():
 
 
 @pytest.mark.parametrize("name, options, message", [
-    ("lstm", {}, "LSTM"), ("rnn", {"num_layers": 2}, "one recurrent layer"), ("mlp", {}, "not a recurrent")])
+    ("lstm", {}, "LSTM"), ("gru", {}, "a GRU's gated update"),
+    ("rnn", {"num_layers": 2}, "one recurrent layer"), ("mlp", {}, "FeedForwardNet is not one")])
 def test_models_outside_theorem5_are_refused_by_name(name, options, message):
     with pytest.raises(ValueError, match=message):
         eq17_network(build_model(name, 3, 4, 2, **options))
@@ -200,3 +201,21 @@ def test_lemma3_violations_are_reported_with_the_sample(monkeypatch):
     assert not check.holds
     assert {v["quantity"] for v in check.violations} == {"hidden", "output"}
     assert all(0 <= v["sample"] < 4 and v["ratio"] > 1 for v in check.violations)
+
+
+def test_float32_margins_agree_with_the_float64_twin_and_never_flip_a_sign():
+    from spectral_analysis.analysis.bound_report import MARGIN_RECHECK, split_margins, split_margins_reference
+
+    torch.manual_seed(11)
+    model = build_model("spectral", 1, 32, 10, m1=8, m2=8, output_bias=True)
+    x = torch.rand(300, 100, 1)
+    y = torch.randint(0, 10, (300,))
+    fast, slow = split_margins(model, x, y, batch_size=128), split_margins_reference(model, x, y)
+    assert fast.dtype == torch.float64 and torch.allclose(fast, slow, atol=1e-4, rtol=1e-4)
+    with torch.no_grad():  # a tie: two logits made equal, margin exactly 0 in float64
+        model.output.weight[1].copy_(model.output.weight[0])
+        model.output.bias[1].copy_(model.output.bias[0])
+    tied = split_margins(model, x, torch.zeros(300, dtype=torch.long))
+    reference = split_margins_reference(model, x, torch.zeros(300, dtype=torch.long))
+    assert torch.equal(torch.sign(tied), torch.sign(reference))
+    assert bool((tied <= 0).all()) and MARGIN_RECHECK > 0

@@ -53,7 +53,7 @@ def test_decompose_non_member_from_csv_text_output(tmp_path):
 
 @pytest.mark.parametrize("args,needle", [
     (["decompose", "/nonexistent/w.npy"], "matrix file not found"),
-    (["svd-demo", "--size", "1"], "--size must be >= 2"),
+    (["svd-demo", "--size", "1"], "--size must lie in [2, 512]"),
 ])
 def test_errors_are_one_line_without_traceback(args, needle):
     proc = run(*args)
@@ -105,3 +105,19 @@ def test_params_text_and_flag_errors(capsys):
     assert main(["params", "--model", "spectral", "--inputs", "2", "--hidden", "8", "--outputs", "1",
                  "--m1", "9"]) == 1
     assert "m1=9" in capsys.readouterr().err
+
+
+def test_thread_policy_takes_the_free_cores_and_threads_overrides(capsys):
+    from spectral_analysis.threads import free_cores, set_threads
+
+    assert free_cores(cores=2, load=2.6) == 1  # a busy 2-core machine: one thread, never two
+    assert free_cores(cores=2, load=0.1) == 2 and free_cores(cores=16, load=4.0) == 12
+    assert free_cores(cores=4, load=40.0) == 1
+    before = torch.get_num_threads()
+    try:
+        assert set_threads(1) == 1 and torch.get_num_threads() == 1
+        assert main(["--threads", "0", "params", "--model", "rnn", "--inputs", "1", "--hidden", "8",
+                     "--outputs", "1"]) == 1
+        assert "--threads must be a positive integer" in capsys.readouterr().err
+    finally:
+        torch.set_num_threads(before)

@@ -148,3 +148,19 @@ def test_bad_task_arguments(call, match):
 
 def test_task_options_are_listed():
     assert "length" in task_options("addition") and "dataset" in task_options("ucr")
+
+
+def test_each_task_declares_the_bound_of_its_input_domain():
+    """Theorem 5's B bounds ||x_t|| for every input, not only the training sample."""
+    addition = load_task("addition", length=20, train_size=50, valid_size=10, test_size=10)
+    B, source = addition.theorem_bound()
+    assert pytest.approx(2 ** 0.5) == B and source.startswith("input domain")
+    assert addition.data_bound() <= B
+    two = load_task("mnist", pixels_per_step=2, train_size=100)
+    B, source = two.theorem_bound()
+    assert pytest.approx(2 ** 0.5) == B and "pixel(s) in [0, 1]" in source and two.data_bound() <= B
+    assert load_task("copy", length=10, train_size=20, valid_size=5, test_size=5).theorem_bound()[0] == 1.0
+    ucr = load_task("ucr", dataset="Coffee")
+    B, source = ucr.theorem_bound()
+    assert "checked only on that sample" in source
+    assert pytest.approx(max(float(s.inputs.norm(dim=-1).max()) for s in (ucr.train, ucr.test))) == B

@@ -17,7 +17,7 @@ from spectral_analysis.experiments.ledger import ledger_rows, write_ledger
 from spectral_analysis.experiments.runner import TrialSpec
 from spectral_analysis.io import resolve_checkpoint, zoo_entries
 from spectral_analysis.paper import depth, experiments, mnist_ranking
-from spectral_analysis.paper.kept import MIN_SEEDS, gate
+from spectral_analysis.paper.kept import MIN_SEEDS, beats, gate
 from spectral_analysis.plotting.results_figures import READERS, draw_figures
 from spectral_analysis.train import Trainer, load_checkpoint
 
@@ -414,10 +414,24 @@ def test_fig3_verdict_names_the_best_model_from_kept_results(tmp_path, monkeypat
     assert records[2].numbers["test_accuracy"]["spectral"][0] == pytest.approx(0.91)
 
 
+def test_a_comparison_over_seeds_is_inconclusive_when_the_spreads_overlap():
+    assert beats([0.95, 0.96], [0.90, 0.94]) == "holds"
+    assert beats([0.90, 0.94], [0.95, 0.96]) == "differs"
+    assert beats([0.90, 0.95], [0.94, 0.96]) == "inconclusive"
+    assert beats([1e-3, 2e-3], [5e-3, 6e-3], higher_is_better=False) == "holds"
+    spread = {"spectral": (0.93, 0.90, 0.96), "rnn": (0.80, 0.79, 0.81), "lstm": (0.94, 0.92, 0.95)}
+    assert mnist_ranking.ranking_verdict(spread) == "inconclusive"
+    spread["lstm"] = (0.98, 0.97, 0.99)
+    assert mnist_ranking.ranking_verdict(spread) == "differs"
+    spread["lstm"] = (0.85, 0.84, 0.86)
+    assert mnist_ranking.ranking_verdict(spread) == "holds"
+
+
 def test_experimental_checks_read_the_committed_results_through_the_gate():
     records = experiments.run() + mnist_ranking.run() + depth.run()
     for record in records:
-        scale, seeds = record.numbers["scale"], int(re.search(r"; (\d+) seeds?", record.evidence).group(1))
+        scale, seeds = record.scale, int(re.search(r"; (\d+) seeds?", record.evidence).group(1))
+        assert record.seeds == seeds
         judged = scale == "paper" and seeds >= MIN_SEEDS
         assert (record.verdict != "unverified") == judged, record.evidence[:120]
     assert "gradient w.r.t. first cell of oRNN/Spectral-RNN does not vanish" in records[0].claim

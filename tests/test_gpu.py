@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from spectral_analysis.linalg import householder_product, svd_compose_packed, trapezoid_mask
+from spectral_analysis.linalg import packed_reflector_product, svd_compose_packed, trapezoid_mask
 from spectral_analysis.nn import MODEL_NAMES, RECURRENT_MODELS, build_model
 
 pytestmark = [pytest.mark.gpu,
@@ -15,9 +15,9 @@ def test_blocked_product_on_cuda_matches_cpu_with_gradients():
     cpu = Y.clone().requires_grad_(True)
     gpu = Y.cuda().requires_grad_(True)
     G = torch.randn(256, 256, dtype=torch.float64)
-    (householder_product(cpu) * G).sum().backward()
-    (householder_product(gpu) * G.cuda()).sum().backward()
-    assert torch.allclose(householder_product(gpu).cpu(), householder_product(cpu), atol=1e-12)
+    (packed_reflector_product(cpu) * G).sum().backward()
+    (packed_reflector_product(gpu) * G.cuda()).sum().backward()
+    assert torch.allclose(packed_reflector_product(gpu).cpu(), packed_reflector_product(cpu), atol=1e-12)
     assert torch.allclose(gpu.grad.cpu(), cpu.grad, atol=1e-10)
 
 
@@ -62,3 +62,19 @@ def test_cuda_routes_match_the_cpu_reference(activation):
     assert torch.allclose(out.cpu(), reference, rtol=1e-9, atol=1e-10)
     for p, g in zip(model.parameters(), ref_grads, strict=True):
         assert torch.allclose(p.grad.cpu(), g, rtol=1e-8, atol=1e-9)
+
+
+def test_bound_and_analyze_run_on_cuda(tmp_path):
+    from torch import nn as torch_nn
+
+    from spectral_analysis.analysis.report import analyze_subject
+    from spectral_analysis.data.arrays import UserData
+    from spectral_analysis.io import load
+
+    torch.manual_seed(0)
+    rnn = torch_nn.RNN(2, 8, batch_first=True)
+    subject = load(rnn, device="cuda")
+    data = UserData(torch.randn(6, 10, 2), torch.randint(0, 8, (6,)), "test")
+    report = analyze_subject(subject, samples=3, trials=2, user_data=data)
+    cpu = analyze_subject(load(rnn), samples=3, trials=2, user_data=data)
+    assert abs(report["lyapunov_exponents"][0] - cpu["lyapunov_exponents"][0]) < 1e-6

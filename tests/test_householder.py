@@ -6,11 +6,11 @@ import torch
 from spectral_analysis.linalg import (
     apply_householder,
     hgrad,
-    householder_product,
-    householder_product_sequential,
     hprod,
     normalize_reflectors,
     pack_reflectors,
+    packed_reflector_product,
+    packed_reflector_product_sequential,
     reflector,
     reflector_loop,
     reflector_product,
@@ -44,7 +44,7 @@ def test_zero_vector_is_identity_with_finite_gradient():
     (H * torch.randn(5, 5, dtype=D)).sum().backward()
     assert torch.isfinite(u.grad).all()
     Y = torch.zeros(5, 2, dtype=D, requires_grad=True)
-    Q = householder_product(Y)
+    Q = packed_reflector_product(Y)
     assert torch.equal(Q, torch.eye(5, dtype=D))
     Q.sum().backward()
     assert torch.isfinite(Y.grad).all()
@@ -81,8 +81,8 @@ def test_reflector_product_matches_dense_eq2(method):
 @pytest.mark.parametrize("n,m,block", [(9, 9, 4), (16, 5, 2), (33, 33, 64), (40, 17, 8), (6, 1, 1)])
 def test_blocked_product_matches_sequential(dtype, atol, n, m, block):
     Y = random_packed(n, m, dtype=dtype, seed=n + m)
-    fast = householder_product(Y, block)
-    slow = householder_product_sequential(Y)
+    fast = packed_reflector_product(Y, block)
+    slow = packed_reflector_product_sequential(Y)
     assert torch.allclose(fast, slow, atol=atol)
     X = torch.randn(n, 3, dtype=dtype)
     assert torch.allclose(apply_householder(Y, X, block), slow @ X, atol=10 * atol)
@@ -90,17 +90,17 @@ def test_blocked_product_matches_sequential(dtype, atol, n, m, block):
 
 def test_blocked_product_is_orthogonal_to_1e12_and_batched():
     Y = random_packed(50, 50, 3, seed=1)
-    Q = householder_product(Y, 8)
+    Q = packed_reflector_product(Y, 8)
     eye = torch.eye(50, dtype=D)
     assert (Q.mT @ Q - eye).abs().max() < 1e-12
-    assert torch.allclose(Q, householder_product_sequential(Y), atol=1e-12)
+    assert torch.allclose(Q, packed_reflector_product_sequential(Y), atol=1e-12)
 
 
 def test_blocked_product_matches_torch_householder_product():
     Y = random_packed(12, 7, seed=3)
     Yn = normalize_reflectors(Y)
     pivots = torch.diagonal(Yn[:7, :7])
-    ours = householder_product(Y, 3)
+    ours = packed_reflector_product(Y, 3)
     theirs = torch.linalg.householder_product(Yn / pivots, 2 * pivots**2)
     # LAPACK's orgqr returns the first m columns of H(y_0)...H(y_{m-1})
     assert torch.allclose(ours[:, :7], theirs, atol=1e-12)
@@ -108,7 +108,7 @@ def test_blocked_product_matches_torch_householder_product():
 
 def test_blocked_product_and_apply_gradcheck():
     Y = random_packed(7, 5, seed=4).requires_grad_(True)
-    assert torch.autograd.gradcheck(lambda y: householder_product(y, 2), (Y,))
+    assert torch.autograd.gradcheck(lambda y: packed_reflector_product(y, 2), (Y,))
     X = torch.randn(7, 2, dtype=D, requires_grad=True)
     assert torch.autograd.gradcheck(lambda y, x: apply_householder(y, x, 2), (Y, X))
 
@@ -142,7 +142,8 @@ def test_hgrad_with_reflector_output_instead_of_input_is_wrong():
 
 
 def dense_transition(Yu, sigma, Yv):
-    return householder_product_sequential(Yu) @ torch.diag(sigma) @ householder_product_sequential(Yv).T
+    U, V = packed_reflector_product_sequential(Yu), packed_reflector_product_sequential(Yv)
+    return U @ torch.diag(sigma) @ V.T
 
 
 def test_reflector_loop_forward_and_paper_backward_match_autograd():
@@ -175,9 +176,9 @@ def test_reflector_loop_gradcheck_and_shape_errors():
 
 def test_householder_product_rejects_bad_input():
     with pytest.raises(ValueError, match="do not fit"):
-        householder_product(torch.randn(3, 4))
+        packed_reflector_product(torch.randn(3, 4))
     with pytest.raises(ValueError, match="floating"):
-        householder_product(torch.ones(3, 2, dtype=torch.int64))
+        packed_reflector_product(torch.ones(3, 2, dtype=torch.int64))
     with pytest.raises(ValueError, match="rows"):
         apply_householder(torch.randn(4, 2), torch.randn(3, 3))
 
@@ -190,6 +191,6 @@ def test_blocked_product_stays_accurate_for_nearly_parallel_reflectors(block):
     Y = torch.zeros(n, n, dtype=D)
     Y[-1, :] = 1.0
     Y = (Y + 1e-6 * torch.randn(n, n, dtype=D, generator=gen)) * trapezoid_mask(n, n, dtype=D)
-    Q = householder_product(Y, block)
-    assert (Q - householder_product_sequential(Y)).abs().max() < 1e-11
+    Q = packed_reflector_product(Y, block)
+    assert (Q - packed_reflector_product_sequential(Y)).abs().max() < 1e-11
     assert (Q.T @ Q - torch.eye(n, dtype=D)).abs().max() < 1e-11

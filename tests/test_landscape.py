@@ -41,7 +41,7 @@ from spectral_analysis.analysis.theorem5 import (
     inequality_ratios,
     scalar_spurious_minima,
 )
-from spectral_analysis.checks import CheckRecord, checks_markdown
+from spectral_analysis.checks import VERDICTS, CheckRecord, checks_markdown
 from spectral_analysis.cli import main
 
 D = torch.float64
@@ -173,9 +173,11 @@ def test_landscape_report_verdicts_on_a_small_problem():
     assert verdicts["Claim 1 (gradient)"] == "differs"
     assert verdicts["Theorem 5 (proof's inequality)"] == "fails"
     assert verdicts["Theorem 5"] == "fails"
-    assert set(verdicts.values()) <= {"holds", "differs", "fails", "unverified"}
+    assert set(verdicts.values()) <= set(VERDICTS)
     for check in report["checks"]:
-        assert set(check) == {"source", "claim", "verdict", "evidence", "numbers", "derived", "printed"}
+        assert set(check) == {"source", "claim", "verdict", "evidence", "numbers", "derived", "printed",
+                              "quote", "scale", "seeds"}
+        assert check["quote"]
     descent = report["descent"]
     signs = report["checks"][4]["numbers"]
     # SVD descent never reaches R* from a start whose det sign differs from the teacher's
@@ -196,7 +198,7 @@ def test_landscape_command_writes_report_and_figures(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--hidden", "0"], "hidden must be >= 1"),
+    (["--hidden", "0"], "hidden must lie in [1, 16]"),
     (["--e", "0"], "0 < e < high"),
     (["--e", "3", "--high", "2"], "0 < e < high"),
     (["--outputs", "0"], "outputs must be >= 1"),

@@ -11,6 +11,7 @@ from spectral_analysis.nn import (
     HouseholderTransition,
     SpectralLinear,
     SpectralTransition,
+    SVDParametrization,
     build_model,
 )
 
@@ -27,8 +28,8 @@ def _free_parameter_count(model: nn.Module) -> int:
     total = 0
     for module in model.modules():
         for pname, p in module.named_parameters(recurse=False):
-            if pname in ("u_reflectors", "v_reflectors"):
-                mask = module.svd.mask_u if pname == "u_reflectors" else module.svd.mask_v
+            if pname in ("original0", "original1") and isinstance(module[0], SVDParametrization):
+                mask = module[0].mask_u if pname == "original0" else module[0].mask_v
                 total += int(mask.sum())
             elif pname == "reflectors":
                 total += int(module.mask.sum())
@@ -226,16 +227,17 @@ def test_penalty_of_the_unconstrained_map_and_its_gradient():
     torch.manual_seed(8)
     free = build_model("spectral", 2, 5, 1, sigma_map="none").double()
     with torch.no_grad():
-        free.transitions[0].sigma_hat.copy_(torch.tensor([1.0, 2.0, 0.5, 1.0, -1.0], dtype=D))
+        sigma_raw = free.transitions[0].parametrizations.weight.original2
+        sigma_raw.copy_(torch.tensor([1.0, 2.0, 0.5, 1.0, -1.0], dtype=D))
     penalty = free.spectral_penalty()
     assert penalty.item() == pytest.approx(0.0 + 1.0 + 0.25 + 0.0 + 4.0)
     penalty.backward()
-    assert torch.allclose(free.transitions[0].sigma_hat.grad,
+    assert torch.allclose(free.transitions[0].parametrizations.weight.original2.grad,
                           2 * torch.tensor([0.0, 1.0, -0.5, 0.0, -2.0], dtype=D))
     assert build_model("spectral", 2, 5, 1).spectral_penalty().item() == 0.0
     mlp = build_model("spectral-mlp", 3, 4, 2, sigma_map="none")
     with torch.no_grad():
-        mlp.input_layer.sigma_hat.fill_(2.0)
+        mlp.input_layer.parametrizations.weight.original2.fill_(2.0)
     assert mlp.spectral_penalty().item() == pytest.approx(3.0)  # input layer: min(4, 3) values
 
 

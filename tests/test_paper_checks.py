@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from spectral_analysis.checks import BEGIN, END, QUOTE_GAP, discrepancy_markdown, replace_discrepancies
 from spectral_analysis.cli import main
 from spectral_analysis.paper import PAPER_CHECKS, run_paper_checks
 from spectral_analysis.plotting import plot_householder_benchmark
@@ -86,16 +87,47 @@ def test_table_counts_are_rebuilt_and_the_reproducing_configuration_found():
     assert lstm_ptb.verdict == "holds" and lstm_ptb.numbers["count"] == 4 * 128 * 128
 
 
-def test_bounds_on_trained_checkpoints():
-    records = {r.source: r for _, r in run_paper_checks(True, ["bounds"])}
+@pytest.fixture(scope="module")
+def all_records():
+    """Every check of ``check-paper --quick``, run once."""
+    return [record for _, record in run_paper_checks(True)]
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_every_claim_quotes_the_paper_and_the_quote_is_in_the_paper_text(all_records):
+    papers = _normalized(" ".join(p.read_text() for p in (ROOT.parent / "shared" / "papers").glob("*.txt")))
+    for record in all_records:
+        assert record.quote, f"{record.source}: no quote of the paper's words"
+        fragments = [_normalized(f) for f in record.quote.split(QUOTE_GAP)]
+        missing = [f for f in fragments if f and f not in papers]
+        assert not missing, (record.source, missing)
+    assert not any("polynomial" in r.claim for r in all_records), "the paper claims no polynomial growth"
+
+
+def test_the_readme_discrepancy_list_is_the_one_the_checks_generate(all_records):
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split(BEGIN, 1)[1].split(END, 1)[0]
+    listed = re.findall(r"^- \*\*(.+?)\*\* \((\w+)\):", block, flags=re.M)
+    expected = re.findall(r"^- \*\*(.+?)\*\* \((\w+)\):", discrepancy_markdown(all_records), flags=re.M)
+    assert listed == expected and expected, "regenerate: check-paper --quick --readme README.md"
+    assert replace_discrepancies(readme, all_records).count(BEGIN) == 1
+    with pytest.raises(ValueError, match="no <!-- discrepancies:begin -->"):
+        replace_discrepancies("no markers", all_records)
+
+
+def test_bounds_on_trained_checkpoints(all_records):
+    records = {r.source: r for r in all_records}
     assert records["ICML Lemma 3"].verdict == "holds" and records["ICML Lemma 3"].numbers["violations"] == 0
     rnn = records["ICML Theorem 5 (RNN)"]
     assert rnn.verdict == "holds" and rnn.numbers["norm_W"] > 1
     slope, exponential = rnn.numbers["slope"], rnn.numbers["exponential_slope"]
     assert abs(slope - exponential) < 0.05 * exponential
-    spectral = records["ICML Theorem 5 (Spectral-RNN)"]
-    assert spectral.numbers["slope"] < 0.01 * rnn.numbers["slope"]
-    assert records["ICML Corollary 1"].verdict == "holds"
+    assert "holds by construction" in rnn.evidence
+    corollary = records["ICML Corollary 1"]
+    assert corollary.verdict == "holds" and corollary.numbers["norm_W"] <= 1.1 + 1e-6
 
 
 def test_paper_figure_functions_write_pngs(tmp_path):
@@ -121,3 +153,24 @@ def test_paper_figure_functions_write_pngs(tmp_path):
                              "MSE", {30: 0.167}, "t", tmp_path / "c.png", length_name="T"),
     ]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
+
+
+def test_a_check_that_raises_becomes_a_failed_record_not_a_crash(monkeypatch):
+    from spectral_analysis.paper import svd_map
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("linalg.svd: the algorithm failed to converge")
+
+    monkeypatch.setattr(svd_map, "svd_decompose", broken)
+    records = {r.source: r for _, r in run_paper_checks(True, ["svd-map"])}
+    for source in ("ICML Theorems 1-2", "ICML Theorem 3", "ICML Theorem 4"):
+        assert records[source].verdict == "fails" and "RuntimeError: linalg.svd" in records[source].evidence
+    assert records["ICML Lemma 1"].verdict == "holds"  # the others still ran
+
+    def group_crash(quick):
+        raise ValueError("boom")
+
+    from spectral_analysis.paper import baselines
+    monkeypatch.setattr(baselines, "run", group_crash)
+    (name, record), = run_paper_checks(True, ["baselines"])
+    assert record.verdict == "fails" and "ValueError: boom" in record.evidence

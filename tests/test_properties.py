@@ -5,10 +5,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spectral_analysis.linalg import (
-    householder_product,
-    householder_product_sequential,
     orthogonal_to_reflectors,
     pack_reflectors,
+    packed_reflector_product,
+    packed_reflector_product_sequential,
     svd_compose,
     svd_compose_reference,
     svd_decompose,
@@ -48,9 +48,9 @@ def test_products_are_orthogonal_and_blocked_equals_sequential(n, m, block, seed
     gen = torch.Generator().manual_seed(seed)
     Y = pack_reflectors([torch.randn(i, dtype=D, generator=gen) for i in range(n - m + 1, n + 1)], n) \
         if m else torch.zeros(n, 0, dtype=D)
-    Q = householder_product(Y, block)
+    Q = packed_reflector_product(Y, block)
     assert (Q.T @ Q - torch.eye(n, dtype=D)).abs().max() < 1e-12
-    assert torch.allclose(Q, householder_product_sequential(Y), atol=1e-12)
+    assert torch.allclose(Q, packed_reflector_product_sequential(Y), atol=1e-12)
 
 
 @settings(max_examples=40, deadline=None)
@@ -83,7 +83,7 @@ def test_lemma_a_on_random_products(n, k, seed):
     k = min(k, n)
     gen = torch.Generator().manual_seed(seed)
     vecs = [torch.randn(i, dtype=D, generator=gen) for i in range(n - k + 1, n + 1)]
-    Q = householder_product(pack_reflectors(vecs, n)) if k else torch.eye(n, dtype=D)
+    Q = packed_reflector_product(pack_reflectors(vecs, n)) if k else torch.eye(n, dtype=D)
     Y = orthogonal_to_reflectors(Q, k)
-    Q2 = householder_product(Y) if k else torch.eye(n, dtype=D)
+    Q2 = packed_reflector_product(Y) if k else torch.eye(n, dtype=D)
     assert (Q2 - Q).abs().max() < 1e-8

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from spectral_analysis.nn import ACTIVATIONS, build_model
-from spectral_analysis.nn.recurrence import recurrence_loop, recurrence_scan, resolve_recurrence
+from spectral_analysis.nn.time_loop import recurrence_loop, recurrence_scan, resolve_recurrence
 
 D = torch.float64
 
@@ -76,3 +76,18 @@ def test_routes_are_validated():
     model = build_model("rnn", 2, 4, 1)
     with pytest.raises(ValueError, match="structured transition"):
         model.run(torch.randn(1, 3, 2), recurrence="reflector")
+
+
+def test_renamed_modules_and_functions_keep_deprecated_aliases():
+    import importlib
+    import sys
+
+    import spectral_analysis.linalg as linalg
+    from spectral_analysis.nn import time_loop
+
+    sys.modules.pop("spectral_analysis.nn.recurrence", None)
+    with pytest.warns(DeprecationWarning, match="now spectral_analysis.nn.time_loop"):
+        old = importlib.import_module("spectral_analysis.nn.recurrence")
+    assert old.recurrence_scan is time_loop.recurrence_scan
+    with pytest.warns(DeprecationWarning, match="now packed_reflector_product"):
+        assert linalg.householder_product is linalg.packed_reflector_product

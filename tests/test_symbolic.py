@@ -163,3 +163,13 @@ def test_wrong_reflector_properties_and_a_zero_preactivation_differ():
     back = P.T * sp.diag(0, 1, 1) * g  # sign(z_1) = 0
     assert judge((back.T * back)[0, 0], (g.T * g)[0, 0], [*angles, *g],
                  simplifier=peers.pythagorean(angles)).verdict == "differs"
+
+
+def test_count_checks_take_evidence_only_from_configurations_that_exist():
+    """A reflector of length k (or m reflectors) in R^n needs k <= n: no evidence point beyond it."""
+    records = [r for _, r in run_symbolic_checks(["table1", "parameter-counts"])]
+    points = [r.numbers["point"] for r in records if "point" in r.numbers]
+    assert points, "some count differs, so some evidence point is reported"
+    for point in points:
+        n = int(point["n"])
+        assert all(int(point[s]) <= n for s in ("k", "m", "m1", "m2") if s in point), point

@@ -3,6 +3,7 @@
 import copy
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -13,12 +14,12 @@ import torch
 from safetensors.torch import save_file
 
 from spectral_analysis.cli import main
+from spectral_analysis.data.objectives import loss_and_metrics
 from spectral_analysis.train import (
     CheckpointError,
     TrainConfig,
     Trainer,
     load_checkpoint,
-    loss_and_metrics,
     train,
 )
 
@@ -116,6 +117,37 @@ def test_killed_process_resumes_to_the_same_final_metrics(tmp_path):
                {k: v for k, v in resumed[phase].items() if k != "time"}
 
 
+KILL_TRIALS = 10
+
+
+def test_kill_9_at_random_moments_then_resume_is_bit_identical(tmp_path):
+    """SIGKILL at 10 seeded random moments (before the first checkpoint, mid-run, near the end), then
+    --resume until done: every logged row survives and the final weights equal an uninterrupted run's."""
+    args = ["--threads", "1", "train", "--model", "rnn", "--task", "addition", "--length", "30",
+            "--train-size", "256", "--valid-size", "32", "--test-size", "32", "--hidden", "16",
+            "--batch-size", "16", "--steps", "300", "--checkpoint-every", "10", "--eval-every", "50",
+            "--record-every", "5", "--no-progress", "--json"]
+    cmd = [sys.executable, "-m", "spectral_analysis.cli", *args]
+    subprocess.run([*cmd, "--out", str(tmp_path / "full")], capture_output=True, check=True, timeout=300)
+    reference = load_checkpoint(tmp_path / "full" / "last.safetensors").model.state_dict()
+    reference_rows = _lines(tmp_path / "full")
+    rng = random.Random(0)
+    for trial in range(KILL_TRIALS):
+        out = tmp_path / f"killed{trial}"
+        proc = subprocess.Popen([*cmd, "--out", str(out)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(1.0, 6.0))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        done = subprocess.run([*cmd, "--out", str(out), "--resume"], capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, (trial, done.stderr[-500:])
+        state = load_checkpoint(out / "last.safetensors").model.state_dict()
+        assert all(torch.equal(state[k], reference[k]) for k in reference), f"trial {trial}"
+        rows = _lines(out)
+        assert [(r["phase"], r["step"]) for r in rows] == [(r["phase"], r["step"]) for r in reference_rows]
+
+
 def test_resume_and_overwrite_guards(tmp_path):
     out = tmp_path / "run"
     train(_config(out, steps=5))
@@ -165,8 +197,9 @@ def test_metadata_tensor_mismatch_is_named(tmp_path, checkpoint_file):
     meta["model"]["hidden_size"] = 13
     from spectral_analysis.train.checkpoint import tensor_digest
     save_file(tensors, tmp_path / "mismatch.safetensors",
-              metadata={"spectral_analysis": json.dumps(meta), "sha256": tensor_digest(tensors)})
-    with pytest.raises(CheckpointError, match="has shape"):
+              metadata={"spectral_analysis": json.dumps(meta),
+                        "sha256": tensor_digest(tensors, json.dumps(meta))})
+    with pytest.raises(CheckpointError, match="do not fit the model in the metadata: size mismatch"):
         load_checkpoint(tmp_path / "mismatch.safetensors")
 
 
@@ -211,3 +244,48 @@ def test_demo_trains_both_models_and_says_where(tmp_path, capsys):
     for run in payload["runs"].values():
         assert os.path.isfile(os.path.join(run["out"], "last.safetensors"))
         assert run["test_mse"] > 0
+
+
+def test_a_second_writer_is_refused_and_a_torn_log_line_is_repaired(tmp_path):
+    from spectral_analysis.train import Trainer
+
+    config = TrainConfig(model="rnn", task="addition", out=str(tmp_path / "run"), hidden=4, steps=4,
+                         task_options={"length": 5, "train_size": 40, "valid_size": 8, "test_size": 8},
+                         batch_size=8, record_every=1, eval_every=2, checkpoint_every=2, progress=False)
+    first = Trainer(config)
+    with pytest.raises(ValueError, match=rf"is locked: another process \(pid {os.getpid()}\)"):
+        Trainer(config)
+    first.run()
+    log = tmp_path / "run" / "metrics.jsonl"
+    rows = log.read_text()
+    log.write_text(rows + '{"step": 5, "pha')  # what a kill during a write leaves
+    with pytest.warns(UserWarning, match="torn last line"):
+        resumed = train(config, resume=True)
+    assert resumed and log.read_text().endswith("\n") and '"step": 5' not in log.read_text()
+    log.write_text('{"step": "two", "phase": "train"}\n')
+    with pytest.raises(ValueError, match="line 1: field step"):
+        train(config, resume=True)
+
+
+def test_divergence_stops_with_the_failing_step_logged_and_the_last_good_checkpoint_kept(tmp_path,
+                                                                                         monkeypatch):
+    from spectral_analysis.train import TrainingDivergedError, trainer
+
+    real, calls = trainer.loss_and_metrics, {"n": 0}
+
+    def nan_at_step_5(*args, **kwargs):
+        loss, metrics = real(*args, **kwargs)
+        calls["n"] += 1
+        return (loss * float("nan") if calls["n"] == 5 else loss), metrics
+
+    monkeypatch.setattr(trainer, "loss_and_metrics", nan_at_step_5)
+    config = TrainConfig(model="rnn", task="addition", out=str(tmp_path / "run"), hidden=8, steps=20,
+                         task_options={"length": 6, "train_size": 64, "valid_size": 8, "test_size": 8},
+                         batch_size=16, record_every=1, eval_every=1000, checkpoint_every=1, progress=False)
+    with pytest.raises(TrainingDivergedError, match=r"loss is nan at step 5: training diverged"):
+        train(config)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1] == {"step": 5, "phase": "diverged", "reason": "the training loss is nan"}
+    last = load_checkpoint(tmp_path / "run" / "last.safetensors")
+    assert last.metadata["step"] == 4
+    assert all(bool(torch.isfinite(v).all()) for v in last.model.state_dict().values())

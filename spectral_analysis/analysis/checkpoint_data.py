@@ -14,8 +14,8 @@ def checkpoint_task(metadata: dict[str, Any]) -> TaskData:
     """The task a checkpoint was trained on, rebuilt from its metadata (same options, same seed)."""
     task = metadata.get("task") or {}
     if "name" not in task:
-        raise ValueError("the checkpoint's metadata names no task; give --data-bound and --length instead "
-                         "of using data")
+        raise ValueError("no task to draw data from (an imported model records none): give your own "
+                         "sequences with --inputs (and --labels), or --data-bound and --length")
     options = dict(task.get("options") or {})
     if task["name"] == "ptb":
         options["batch_size"] = (metadata.get("train") or {}).get("batch_size", 50)

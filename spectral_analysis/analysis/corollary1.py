@@ -126,5 +126,6 @@ def corollary1_check(problem: LinearRNNProblem, starts: Tensor, e: float, high: 
                "seconds_per_iteration": {"plain": plain["seconds_per_iteration"],
                                          "svd": svd["seconds_per_iteration"]}}
     record = CheckRecord(source, "with the update rule (8), linear svdRNNs have no spurious local minimum "
-                         "(so gradient descent reaches R*)", verdict, evidence, numbers)
+                         "(so gradient descent reaches R*)", verdict, evidence, numbers,
+                         quote="With the update rule in (8), linear svdRNNs have no spurious local minimum.")
     return record, {"plain": plain, "svd": svd, "tolerance": tol}, plain_W

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch import Tensor
+from tqdm import tqdm
 
 from spectral_analysis.nn import RecurrentModel
 
@@ -64,7 +65,8 @@ class JacobianProducts:
 
 
 def jacobian_products(model: RecurrentModel, x: Tensor, s0: Tensor | None = None,
-                      keep_matrices: bool = False, spectra: bool = True) -> JacobianProducts:
+                      keep_matrices: bool = False, spectra: bool = True,
+                      progress: bool = False) -> JacobianProducts:
     """All ``J(t)`` by the backward recursion ``J(t) = J(t+1) A_{t+1}`` (one batched matmul a step)."""
     states = state_trajectory(model, x, s0)
     jac = model.step_jacobian_function()
@@ -75,7 +77,7 @@ def jacobian_products(model: RecurrentModel, x: Tensor, s0: Tensor | None = None
         log_scale = torch.zeros(B, dtype=torch.float64, device=states.device)
         svals = np.zeros((B, T1, d)) if spectra else np.zeros((B, T1, 0))
         kept = [J.clone()] if keep_matrices else []  # J(T) = I: its log10 singular values stay 0
-        for t in range(T - 1, -1, -1):
+        for t in tqdm(range(T - 1, -1, -1), desc="Jacobian products", disable=not progress, leave=False):
             J = J @ jac(states[:, t], x[:, t])
             scale = J.flatten(1).norm(dim=1)
             safe = torch.where(scale > 0, scale, torch.ones_like(scale))
@@ -144,7 +146,7 @@ def hidden_gradient_norms(model: RecurrentModel, x: Tensor, loss_fn: Callable[[T
 
 
 def lyapunov_exponents(model: RecurrentModel, x: Tensor, s0: Tensor | None = None,
-                       burn_in: int = 0) -> np.ndarray:
+                       burn_in: int = 0, progress: bool = False) -> np.ndarray:
     """Lyapunov spectrum ``(B, d)`` (natural log per step, descending) of the input-driven recurrence.
 
     QR with sign fixing: ``Q_t R_t = A_t Q_{t-1}``, ``Q_t <- Q_t S``, ``R_t <- S R_t``, ``S = sign diag R_t``;
@@ -159,7 +161,7 @@ def lyapunov_exponents(model: RecurrentModel, x: Tensor, s0: Tensor | None = Non
     with torch.no_grad():
         Q = torch.eye(d, dtype=states.dtype, device=states.device).expand(B, d, d).clone()
         total = torch.zeros(B, d, dtype=torch.float64, device=states.device)
-        for t in range(T):
+        for t in tqdm(range(T), desc="Lyapunov exponents", disable=not progress, leave=False):
             Q, R = torch.linalg.qr(jac(states[:, t], x[:, t]) @ Q)
             diag = torch.diagonal(R, dim1=-2, dim2=-1)
             sign = torch.where(diag < 0, -torch.ones_like(diag), torch.ones_like(diag))

@@ -14,6 +14,7 @@ One realizable problem (:func:`realizable_problem`: random Y, Sigma; teacher sin
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -40,7 +41,7 @@ from spectral_analysis.analysis.theorem5 import (
     inequality_path,
     inequality_ratios,
 )
-from spectral_analysis.checks import CheckRecord, checks_markdown
+from spectral_analysis.checks import CLAIM1_GRADIENT_QUOTE, CLAIM1_RISK_QUOTE, CheckRecord, checks_markdown
 
 SOURCE = "earlier version (000), Section 6"
 
@@ -61,13 +62,18 @@ class LandscapeConfig:
     iterations: int = 1500
     monte_carlo: int = 200_000
 
+    # budgets: the critical-point search and the Monte Carlo risk grow fast past these
+    LIMITS = {"hidden": 16, "length": 16, "starts": 1000, "samples": 10**6, "iterations": 10**6,
+              "monte_carlo": 10**7}
+
     def __post_init__(self) -> None:
-        for name in ("hidden", "length", "starts", "samples", "iterations", "monte_carlo"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name, limit in self.LIMITS.items():
+            if not 1 <= getattr(self, name) <= limit:
+                raise ValueError(f"{name} must lie in [1, {limit}] (a budget: the search grows fast past "
+                                 f"it), got {getattr(self, name)}")
         if self.outputs is not None and self.outputs < 1:
             raise ValueError(f"outputs must be >= 1, got {self.outputs}")
-        if not 0 < self.e < self.high:
+        if not (math.isfinite(self.high) and 0 < self.e < self.high):
             raise ValueError(f"need 0 < e < high for the singular-value range [e, high]; got e = {self.e}, "
                              f"high = {self.high}")
         if self.noise < 0:
@@ -90,7 +96,7 @@ def claim1_risk(problem: LinearRNNProblem, config: LandscapeConfig, gen: torch.G
         "holds" if worst < 5 else "fails",
         f"closed form vs Monte Carlo ({config.monte_carlo} Gaussian samples) at {len(Ws)} W: "
         f"largest |difference| / stderr = {worst:.2f}",
-        {"max_abs_z": worst, "points": rows})
+        {"max_abs_z": worst, "points": rows}, quote=CLAIM1_RISK_QUOTE)
 
 
 def claim1_gradient(problem: LinearRNNProblem, gen: torch.Generator) -> CheckRecord:
@@ -119,7 +125,8 @@ def claim1_gradient(problem: LinearRNNProblem, gen: torch.Generator) -> CheckRec
         f"relative Frobenius difference from the exact gradient{where}: {text}. The exact gradient "
         f"2 sum_i sum_(j<i) (W^j)^T Y^T G_i (W^(i-1-j))^T matches autograd to {autograd_error:.1e}; the "
         "printed one drops 2 Y^T and the order of the products",
-        {"autograd_relative_error": autograd_error, "relative_difference": differences})
+        {"autograd_relative_error": autograd_error, "relative_difference": differences},
+        quote=CLAIM1_GRADIENT_QUOTE)
 
 
 def _point_dict(point: CriticalPoint) -> dict[str, Any]:
@@ -169,7 +176,8 @@ def theorem5_inequality(problem: LinearRNNProblem, config: LandscapeConfig, gen:
     record = CheckRecord(
         SOURCE + ", Theorem 5 (proof's inequality)",
         "sigma_min(W) >= e implies ||grad R||_F^2 >= sigma_min(Sigma)^2 min_i {i^2 e^(2(i-1))} (R - R*)",
-        "fails" if fails else "holds", evidence, numbers)
+        "fails" if fails else "holds", evidence, numbers,
+        quote=r"&\geq \sigma_{\min}^{2}(\Sigma)\min_{1\leq i\leq t}\{i^{2}e^{2(i-1)}\}(R(W) - R^{*})")
     return record, samples
 
 
@@ -209,7 +217,10 @@ def theorem5_statement(problem: LinearRNNProblem, config: LandscapeConfig, point
                        "global minimum", verdict, evidence,
                        {"critical_points": len(points), "spurious_inside": len(spurious_in),
                         "spurious_outside": len(spurious_out), "spurious_outside_kinds": kinds,
-                        "missed_starts": missed})
+                        "missed_starts": missed},
+                       quote=r"With linear recurrent neural networks, if transition matrix W satisfies "
+                             r"$\sigma_{\min}(W) \ge e > 0$ , all critical points in the population risk are "
+                             "global minimum.")
 
 
 def landscape_report(config: LandscapeConfig) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.nn import LSTMNet, RecurrentNet
+from spectral_analysis.nn import GRUNet, LSTMNet, RecurrentNet
 from spectral_analysis.nn.activations import activate
 from spectral_analysis.nn.urnn import UnitaryRNN
 
@@ -86,17 +86,19 @@ class Eq17Network:
 def eq17_network(model: nn.Module, symbolic_inputs: bool = False) -> Eq17Network:
     """The Eq. 17 form of a one-layer :class:`RecurrentNet` (any transition), biases absorbed;
     ``symbolic_inputs`` when the task feeds symbol ids (copy, ptb)."""
-    if isinstance(model, LSTMNet):
-        raise ValueError("Theorem 5 and Lemma 3 are about h_t = phi(W h_{t-1} + M x_t) (Eq. 17); an LSTM's "
+    if isinstance(model, LSTMNet | GRUNet):
+        cell = "an LSTM" if isinstance(model, LSTMNet) else "a GRU"
+        raise ValueError(f"Theorem 5 and Lemma 3 are about h_t = phi(W h_{{t-1}} + M x_t) (Eq. 17); {cell}'s "
                          "gated update is not of that form")
     if isinstance(model, UnitaryRNN):
         raise ValueError("Theorem 5 needs h_t = phi(W h_{t-1} + M x_t) with phi elementwise (Eq. 17); the "
                          "uRNN's modReLU scales each complex pair (Re, Im) together, with a trainable bias")
     if not isinstance(model, RecurrentNet):
-        raise ValueError(f"Theorem 5 is about recurrent nets; this checkpoint holds a "
-                         f"{type(model).__name__}, not a recurrent model")
+        raise ValueError(f"Theorem 5 is about the recurrent nets of Eq. 17; a {type(model).__name__} is not "
+                         "one")
     if model.num_layers != 1:
-        raise ValueError(f"Theorem 5 covers one recurrent layer (Eq. 17); this model has {model.num_layers}")
+        raise ValueError(f"Theorem 5 covers one recurrent layer (Eq. 17, h_t = phi(W h_(t-1) + M x_t)); this "
+                         f"model stacks {model.num_layers}, so layer 2 reads h_t, not x_t")
     with torch.no_grad():
         W = model.transition_matrix(0).detach().to(torch.float64)
         M = model.input_weights[0].detach().to(torch.float64)

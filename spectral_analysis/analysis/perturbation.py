@@ -101,3 +101,65 @@ def perturbation_check(net: Eq17Network, x: Tensor, B: float | None = None, tria
                 violations.append({"trial": trial, "quantity": which, "sample": worst, "ratio": ratio})
     return PerturbationCheck(trials, T, B, max(hidden_slack), max(output_slack), hidden_slack, output_slack,
                              violations)
+
+
+def _project(delta: Tensor, radius: float) -> Tensor:
+    """Scale ``delta`` back into the spectral-norm ball of ``radius`` (feasible, not the nearest point)."""
+    norm = float(torch.linalg.matrix_norm(delta.detach(), ord=2))
+    return delta * (radius / norm) if norm > radius else delta
+
+
+def adversarial_perturbation(net: Eq17Network, x: Tensor, B: float | None = None, steps: int = 60,
+                             seed: int = 0, lr: float = 0.05) -> dict[str, float]:
+    """The largest measured / bound ratio of Lemma 3 found by projected gradient ascent on
+    ``(dW, dM, dY)`` within ``||d.|| <= ||.||/T``: log of the output change (worst sample) is
+    maximized with Adam, each step scaled back into the allowed balls. Random directions reach
+    1e-12..1e-3 of the bound on trained nets; this searches for the perturbation the bound is about."""
+    xs = net.inputs(x)
+    T = xs.shape[1]
+    B = float(xs.norm(dim=-1).max()) if B is None else B
+    norms = weight_norms(net)
+    radius = {"W": norms.W / T, "M": norms.M / T, "Y": norms.Y / T}
+    generator = torch.Generator().manual_seed(seed)
+    base = {"W": net.W, "M": net.M, "Y": net.Y}
+    # start along the weights themselves (a uniform scaling of the net: the aligned worst case when
+    # W = M = Y = I), plus a little noise so the ascent can leave it
+    deltas = {k: (A * (radius[k] / max(float(torch.linalg.matrix_norm(A, ord=2)), 1e-300))
+                  + 0.1 * _scaled_direction(A.shape, radius[k], generator, A)).requires_grad_()
+              for k, A in base.items()}
+    optimizer = torch.optim.Adam(deltas.values(), lr=lr * max(radius.values()))
+    h_T, y = net.final(xs)
+    best = {"hidden": 0.0, "output": 0.0}
+
+    def ratios() -> tuple[Tensor, Tensor]:
+        h_p, y_p = net.final(xs, *(base[k] + deltas[k] for k in ("W", "M", "Y")))
+        sizes = {k: float(torch.linalg.matrix_norm(v.detach(), ord=2)) for k, v in deltas.items()}
+        log_h, log_y = lemma3_right_hand_sides(norms, T, B, sizes["W"], sizes["M"], sizes["Y"])
+        return ((h_p - h_T).norm(dim=1).max() / 10 ** log_h, (y_p - y).norm(dim=1).max() / 10 ** log_y)
+
+    for _ in range(steps):
+        optimizer.zero_grad()
+        hidden, output = ratios()
+        best = {"hidden": max(best["hidden"], float(hidden.detach())),
+                "output": max(best["output"], float(output.detach()))}
+        (-(output.clamp_min(1e-300).log() + hidden.clamp_min(1e-300).log())).backward()
+        optimizer.step()
+        with torch.no_grad():
+            for k, d in deltas.items():
+                d.copy_(_project(d, radius[k]))
+    with torch.no_grad():
+        for k, d in deltas.items():
+            d.copy_(_project(d, radius[k]))
+        hidden, output = ratios()
+    return {"hidden": max(best["hidden"], float(hidden)), "output": max(best["output"], float(output)),
+            "steps": steps}
+
+
+def aligned_linear_network(n: int, T: int) -> tuple[Eq17Network, Tensor]:
+    """``W = M = Y = I`` with the identity activation and every ``x_t`` the same unit vector: the
+    case where Lemma 3's bound is nearly tight (every perturbation direction adds up over time)."""
+    eye = torch.eye(n, dtype=torch.float64)
+    net = Eq17Network(eye, eye.clone(), eye.clone(), "identity", 0.0, False, False, False, n, None)
+    x = torch.zeros(1, T, n, dtype=torch.float64)
+    x[..., 0] = 1.0
+    return net, x

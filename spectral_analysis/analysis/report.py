@@ -25,9 +25,9 @@ from spectral_analysis.analysis.jacobians import (
 from spectral_analysis.analysis.network import eq17_network
 from spectral_analysis.analysis.perturbation import perturbation_check
 from spectral_analysis.analysis.trajectories import read_trajectory
+from spectral_analysis.data.arrays import UserData
 from spectral_analysis.data.objectives import loss_and_metrics
-from spectral_analysis.nn import RecurrentModel
-from spectral_analysis.train.checkpoint import Checkpoint
+from spectral_analysis.io import Subject
 
 
 def json_ready(value: Any) -> Any:
@@ -54,41 +54,67 @@ def run_directory(checkpoint_path: str | Path) -> Path | None:
     return None
 
 
-def _bound_or_reason(checkpoint: Checkpoint, classification: bool, seed: int) -> dict[str, Any]:
+def _bound_or_reason(subject: Subject, classification: bool, seed: int,
+                     user_data: UserData | None) -> dict[str, Any]:
     """The bound with training margins where the task has classes and they allow the default quantile;
     otherwise G(w) alone (gamma = 1), with the reason the margins were left out."""
     note = None
     if classification:
         try:
-            return bound_report(checkpoint, data="train", seed=seed)
+            return bound_report(subject, data="train", seed=seed, user_data=user_data)
         except ValueError as error:
             note = f"no margins: {error}"
+    unlabelled = None if user_data is None else UserData(user_data.inputs, None, user_data.source)
     try:
-        report = bound_report(checkpoint, seed=seed)
+        report = bound_report(subject, seed=seed, user_data=unlabelled)
     except ValueError as error:
         return {"skipped": str(error)}
     return {**report, "note": note} if note else report
 
 
-def analyze_checkpoint(checkpoint: Checkpoint, checkpoint_path: str | Path, samples: int = 8,
-                       trials: int = 20, seed: int = 0, burn_in: int = 0) -> dict[str, Any]:
-    """Everything the ``analyze`` command writes (see the module docstring)."""
-    model = checkpoint.model
-    if not isinstance(model, RecurrentModel):
-        raise ValueError(f"analyze needs a recurrent model; this checkpoint holds {type(model).__name__}")
-    task = checkpoint_task(checkpoint.metadata)
-    report: dict[str, Any] = {"checkpoint": str(checkpoint_path), "model": checkpoint.metadata["model"],
-                              "task": task.name, "T": task.length, "samples": samples}
-    report["bound"] = _bound_or_reason(checkpoint, task.kind == "classification-last", seed)
-    x, y = sample_batch(task, task.test, samples, seed)
+def _model_summary(subject: Subject) -> dict[str, Any]:
+    model = subject.model
+    summary = {"name": subject.architecture, "input_size": model.input_size, "hidden_size": model.hidden_size,
+               "output_size": model.output_size, "num_layers": model.num_layers}
+    return subject.metadata.get("model", summary)
+
+
+def analyze_subject(subject: Subject, samples: int = 8, trials: int = 20, seed: int = 0, burn_in: int = 0,
+                    user_data: UserData | None = None, progress: bool = False) -> dict[str, Any]:
+    """Everything the ``analyze`` command writes (see the module docstring), on the task the subject was
+    trained on or on the user's sequences (``user_data``; the first ``samples`` of them)."""
+    model = subject.model
+    if not 1 <= samples <= 10_000:
+        raise ValueError(f"the number of samples must lie in [1, 10000] (each keeps T d x d Jacobians), "
+                         f"got {samples}")
+    if not 1 <= trials <= 10_000:
+        raise ValueError(f"Lemma 3's trials must lie in [1, 10000], got {trials}")
+    if user_data is not None:
+        user_data.check_model(model.input_size, model.output_size)
+        name, length, symbolic = "user data", user_data.length, False
+        kind = "classification-last" if user_data.labels is not None else None
+        x = user_data.inputs[:samples]
+        y = None if user_data.labels is None else user_data.labels[:samples]
+        recall = None
+    else:
+        task = checkpoint_task(subject.metadata)
+        name, length, symbolic, kind = task.name, task.length, task.symbolic, task.kind
+        recall = task.recall_steps
+        x, y = sample_batch(task, task.test, samples, seed)
+    report: dict[str, Any] = {"checkpoint": subject.source, "subject": subject.describe(),
+                              "model": _model_summary(subject), "task": name, "T": length,
+                              "samples": int(x.shape[0])}
+    report["bound"] = _bound_or_reason(subject, kind == "classification-last", seed, user_data)
     model64 = copy.deepcopy(model).to(torch.float64)
+    device = next(model64.parameters()).device
+    x, y = x.to(device), (None if y is None else y.to(device))
     x64 = x.to(torch.float64) if x.is_floating_point() else x
     try:
-        net = eq17_network(model, task.symbolic)
+        net = eq17_network(model, symbolic)
         report["perturbation"] = perturbation_check(net, x, trials=trials, seed=seed).as_dict()
     except ValueError as error:
         report["perturbation"] = {"skipped": str(error)}
-    products = jacobian_products(model64, x64)
+    products = jacobian_products(model64, x64, progress=progress)
     T = x.shape[1]
     bound = transition_norm_bound(model64, T)
     report["jacobian_log10_norms"] = products.log10_norms.mean(axis=0)  # log of the geometric mean
@@ -101,11 +127,12 @@ def analyze_checkpoint(checkpoint: Checkpoint, checkpoint_path: str | Path, samp
                                       bool(np.all(products.log10_norms <= bound + 1e-9)))
 
     def loss_fn(outputs: torch.Tensor) -> torch.Tensor:
-        return loss_and_metrics(task.kind, outputs, y, task.recall_steps)[0]
+        return loss_and_metrics(kind, outputs, y, recall)[0]
 
-    report["grad_norms"] = hidden_gradient_norms(model64, x64, loss_fn)
-    report["lyapunov_exponents"] = lyapunov_exponents(model64, x64, burn_in=burn_in).mean(axis=0)
-    run = run_directory(checkpoint_path)
+    report["grad_norms"] = None if y is None else hidden_gradient_norms(model64, x64, loss_fn)
+    exponents = lyapunov_exponents(model64, x64, burn_in=burn_in, progress=progress)
+    report["lyapunov_exponents"] = exponents.mean(axis=0)
+    run = None if subject.imported else run_directory(subject.source)
     report["trajectory"] = None
     if run is not None:
         try:
@@ -129,7 +156,12 @@ def report_markdown(report: dict[str, Any]) -> str:
     lines = [f"# Analysis of `{report['checkpoint']}`", "",
              f"{model['name']} (n = {model['hidden_size']}, n_i = {model['input_size']}, "
              f"n_y = {model['output_size']}) on {report['task']}, T = {report['T']}, "
-             f"{report['samples']} test sequences.", "", "## Generalization bound (ICML Theorem 5)", ""]
+             f"{report['samples']} test sequences.", ""]
+    subject = report.get("subject")
+    if subject and subject["assumptions"]:
+        lines += [f"Imported from a {subject['convention']} as {subject['architecture']}; assumptions:", ""]
+        lines += [f"- {a}" for a in subject["assumptions"]] + [""]
+    lines += ["## Generalization bound (ICML Theorem 5)", ""]
     bound = report["bound"]
     if "skipped" in bound:
         lines.append(f"Not computed: {bound['skipped']}")
@@ -167,10 +199,10 @@ def report_markdown(report: dict[str, Any]) -> str:
     lines += ["", "## Jacobian products and gradient flow", "",
               "| t | log10 norm of dh(T)/dh(t) | log10 cond | (T-t) log10 norm W | norm of dL/dh(t) |",
               "|---|---|---|---|---|"]
-    bound_line = report["jacobian_log10_bound"]
+    bound_line, grads = report["jacobian_log10_bound"], report["grad_norms"]
     for t in sorted({0, T // 4, T // 2, 3 * T // 4, T}):
         lines.append(f"| {t} | {_fmt(norms[t])} | {_fmt(report['jacobian_log10_condition'][t])} | "
-                     f"{_fmt(bound_line[t]) if bound_line else '-'} | {_fmt(report['grad_norms'][t])} |")
+                     f"{_fmt(bound_line[t]) if bound_line else '-'} | {_fmt(grads[t]) if grads else '-'} |")
     if report["jacobian_bound_holds"] is not None:
         lines += ["", f"KRU Eq. 3 bound ||J(t)|| <= ||W||^(T-t): "
                       f"{'holds' if report['jacobian_bound_holds'] else 'VIOLATED'} for every t and sample."]

@@ -13,11 +13,14 @@ from collections.abc import Sequence
 
 from spectral_analysis.cli import analysis, experiments, landscape, matrix, models, paper, symbolic, training
 from spectral_analysis.cli.common import CommandError
+from spectral_analysis.threads import set_threads
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spectral-analysis", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: the cores not already busy, at least 1)")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in (matrix, models, training, analysis, experiments, landscape, symbolic, paper):
         module.add_parsers(sub)
@@ -28,6 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        set_threads(args.threads)
         return args.func(args)
     except (CommandError, ValueError, RuntimeError, OSError) as error:
         if args.debug:

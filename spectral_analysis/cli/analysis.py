@@ -3,23 +3,41 @@
 from __future__ import annotations
 
 import argparse
-import json
+import csv
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
+from tqdm import tqdm
 
 from spectral_analysis.analysis.bound_report import DEFAULT_DELTA, bound_report, weights_arrays
-from spectral_analysis.analysis.report import analyze_checkpoint, json_ready, report_markdown, run_directory
-from spectral_analysis.analysis.trajectories import read_trajectory
+from spectral_analysis.analysis.bounds_table import COLUMNS, bounds_row, classification_entries
+from spectral_analysis.analysis.certify import certify, error_rate
+from spectral_analysis.analysis.checkpoint_data import checkpoint_task
+from spectral_analysis.analysis.report import json_ready, report_markdown
 from spectral_analysis.cli.common import CommandError, checkpoint_arg, emit
-from spectral_analysis.experiments.results import read_singular_values
-from spectral_analysis.plotting.analysis import plot_analysis, plot_singular_value_heatmap
-from spectral_analysis.train import load_checkpoint
+from spectral_analysis.data.arrays import UserData, load_user_data
+from spectral_analysis.io import ARCHITECTURES, Subject, load
+from spectral_analysis.plotting.analysis_report import write_analysis
+
+
+def subject_and_data(args: argparse.Namespace) -> tuple[Subject, UserData | None]:
+    """The model named on the command line and the user's sequences, if given."""
+    subject = load(args.checkpoint, arch=args.arch, head_prefix=args.head_prefix, device=args.device,
+                   allow_nonfinite=args.allow_nonfinite)
+    if args.labels is not None and args.inputs is None:
+        raise CommandError("--labels needs --inputs (the sequences they label)")
+    data = None
+    if args.inputs is not None:
+        data = load_user_data(args.inputs, args.labels, subject.model.input_size)
+    return subject, data
 
 
 def cmd_weights(args: argparse.Namespace) -> int:
-    arrays = weights_arrays(load_checkpoint(args.checkpoint))
+    subject, _ = subject_and_data(args)
+    arrays = weights_arrays(subject)
     out = Path(args.out)
     if out.suffix != ".npz":
         raise CommandError(f"--out must name a .npz file, got {args.out}")
@@ -44,6 +62,10 @@ def bound_text(p: dict[str, Any]) -> str:
              f"n_y = {p['n_y']}), B = {p['B']:.6g} ({p['B_source']}), gamma = {p['gamma']:.6g} "
              f"({p['gamma_source']})",
              "log10 of each factor of G(w) (Theorem 5):"]
+    subject = p.get("subject") or {}
+    if subject.get("assumptions"):
+        lines[1:1] = [f"imported ({subject['convention']}, {subject['architecture']}): "
+                      + "; ".join(subject["assumptions"])]
     lines += [f"  {name:<36} {value:>12.4f}" for name, value in p["factors"].items()]
     lines.append(f"  {'log10 G(w)':<36} {p['log10_G']:>12.4f}")
     if p["corollary1"]:
@@ -63,40 +85,72 @@ def bound_text(p: dict[str, Any]) -> str:
 
 
 def cmd_bound(args: argparse.Namespace) -> int:
-    report = bound_report(load_checkpoint(args.checkpoint), data=args.data, margin=args.margin,
-                          quantile=args.margin_quantile, delta=args.delta, data_bound=args.data_bound,
-                          length=args.length, samples=args.samples, seed=args.seed)
+    subject, data = subject_and_data(args)
+    report = bound_report(subject, data=args.data, margin=args.margin, quantile=args.margin_quantile,
+                          delta=args.delta, data_bound=args.data_bound, length=args.length,
+                          samples=args.samples, seed=args.seed, user_data=data,
+                          progress=not args.json and sys.stderr.isatty())
     emit(args, json_ready(report), bound_text)
     return 0
 
 
-def write_analysis(checkpoint_path: str | Path, out: str | Path, samples: int = 8, trials: int = 20,
-                   seed: int = 0, burn_in: int = 0) -> tuple[dict[str, Any], list[Path]]:
-    """Analyze a checkpoint and write ``report.json``, ``report.md`` and the figures into ``out``."""
-    report = analyze_checkpoint(load_checkpoint(checkpoint_path), checkpoint_path, samples=samples,
-                                trials=trials, seed=seed, burn_in=burn_in)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(report, indent=1))
-    (out / "report.md").write_text(report_markdown(report))
-    figures = plot_analysis(report, out)
-    run = run_directory(checkpoint_path)
-    kept = read_singular_values(Path(checkpoint_path).parent)  # a zoo entry keeps them beside its checkpoint
-    if run is not None and isinstance(report["trajectory"], list):
-        trajectory = read_trajectory(run)
-        figures.append(plot_singular_value_heatmap(
-            trajectory.steps, trajectory.singular_values[0],
-            f"{trajectory.model}: singular values of W over training", out / "singular_values.png"))
-    elif kept is not None:
-        figures.append(plot_singular_value_heatmap(
-            kept[0], kept[1][0], f"{report['model']['name']}: singular values of W over training",
-            out / "singular_values.png"))
-    return report, figures
+def cmd_certify(args: argparse.Namespace) -> int:
+    subject, data = subject_and_data(args)
+    if data is not None:
+        subject.model.check_input(data.inputs[:1].to(next(subject.model.parameters())))
+        task = data.as_task(subject.model.output_size)
+    else:
+        task = checkpoint_task(subject.metadata)
+    if task.kind != "classification-last":
+        raise CommandError(f"a certificate of the 0-1 error needs one class per sequence; task {task.name!r} "
+                           f"is {task.kind}")
+    progress = not args.json and sys.stderr.isatty()
+    record, posterior = certify(subject, task.train.inputs, task.train.targets, delta=args.delta,
+                     delta_prime=args.delta_prime, mc_samples=args.mc_samples, epochs=args.epochs,
+                     seed=args.seed, progress=progress)
+    if data is None:  # reported beside the certificate, never used by it
+        x, y = task.test.inputs.float(), task.test.targets
+        generator = torch.Generator().manual_seed(args.seed)
+        record["mean_test_error"] = error_rate(subject.model, posterior.mu, x, y)
+        record["stochastic_test_error"] = sum(error_rate(subject.model, posterior.sample(generator), x, y)
+                                              for _ in range(10)) / 10
+    emit(args, json_ready(record), lambda p: (
+        f"certified 0-1 error <= {p['certified_error']:.4f} "
+        f"(confidence {1 - p['delta'] - p['delta_prime']:.3f}; "
+        f"Q's training error {p['mc_error']:.4f} over {p['mc_samples']} sampled networks, KL {p['kl']:.1f}, "
+        f"m = {p['m']}, prior {p['prior']}, variance {p['prior_variance']:.3g})"
+        + (f"; test error of Q {p['stochastic_test_error']:.4f} (10 samples), of its mean "
+           f"{p['mean_test_error']:.4f}" if "mean_test_error" in p else "")))
+    return 0
+
+
+def cmd_bounds_table(args: argparse.Namespace) -> int:
+    names = list(args.checkpoints) or classification_entries(args.experiment)
+    if not names:
+        raise CommandError("no checkpoints: name some, or keep paper-scale results of a classification task")
+    progress = not args.json and sys.stderr.isatty()
+    rows = [bounds_row(name, args.certify, args.mc_samples, args.epochs)
+            for name in tqdm(names, desc="checkpoints", disable=not progress)]
+    if args.out:
+        with open(args.out, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+
+    def text(p: dict) -> str:
+        def fmt(v: Any) -> str:
+            return "-" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
+        lines = [" | ".join(COLUMNS)] + [" | ".join(fmt(r[c]) for c in COLUMNS) for r in p["rows"]]
+        return "\n".join(lines)
+
+    emit(args, json_ready({"rows": rows}), text)
+    return 0
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    report, figures = write_analysis(args.checkpoint, args.out, args.samples, args.trials, args.seed,
-                                     args.burn_in)
+    subject, data = subject_and_data(args)
+    report, figures = write_analysis(subject, args.out, args.samples, args.trials, args.seed, args.burn_in,
+                                     data, progress=not args.json and sys.stderr.isatty())
     payload = {**report, "out": str(args.out), "figures": [str(f) for f in figures]}
 
     def text(p: dict) -> str:
@@ -107,18 +161,32 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-CHECKPOINT_HELP = "a checkpoint file or zoo:<experiment>/<trial>"
+CHECKPOINT_HELP = ("a toolkit checkpoint, zoo:<experiment>/<trial>, or a PyTorch nn.RNN/GRU/LSTM state_dict "
+                   "(torch.save or safetensors)")
+
+
+def add_subject_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model and data options every analyzer shares."""
+    parser.add_argument("checkpoint", type=checkpoint_arg, help=CHECKPOINT_HELP)
+    parser.add_argument("--arch", choices=ARCHITECTURES, default=None,
+                        help="force a PyTorch state_dict's architecture (default: inferred; nn.RNN: tanh)")
+    parser.add_argument("--head-prefix", default=None, help="the read-out nn.Linear's key prefix, e.g. fc")
+    parser.add_argument("--inputs", default=None, help="your own sequences (N, T, n_i): .npy, .npz or .csv")
+    parser.add_argument("--labels", default=None, help="their classes (N,): .npy, .npz or .csv")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    parser.add_argument("--allow-nonfinite", action="store_true",
+                        help="read a model whose weights hold NaN or inf (refused by default)")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     weights = sub.add_parser("weights", help="dense W, M, Y of a checkpoint as the bound uses them (.npz)")
-    weights.add_argument("checkpoint", type=checkpoint_arg, help=CHECKPOINT_HELP)
+    add_subject_arguments(weights)
     weights.add_argument("--out", required=True, help="output .npz file")
     weights.add_argument("--json", action="store_true")
     weights.set_defaults(func=cmd_weights)
 
     bound = sub.add_parser("bound", help="the PAC-Bayes bound G(w) of Theorem 5 and the explicit A.6 bound")
-    bound.add_argument("checkpoint", type=checkpoint_arg, help=CHECKPOINT_HELP)
+    add_subject_arguments(bound)
     bound.add_argument("--data", choices=("train", "test"), default=None,
                        help="compute margins on this split (classification tasks); the bound uses train")
     gamma = bound.add_mutually_exclusive_group()
@@ -135,8 +203,31 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     bound.add_argument("--json", action="store_true")
     bound.set_defaults(func=cmd_bound)
 
+    cert = sub.add_parser("certify",
+                          help="a non-vacuous PAC-Bayes certificate of the 0-1 error (Dziugaite-Roy)")
+    add_subject_arguments(cert)
+    cert.add_argument("--delta", type=float, default=0.025, help="confidence of the PAC-Bayes-kl bound")
+    cert.add_argument("--delta-prime", type=float, default=0.01, help="confidence of the Monte Carlo bound")
+    cert.add_argument("--mc-samples", type=int, default=400, help="sampled networks for Q's error")
+    cert.add_argument("--epochs", type=int, default=20, help="epochs of posterior optimization")
+    cert.add_argument("--seed", type=int, default=0)
+    cert.add_argument("--json", action="store_true")
+    cert.set_defaults(func=cmd_certify)
+
+    table = sub.add_parser("bounds-table",
+                           help="every bound beside the measured errors, one row per checkpoint")
+    table.add_argument("checkpoints", nargs="*", type=checkpoint_arg, help="checkpoints (default: the zoo's "
+                       "paper-scale classification checkpoints)")
+    table.add_argument("--experiment", action="append", default=None, help="only the zoo entries of these")
+    table.add_argument("--certify", action="store_true", help="also compute the PAC-Bayes certificate (slow)")
+    table.add_argument("--mc-samples", type=int, default=400)
+    table.add_argument("--epochs", type=int, default=20)
+    table.add_argument("--out", default=None, help="also write the rows to this CSV file")
+    table.add_argument("--json", action="store_true")
+    table.set_defaults(func=cmd_bounds_table)
+
     analyze = sub.add_parser("analyze", help="bound, Lemma 3, Jacobians, Lyapunov exponents, trajectories")
-    analyze.add_argument("checkpoint", type=checkpoint_arg, help=CHECKPOINT_HELP)
+    add_subject_arguments(analyze)
     analyze.add_argument("--out", required=True, help="directory for report.json, report.md and figures")
     analyze.add_argument("--samples", type=int, default=8, help="test sequences for Jacobians (default 8)")
     analyze.add_argument("--trials", type=int, default=20, help="random perturbations for Lemma 3")

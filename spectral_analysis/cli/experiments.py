@@ -193,6 +193,12 @@ def cmd_figures(args: argparse.Namespace) -> int:
             f"no figure is drawn from {args.experiment!r}; figures come from {sorted(READERS)}"
         )
     drawn = draw_figures(_results(args), Path(args.out), [args.experiment] if args.experiment else None)
+    if not args.experiment:
+        from spectral_analysis.plotting.reproduction import write_reproduction
+
+        path = write_reproduction(_results(args), Path(args.out), Path(args.readme) if args.readme else None)
+        drawn.append({"path": str(path), "experiment": "all", "scale": "paper and smoke",
+                      "note": "the papers' numbers beside ours"})
     payload = {"figures": drawn}
 
     def text(p: dict[str, Any]) -> str:
@@ -283,5 +289,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     figures = sub.add_parser("figures", help="draw the papers' figures from kept results (never trains)")
     figures.add_argument("--experiment", default=None, help="only the figure of this experiment")
     figures.add_argument("--out", default="figures", help="output directory (default figures/)")
+    figures.add_argument("--readme", default=None,
+                         help="also regenerate the <!-- reproduction:begin/end --> block of this file")
     common(figures, catalog=False)
     figures.set_defaults(func=cmd_figures)

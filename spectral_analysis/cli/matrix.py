@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 import numpy as np
 import torch
@@ -16,9 +17,21 @@ from spectral_analysis.linalg import (
     svd_image_membership,
 )
 
+MAX_ENTRY = 1e150  # beyond this, squares and norms overflow float64
+
 
 def cmd_decompose(args: argparse.Namespace) -> int:
+    for flag, value in (("--tol", args.tol), ("--search-limit", args.search_limit)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise CommandError(f"{flag} must be a finite number > 0, got {value}")
+    if args.out is not None and not str(args.out).endswith(".npz"):
+        raise CommandError(f"--out must name a .npz file (numpy adds the suffix otherwise), got {args.out}")
     W = load_matrix(args.matrix)
+    if not bool(torch.isfinite(W).all()):
+        raise CommandError(f"{args.matrix} holds non-finite entries (NaN or inf)")
+    if float(W.abs().max()) > MAX_ENTRY:
+        raise CommandError(f"{args.matrix} has entries too large to decompose (max |w| = "
+                           f"{float(W.abs().max()):.3g} > {MAX_ENTRY:g}: squares overflow float64)")
     verdict = svd_image_membership(W, args.m1, args.m2, tol=args.tol, search_limit=args.search_limit)
     payload = {
         "shape": list(verdict.shape), "m1": verdict.m1, "m2": verdict.m2,
@@ -83,8 +96,9 @@ def _demo_payload(n: int, seed: int) -> dict:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    if args.size < 2:
-        raise CommandError(f"--size must be >= 2, got {args.size}")
+    if not 2 <= args.size <= 512:
+        raise CommandError(f"--size must lie in [2, 512] (the demo searches the SVD map's image), "
+                           f"got {args.size}")
     payload = _demo_payload(args.size, args.seed)
 
     def text(p: dict) -> str:

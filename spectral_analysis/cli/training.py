@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from spectral_analysis.analysis import bound_report
-from spectral_analysis.cli.analysis import write_analysis
 from spectral_analysis.cli.common import checkpoint_arg, emit
 from spectral_analysis.cli.models import add_model_flags, model_options
 from spectral_analysis.data import TASK_NAMES
+from spectral_analysis.io import load
+from spectral_analysis.plotting.analysis_report import write_analysis
 from spectral_analysis.train import OPTIMIZERS, TrainConfig, load_checkpoint, train, weight_singular_values
 
 TASK_FLAGS: dict[str, dict[str, Any]] = {
@@ -101,8 +102,8 @@ DEMO_BOUND_LENGTHS = (30, 100, 300)
 
 def _demo_bounds(checkpoint_path: Path) -> dict[str, Any]:
     """log10 G(w) of the trained weights at T = 30, 100, 300 (gamma = 1, B from the checkpoint)."""
-    checkpoint = load_checkpoint(checkpoint_path)
-    reports = {T: bound_report(checkpoint, length=T) for T in DEMO_BOUND_LENGTHS}
+    subject = load(checkpoint_path)
+    reports = {T: bound_report(subject, length=T) for T in DEMO_BOUND_LENGTHS}
     return {"log10_G": {str(T): r["log10_G"] for T, r in reports.items()},
             "corollary1_log10_G": {str(T): r["corollary1"]["log10_G"] for T, r in reports.items()
                                    if r["corollary1"]},
@@ -126,7 +127,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                        "grad_h0_norm": summary["train"]["grad_h0_norm"],
                        "train_seconds": summary["test"]["time"]}
         checkpoint = root / model / "last.safetensors"
-        write_analysis(checkpoint, root / model / "analysis")
+        write_analysis(load(str(checkpoint)), root / model / "analysis")
         runs[model].update(_demo_bounds(checkpoint))
         runs[model]["analysis"] = str(root / model / "analysis")
     payload = {"task": "addition", "length": args.length, "steps": args.steps, "baseline_mse": 2.0 / 12.0,

@@ -48,6 +48,8 @@ class TaskData:
     baselines: dict[str, float] = field(default_factory=dict)
     stream: bool = False  # successive batches continue each other (carry the hidden state)
     recall_steps: int | None = None  # sequence tasks scored on their last steps too (copy: 10)
+    domain_bound: float | None = None  # a-priori bound on ||x_t|| over the whole input domain, if any
+    domain: str = ""  # what the domain bound rests on, e.g. "pixels in [0, 1]"
 
     @property
     def symbolic(self) -> bool:
@@ -58,6 +60,18 @@ class TaskData:
         if self.symbolic:
             return 1.0
         return float(self.train.inputs.norm(dim=-1).max())
+
+    def theorem_bound(self) -> tuple[float, str]:
+        """Theorem 5's ``B`` (Assumption 1(a): ``||x_t|| <= B`` for *all* inputs) and what it rests on:
+        the input domain's a-priori bound where the task has one; else the largest norm measured on the
+        train and test sets, which checks the assumption only on that sample."""
+        if self.symbolic:
+            return 1.0, "input domain: one-hot symbols, ||x_t|| = 1"
+        if self.domain_bound is not None:
+            return self.domain_bound, f"input domain: {self.domain}"
+        measured = max(float(split.inputs.norm(dim=-1).max()) for split in (self.train, self.test))
+        return measured, ("measured on the train and test sets (no a-priori bound on this domain; "
+                          "Assumption 1(a) is checked only on that sample)")
 
 
 def check_positive(name: str, value: int) -> int:

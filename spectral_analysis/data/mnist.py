@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import math
 import pickle
 import struct
 from pathlib import Path
@@ -128,4 +129,6 @@ def mnist_task(variant: str = "mnist", pixels_per_step: int = 1, seed: int = 0,
         return TaskData(variant, "classification", PIXELS, CLASSES, 1, *splits, options=options)
     steps = PIXELS // pixels_per_step
     splits = [Split(s.inputs.view(-1, steps, pixels_per_step), s.targets) for s in splits]
-    return TaskData(variant, "classification-last", pixels_per_step, CLASSES, steps, *splits, options=options)
+    return TaskData(variant, "classification-last", pixels_per_step, CLASSES, steps, *splits, options=options,
+                    domain_bound=math.sqrt(pixels_per_step),
+                    domain=f"{pixels_per_step} pixel(s) in [0, 1] per step")

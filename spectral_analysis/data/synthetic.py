@@ -61,6 +61,7 @@ def addition_task(length: int = 100, train_size: int = 20000, valid_size: int = 
     options = {"length": length, "train_size": train_size, "valid_size": valid_size,
                "test_size": test_size, "seed": seed}
     return TaskData("addition", "regression-last", 2, 1, length, *splits, options=options,
+                    domain_bound=math.sqrt(2.0), domain="a value in [0, 1] and a 0/1 marker per step",
                     baselines={"mse_predict_one": 2.0 / 12.0})
 
 

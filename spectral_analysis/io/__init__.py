@@ -1,5 +1,7 @@
-"""Subjects layer: where analyzers get what they analyze (checkpoint paths and ``zoo:`` names)."""
+"""Subjects layer: what analyzers analyze (toolkit checkpoints, ``zoo:`` names, PyTorch models)."""
 
+from spectral_analysis.io.importers import ARCHITECTURES, SubjectError, import_state_dict
+from spectral_analysis.io.subjects import Subject, load
 from spectral_analysis.io.zoo import (
     ZOO_PREFIX,
     default_results_dir,
@@ -8,4 +10,5 @@ from spectral_analysis.io.zoo import (
     zoo_entries,
 )
 
-__all__ = ["ZOO_PREFIX", "default_results_dir", "resolve_checkpoint", "trial_results_dir", "zoo_entries"]
+__all__ = ["ARCHITECTURES", "ZOO_PREFIX", "Subject", "SubjectError", "default_results_dir",
+           "import_state_dict", "load", "resolve_checkpoint", "trial_results_dir", "zoo_entries"]

@@ -10,12 +10,11 @@ from spectral_analysis.linalg.givens import (
 )
 from spectral_analysis.linalg.householder import (
     hgrad,
-    householder_product_sequential,
     hprod,
     normalize_reflectors,
     pack_reflectors,
+    packed_reflector_product_sequential,
     reflector,
-    reflector_product,
     trapezoid_mask,
     unpack_reflectors,
 )
@@ -31,15 +30,29 @@ from spectral_analysis.linalg.svd_image import (
     svd_image_membership,
 )
 from spectral_analysis.linalg.svd_map import svd_compose, svd_compose_packed, svd_compose_reference
-from spectral_analysis.linalg.wy import apply_householder, householder_product
+from spectral_analysis.linalg.wy import apply_householder, packed_reflector_product, reflector_product
 
 __all__ = [
     "ImageMembership", "MembershipUndecidedError", "SIGMA_MAP_KINDS", "SigmaMap", "apply_householder",
     "apply_packed_rotation", "check_factors", "complete_orthogonal", "complex_vector", "givens_apply",
-    "givens_apply_transpose", "givens_matrix", "hgrad", "householder_product",
-    "householder_product_sequential", "hprod", "kron_matrix", "kron_matvec", "normalize_reflectors",
+    "givens_apply_transpose", "givens_matrix", "hgrad", "packed_reflector_product",
+    "packed_reflector_product_sequential", "hprod", "kron_matrix", "kron_matvec", "normalize_reflectors",
     "orthogonal_to_reflectors", "pack_reflectors", "packed_pairs", "real_matrix", "real_vector",
     "reflector", "reflector_loop", "reflector_product", "rotation_count", "svd_compose",
     "svd_compose_packed", "svd_compose_reference", "svd_decompose", "svd_image_membership",
     "trapezoid_mask", "unpack_reflectors",
 ]
+
+_RENAMED = {"householder_product": "packed_reflector_product",
+            "householder_product_sequential": "packed_reflector_product_sequential"}
+
+
+def __getattr__(name: str):  # noqa: ANN202 -- deprecated aliases, one release
+    if name in _RENAMED:
+        import warnings
+
+        warnings.warn(f"spectral_analysis.linalg.{name} is now {_RENAMED[name]} (it took other arguments "
+                      f"than torch.linalg.householder_product); the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module 'spectral_analysis.linalg' has no attribute {name!r}")

@@ -86,7 +86,7 @@ def unpack_reflectors(Y: Tensor) -> list[Tensor]:
     return [Y[..., j:, j] for j in reversed(range(m))]
 
 
-def householder_product_sequential(Y: Tensor) -> Tensor:
+def packed_reflector_product_sequential(Y: Tensor) -> Tensor:
     """Reference product ``H(y_0) ... H(y_{m-1})`` by m rank-one updates (level-2 BLAS), Eq. 2."""
     n, m = Y.shape[-2], Y.shape[-1]
     Yn = normalize_reflectors(Y)
@@ -95,31 +95,6 @@ def householder_product_sequential(Y: Tensor) -> Tensor:
         y = Yn[..., :, j:j + 1]
         Q = Q - 2.0 * y @ (y.mT @ Q)
     return Q
-
-
-def reflector_product(vectors: Sequence[Tensor], n: int, *, method: str = "blocked",
-                      block_size: int | None = None) -> Tensor:
-    """``H_n(u_n) ... H_k(u_k)`` for ``vectors = [u_k, ..., u_n]`` (Eq. 2), an ``n x n`` orthogonal matrix.
-
-    ``method="blocked"`` uses the compact-WY product (:func:`householder_product`);
-    ``"sequential"`` the reference rank-one loop; ``"dense"`` multiplies the Eq. 1 matrices.
-    """
-    if method == "dense":
-        check_vector_lengths(vectors, n, "reflector_product")
-        if not vectors:
-            return torch.eye(n, dtype=torch.get_default_dtype())
-        Q = reflector(vectors[-1], n)
-        for u in reversed(vectors[:-1]):
-            Q = Q @ reflector(u, n)
-        return Q
-    Y = pack_reflectors(vectors, n)
-    if method == "sequential":
-        return householder_product_sequential(Y)
-    if method == "blocked":
-        from spectral_analysis.linalg.wy import householder_product
-        return householder_product(Y, block_size=block_size)
-    raise ValueError(f"reflector_product: unknown method {method!r} "
-                     "(expected 'blocked', 'sequential' or 'dense')")
 
 
 def hprod(h: Tensor, u: Tensor) -> Tensor:

@@ -152,8 +152,8 @@ def _orthogonal_case(W64: Tensor, scale: float, m1: int, m2: int, tol: float, li
         return None, nodes, exhausted
     full = orthogonal_to_reflectors(Orth * lam, m1 + m2 if m1 + m2 <= n else n, tol)
     Yu = full[:, :m1]
-    from spectral_analysis.linalg.wy import householder_product
-    U = householder_product(Yu)
+    from spectral_analysis.linalg.wy import packed_reflector_product
+    U = packed_reflector_product(Yu)
     # Orth Lambda = U V'^T with V' = Lambda V Lambda  =>  V = Lambda (Orth Lambda)^T U Lambda
     V = lam[:, None] * ((Orth * lam).mT @ U) * lam[None, :]
     return (Yu, orthogonal_to_reflectors(V, m2, tol), scale * lam), nodes, exhausted

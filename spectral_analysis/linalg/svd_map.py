@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from spectral_analysis.linalg.householder import check_vector_lengths, pack_reflectors, reflector
-from spectral_analysis.linalg.wy import apply_householder, householder_product
+from spectral_analysis.linalg.wy import apply_householder, packed_reflector_product
 
 
 def _packed_or_empty(vectors: Sequence[Tensor], n: int, like: Tensor) -> Tensor:
@@ -30,7 +30,7 @@ def svd_compose_packed(Yu: Tensor, Yv: Tensor, sigma: Tensor,
     if sigma.shape[-1] != p:
         raise ValueError(f"svd_compose: sigma has length {sigma.shape[-1]}, expected min({r}, {c}) = {p}")
     if p == c:
-        V = householder_product(Yv, block_size)
+        V = packed_reflector_product(Yv, block_size)
     else:  # only the first p columns of V meet Sigma_hat
         V = apply_householder(Yv, torch.eye(c, p, dtype=Yv.dtype, device=Yv.device), block_size)
     X = sigma.unsqueeze(-1) * V.mT[..., :p, :]  # diag(sigma) V[:, :p]^T, (..., p, c)

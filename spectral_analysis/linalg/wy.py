@@ -13,10 +13,18 @@ Backward is PyTorch autograd through these matmuls and triangular solves.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
 
-from spectral_analysis.linalg.householder import normalize_reflectors
+from spectral_analysis.linalg.householder import (
+    check_vector_lengths,
+    normalize_reflectors,
+    pack_reflectors,
+    packed_reflector_product_sequential,
+    reflector,
+)
 
 DEFAULT_BLOCK_SIZE = 128
 
@@ -55,9 +63,9 @@ def _check_packed(Y: Tensor, what: str) -> None:
         raise ValueError(f"{what}: reflectors must be a floating tensor, got {Y.dtype}")
 
 
-def householder_product(Y: Tensor, block_size: int | None = None) -> Tensor:
+def packed_reflector_product(Y: Tensor, block_size: int | None = None) -> Tensor:
     """``Q = H(y_0) ... H(y_{m-1})`` (Eq. 2) from packed ``(..., n, m)`` reflectors, blocked compact WY."""
-    _check_packed(Y, "householder_product")
+    _check_packed(Y, "packed_reflector_product")
     n, m = Y.shape[-2], Y.shape[-1]
     batch = Y.shape[:-2]
     eye = torch.eye(n, dtype=Y.dtype, device=Y.device)
@@ -103,3 +111,27 @@ def apply_householder(Y: Tensor, X: Tensor, block_size: int | None = None) -> Te
         X = torch.cat([X[..., :s, :].expand(*new_tail.shape[:-2], s, X.shape[-1]), new_tail],
                       dim=-2) if s else new_tail
     return X
+
+
+def reflector_product(vectors: Sequence[Tensor], n: int, *, method: str = "blocked",
+                      block_size: int | None = None) -> Tensor:
+    """``H_n(u_n) ... H_k(u_k)`` for ``vectors = [u_k, ..., u_n]`` (Eq. 2), an ``n x n`` orthogonal matrix.
+
+    ``method="blocked"`` uses the compact-WY product (:func:`packed_reflector_product`);
+    ``"sequential"`` the reference rank-one loop; ``"dense"`` multiplies the Eq. 1 matrices.
+    """
+    if method == "dense":
+        check_vector_lengths(vectors, n, "reflector_product")
+        if not vectors:
+            return torch.eye(n, dtype=torch.get_default_dtype())
+        Q = reflector(vectors[-1], n)
+        for u in reversed(vectors[:-1]):
+            Q = Q @ reflector(u, n)
+        return Q
+    Y = pack_reflectors(vectors, n)
+    if method == "sequential":
+        return packed_reflector_product_sequential(Y)
+    if method == "blocked":
+        return packed_reflector_product(Y, block_size=block_size)
+    raise ValueError(f"reflector_product: unknown method {method!r} "
+                     "(expected 'blocked', 'sequential' or 'dense')")

@@ -2,22 +2,32 @@
 
 from spectral_analysis.nn.activations import ACTIVATIONS, DEFAULT_LEAK
 from spectral_analysis.nn.feedforward import FeedForwardNet, SpectralLinear
+from spectral_analysis.nn.gru import GRUNet
 from spectral_analysis.nn.lstm import LSTMNet
-from spectral_analysis.nn.parametrize import SVDParametrization, svd_parametrize, svd_singular_values
-from spectral_analysis.nn.recurrence import RECURRENCES
+from spectral_analysis.nn.parametrize import (
+    SVDParametrization,
+    constrain_,
+    reflector_length_sum,
+    spectral_penalty,
+    svd_factors,
+    svd_parametrizations,
+    svd_parametrize,
+    svd_singular_values,
+)
 from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentNet, RecurrentRun
 from spectral_analysis.nn.registry import MODEL_NAMES, MODEL_OPTIONS, RECURRENT_MODELS, build_model
+from spectral_analysis.nn.time_loop import RECURRENCES
 from spectral_analysis.nn.transitions import (
     DenseTransition,
     HouseholderTransition,
     SpectralTransition,
     Transition,
-    reflector_length_sum,
 )
 
 __all__ = [
     "ACTIVATIONS", "DEFAULT_LEAK", "MODEL_NAMES", "MODEL_OPTIONS", "RECURRENCES", "RECURRENT_MODELS",
-    "DenseTransition", "FeedForwardNet", "HouseholderTransition", "LSTMNet", "RecurrentModel",
+    "DenseTransition", "FeedForwardNet", "GRUNet", "HouseholderTransition", "LSTMNet", "RecurrentModel",
     "RecurrentNet", "RecurrentRun", "SVDParametrization", "SpectralLinear", "SpectralTransition",
-    "Transition", "build_model", "reflector_length_sum", "svd_parametrize", "svd_singular_values",
+    "Transition", "build_model", "constrain_", "reflector_length_sum", "spectral_penalty", "svd_factors",
+    "svd_parametrize", "svd_parametrizations", "svd_singular_values",
 ]

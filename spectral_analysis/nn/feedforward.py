@@ -23,46 +23,41 @@ from torch import Tensor, nn
 
 from spectral_analysis.linalg import SigmaMap
 from spectral_analysis.nn.activations import DEFAULT_LEAK, activate, check_activation
-from spectral_analysis.nn.parametrize import SVDParametrization
-from spectral_analysis.nn.transitions import random_reflectors, reflector_length_sum
+from spectral_analysis.nn.parametrize import (
+    SVDParametrization,
+    accept_legacy_names,
+    constrain_,
+    spectral_penalty,
+    svd_parametrize,
+    svd_singular_values,
+)
 
 
-class SpectralLinear(nn.Module):
-    """``y = W x + b`` with ``W = U Sigma_hat V^T`` (Eq. 15): m1 reflectors for U, m2 for V."""
+class SpectralLinear(nn.Linear):
+    """``y = W x + b`` with ``W = U Sigma_hat V^T`` (Eq. 15): an ``nn.Linear`` whose ``weight`` is
+    :func:`svd_parametrize`'d (m1 reflectors for U, m2 for V, Section 4's random initialization)."""
 
     def __init__(self, in_features: int, out_features: int, m1: int | None = None, m2: int | None = None,
                  sigma_map: SigmaMap | None = None, bias: bool = True) -> None:
-        super().__init__()
-        r, c = out_features, in_features
-        p = min(r, c)
+        super().__init__(in_features, out_features, bias=bias)
+        p = min(in_features, out_features)
         m1, m2 = (p if m is None else min(m, p) for m in (m1, m2))
-        self.svd = SVDParametrization((r, c), m1, m2, sigma_map if sigma_map is not None else SigmaMap())
-        self.in_features, self.out_features = in_features, out_features
-        self.m1, self.m2, self.sigma_map = self.svd.m1, self.svd.m2, self.svd.sigma_map
-        self.u_reflectors = nn.Parameter(random_reflectors(r, self.m1))
-        self.v_reflectors = nn.Parameter(random_reflectors(c, self.m2))
-        self.sigma_hat = nn.Parameter(self.sigma_map.inverse(torch.full((p,), self.sigma_map.sigma_star)))
-        self.bias = nn.Parameter(torch.zeros(r)) if bias else None
+        svd_parametrize(self, "weight", m1, m2, sigma_map if sigma_map is not None else SigmaMap(), "random")
+        accept_legacy_names(self)
+        if bias:
+            nn.init.zeros_(self.bias)
+        self.m1, self.m2, self.sigma_map = m1, m2, self.svd.sigma_map
 
     @property
-    def weight(self) -> Tensor:
-        return self.svd(self.u_reflectors, self.v_reflectors, self.sigma_hat)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return nn.functional.linear(x, self.weight, self.bias)
+    def svd(self) -> SVDParametrization:
+        """The parametrization of ``weight`` (the one SVD mechanism)."""
+        return self.parametrizations.weight[0]
 
     def singular_values(self) -> Tensor:
-        return self.sigma_map(self.sigma_hat).detach().abs().sort(descending=True).values
+        return svd_singular_values(self)
 
     def weight_parameter_count(self) -> int:
-        r, c = self.out_features, self.in_features
-        return reflector_length_sum(r, self.m1) + reflector_length_sum(c, self.m2) + min(r, c)
-
-    def spectral_penalty(self) -> Tensor:
-        return self.svd.penalty(self.sigma_hat)
-
-    def constrain_(self) -> None:
-        self.sigma_map.project_(self.sigma_hat.data)
+        return self.svd.parameter_count()
 
 
 def plain_linear(in_features: int, out_features: int, bias: bool = True) -> nn.Linear:
@@ -140,14 +135,10 @@ class FeedForwardNet(nn.Module):
                 for layer in (self.input_layer, *self.hidden_layers, self.output)]
 
     def spectral_penalty(self) -> Tensor:
-        layers = (self.input_layer, *self.hidden_layers, self.output)
-        zero = next(self.parameters()).new_zeros(())
-        return sum((layer.spectral_penalty() for layer in layers if isinstance(layer, SpectralLinear)), zero)
+        return spectral_penalty(self)
 
     def constrain_(self) -> None:
-        for layer in (self.input_layer, *self.hidden_layers, self.output):
-            if isinstance(layer, SpectralLinear):
-                layer.constrain_()
+        constrain_(self)
 
     def parameter_counts(self) -> dict[str, int]:
         """``transition``: the hidden-to-hidden weights (the depth); ``input``/``output``: the first and

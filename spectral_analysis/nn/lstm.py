@@ -17,12 +17,12 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun
+from spectral_analysis.nn.recurrent import GatedWeights, RecurrentModel, RecurrentRun, make_readout
 
 LSTM_RECURRENCES = ("auto", "torch", "loop")
 
 
-class LSTMNet(RecurrentModel):
+class LSTMNet(GatedWeights, RecurrentModel):
     def __init__(self, input_size: int, hidden_size: int, output_size: int, num_layers: int = 1,
                  forget_bias: float = 1.0, recurrence: str = "auto", output_bias: bool = False) -> None:
         super().__init__()
@@ -46,29 +46,8 @@ class LSTMNet(RecurrentModel):
             b[n:2 * n] = forget_bias
             biases.append(nn.Parameter(b))
         self.biases = nn.ParameterList(biases)
-        self.output = nn.Linear(n, output_size, bias=output_bias)
-        nn.init.normal_(self.output.weight, std=n ** -0.5)
-        if output_bias:
-            nn.init.zeros_(self.output.bias)
+        self.output = make_readout(n, output_size, output_bias)
 
-    def transition_matrix(self, layer: int = 0) -> Tensor:
-        """The stacked recurrent weight ``(4n, n)`` of ``layer`` (gates i, f, g, o)."""
-        return self.recurrent_weights[layer]
-
-    def transition_matrices(self) -> list[Tensor]:
-        return list(self.recurrent_weights)
-
-    def singular_values(self, layer: int = 0) -> Tensor:
-        return torch.linalg.svdvals(self.recurrent_weights[layer].detach())
-
-    def spectral_penalty(self) -> Tensor:
-        return self.biases[0].new_zeros(())
-
-    def constrain_(self) -> None:
-        """Nothing to project: an LSTM's weights are unconstrained."""
-
-    def transition_parameter_count(self) -> int:
-        return sum(w.numel() for w in self.recurrent_weights)
 
     @property
     def state_size(self) -> int:

@@ -1,22 +1,34 @@
-"""Put any weight of any module in SVD form (Eq. 6, 15) with ``torch.nn.utils.parametrize``.
+"""The one SVD mechanism: any 2-D weight of any module in SVD form (Eq. 6, 15) with one call.
 
-``svd_parametrize(nn.Linear(64, 32), m1=8, m2=8, sigma_map=SigmaMap("sigmoid", 1.0, 0.1))``
-replaces ``weight`` by ``U Sigma_hat V^T``: U, V products of m1 and m2 Householder reflectors,
-``Sigma = sigma_map(sigma_hat)``. The three raw tensors are stored in
-``module.parametrizations.weight.original0`` (U's packed reflectors, r x m1),
-``original1`` (V's, c x m2) and ``original2`` (``sigma_hat``, length min(r, c)); the weight is
-rebuilt from them at every access (blocked compact-WY product, backward by autograd).
+``svd_parametrize(rnn, "weight_hh_l0", m1=16, m2=16, sigma=(1.0, 0.1))`` replaces the weight by
+``U diag(sigma) V^T`` through ``torch.nn.utils.parametrize``: U, V products of m1 and m2 Householder
+reflectors, ``sigma = sigma_map(sigma_raw)`` in ``[sigma* - r, sigma* + r]`` (Eq. 7, sigmoid map by
+default). The weight is rebuilt from its factors at every access (blocked compact-WY product,
+backward by autograd); the Spectral-RNN transition and the Spectral-MLP layers are this mechanism.
 
-Initialization comes from the weight's current value:
-- ``init="exact"``: :func:`svd_decompose` with the given counts; raises ``ValueError`` saying
-  why when the weight is not in the image of ``M_{k1,k2}`` or its singular values fall outside
-  the sigma map's range.
-- ``init="truncate"``: the full decomposition with only the first m1 (m2) reflectors kept, so
-  the leading m1 - 1 left (m2 - 1 right) singular vectors are kept exactly (the paper's
-  Lemma 1), and singular values clamped into the map's range.
+The three raw tensors are saved under names that say what they hold, ``u_reflectors`` (U's packed
+reflectors, r x m1), ``v_reflectors`` (V's, c x m2) and ``sigma_raw`` (length min(r, c)); in memory
+they are ``parametrizations.<name>.original0..2`` (PyTorch's names), and files that use those names
+still load. :func:`svd_factors` reads them by name.
+
+Initialization (``init``):
+- ``"truncate"`` (default): the full decomposition of the current weight with only the first m1
+  (m2) reflectors kept, so the leading m1 - 1 left (m2 - 1 right) singular vectors are exact (the
+  paper's Lemma 1), and singular values clamped into the map's range; works on any weight.
+- ``"exact"``: :func:`svd_decompose` with the given counts; ``ValueError`` saying why when the weight
+  is not in the image of ``M_{k1,k2}`` or its singular values fall outside the map's range.
+- ``"random"``: Section 4's initialization, N(0, 1) reflector entries and every singular value at
+  ``sigma*``; the current weight is ignored.
+Assigning ``module.<name> = W`` later decomposes ``W`` by ``truncate`` (``exact`` if chosen).
+
+Constraints: the sigmoid map keeps sigma in range by construction; the ``clip`` map needs
+:func:`constrain_` after each optimizer step (the trainer calls it); the ``none`` map adds
+:func:`spectral_penalty` ``||sigma - sigma*||^2`` to the loss.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor, nn
@@ -30,25 +42,49 @@ from spectral_analysis.linalg import (
     trapezoid_mask,
 )
 
-INIT_MODES = ("exact", "truncate")
+INIT_MODES = ("truncate", "exact", "random")
+SAVED_NAMES = ("u_reflectors", "v_reflectors", "sigma_raw")
+SigmaSpec = SigmaMap | tuple[float, float] | None
+
+
+def as_sigma_map(sigma: SigmaSpec) -> SigmaMap:
+    """``(sigma_star, r)`` -> the sigmoid map on ``[sigma* - r, sigma* + r]``; ``None`` -> no constraint."""
+    if isinstance(sigma, SigmaMap):
+        return sigma
+    if sigma is None:
+        return SigmaMap("none")
+    if isinstance(sigma, tuple | list) and len(sigma) == 2:
+        return SigmaMap("sigmoid", float(sigma[0]), float(sigma[1]))
+    raise ValueError(f"sigma must be (sigma_star, r), a SigmaMap or None, got {sigma!r}")
+
+
+def random_reflectors(n: int, m: int) -> Tensor:
+    """Packed ``(n, m)`` reflectors with N(0, 1) entries on the trapezoid, zeros above it."""
+    Y = torch.randn(n, m)
+    return Y * trapezoid_mask(n, m, dtype=Y.dtype)
+
+
+def reflector_length_sum(n: int, m: int) -> int:
+    """Free parameters of m reflectors u_n, ..., u_{n-m+1}: ``n + (n-1) + ... = m n - m(m-1)/2``."""
+    return m * n - m * (m - 1) // 2
 
 
 class SVDParametrization(nn.Module):
-    """``(Yu, Yv, sigma_hat) -> U Sigma_hat V^T`` for an ``r x c`` weight; see the module docstring."""
+    """``(Yu, Yv, sigma_raw) -> U diag(sigma_map(sigma_raw)) V^T`` for an ``r x c`` weight."""
 
     def __init__(self, shape: tuple[int, int], m1: int | None = None, m2: int | None = None,
-                 sigma_map: SigmaMap | None = None, init: str = "exact",
+                 sigma_map: SigmaMap | None = None, init: str = "truncate",
                  block_size: int | None = None) -> None:
         super().__init__()
         r, c = int(shape[0]), int(shape[1])
         p = min(r, c)
         self.shape = (r, c)
-        self.m1 = p if m1 is None else int(m1)
-        self.m2 = p if m2 is None else int(m2)
-        if not 0 <= self.m1 <= r:
-            raise ValueError(f"m1={self.m1} must lie in [0, {r}] for a {r} x {c} weight")
-        if not 0 <= self.m2 <= c:
-            raise ValueError(f"m2={self.m2} must lie in [0, {c}] for a {r} x {c} weight")
+        self.m1 = p if m1 is None else m1
+        self.m2 = p if m2 is None else m2
+        for name, m, side in (("m1", self.m1, r), ("m2", self.m2, c)):
+            if isinstance(m, bool) or not isinstance(m, int) or not 0 <= m <= side:
+                raise ValueError(f"{name}={m!r} reflectors must be an integer in [0, {side}] for a "
+                                 f"{r} x {c} weight")
         if init not in INIT_MODES:
             raise ValueError(f"init must be one of {INIT_MODES}, got {init!r}")
         self.sigma_map = sigma_map if sigma_map is not None else SigmaMap("none")
@@ -57,30 +93,42 @@ class SVDParametrization(nn.Module):
         self.register_buffer("mask_u", trapezoid_mask(r, self.m1, dtype=torch.float32), persistent=False)
         self.register_buffer("mask_v", trapezoid_mask(c, self.m2, dtype=torch.float32), persistent=False)
 
-    def forward(self, Yu: Tensor, Yv: Tensor, sigma_hat: Tensor) -> Tensor:
-        sigma = self.sigma_map(sigma_hat)
+    def forward(self, Yu: Tensor, Yv: Tensor, sigma_raw: Tensor) -> Tensor:
         return svd_compose_packed(Yu * self.mask_u.to(Yu.dtype), Yv * self.mask_v.to(Yv.dtype),
-                                  sigma, self.block_size)
+                                  self.sigma_map(sigma_raw), self.block_size)
 
-    def singular_values(self, sigma_hat: Tensor) -> Tensor:
-        """The singular values of the weight, exactly: ``|sigma_map(sigma_hat)|``."""
-        return self.sigma_map(sigma_hat).abs()
+    def singular_values(self, sigma_raw: Tensor) -> Tensor:
+        """The singular values of the weight, exactly, descending: ``|sigma_map(sigma_raw)|``."""
+        return self.sigma_map(sigma_raw).abs().sort(descending=True).values
 
-    def penalty(self, sigma_hat: Tensor) -> Tensor:
+    def singular_value_bound(self) -> float | None:
+        """The largest singular value the map allows (``None`` for the unconstrained ``none`` map)."""
+        if self.sigma_map.kind == "none":
+            return None
+        return max(abs(b) for b in self.sigma_map.bounds)
+
+    def penalty(self, sigma_raw: Tensor) -> Tensor:
         """The soft constraint ``||sigma - sigma*||^2`` for the ``none`` map, zero for the others."""
         if self.sigma_map.kind == "none":
-            return self.sigma_map.penalty(sigma_hat)
-        return sigma_hat.new_zeros(())
+            return self.sigma_map.penalty(sigma_raw)
+        return sigma_raw.new_zeros(())
 
     def parameter_count(self) -> int:
-        """Free parameters: the reflector lengths (paper's count) plus min(r, c) singular values."""
-        return int(self.mask_u.sum() + self.mask_v.sum()) + min(self.shape)
+        """Free parameters (Section 4): the reflector lengths plus min(r, c) singular values."""
+        r, c = self.shape
+        return reflector_length_sum(r, self.m1) + reflector_length_sum(c, self.m2) + min(r, c)
 
     @torch.no_grad()
     def right_inverse(self, W: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         if tuple(W.shape) != self.shape:
             raise ValueError(f"weight has shape {tuple(W.shape)}, parametrization expects {self.shape}")
+        if not torch.isfinite(W).all():
+            raise ValueError("the weight holds NaN or inf; it has no SVD form")
         r, c = self.shape
+        if self.init == "random":
+            Yu, Yv = random_reflectors(r, self.m1), random_reflectors(c, self.m2)
+            sigma_raw = self.sigma_map.inverse(torch.full((min(r, c),), self.sigma_map.sigma_star))
+            return Yu.to(W.device, W.dtype), Yv.to(W.device, W.dtype), sigma_raw.to(W.device, W.dtype)
         if self.init == "exact":
             u, v, sigma = svd_decompose(W.double(), self.m1, self.m2)
         else:
@@ -89,33 +137,112 @@ class SVDParametrization(nn.Module):
             low, high = self.sigma_map.bounds
             margin = 1e-3 * (high - low) if self.sigma_map.kind == "sigmoid" else 0.0
             sigma = sigma.clamp(low + margin, high - margin)
-        sigma_hat = self.sigma_map.inverse(sigma)
-        Yu = pack_reflectors(u, r) if u else torch.zeros(r, 0, device=W.device)
-        Yv = pack_reflectors(v, c) if v else torch.zeros(c, 0, device=W.device)
-        return Yu.to(W.device, W.dtype), Yv.to(W.device, W.dtype), sigma_hat.to(W.device, W.dtype)
+        sigma_raw = self.sigma_map.inverse(sigma)
+        Yu = pack_reflectors(u, r) if u else torch.zeros(r, 0)
+        Yv = pack_reflectors(v, c) if v else torch.zeros(c, 0)
+        return Yu.to(W.device, W.dtype), Yv.to(W.device, W.dtype), sigma_raw.to(W.device, W.dtype)
+
+
+def _save_with_names(plist: nn.Module, state_dict: dict, prefix: str, local_metadata: dict) -> None:
+    for i, name in enumerate(SAVED_NAMES):
+        key = f"{prefix}original{i}"
+        if key in state_dict:
+            state_dict[prefix + name] = state_dict.pop(key)
+
+
+def _load_with_names(plist: nn.Module, state_dict: dict, prefix: str, *_: object) -> None:
+    for i, name in enumerate(SAVED_NAMES):
+        if prefix + name in state_dict:
+            state_dict[f"{prefix}original{i}"] = state_dict.pop(prefix + name)
 
 
 def svd_parametrize(module: nn.Module, name: str = "weight", m1: int | None = None,
-                    m2: int | None = None, sigma_map: SigmaMap | None = None, init: str = "exact",
+                    m2: int | None = None, sigma: SigmaSpec = (1.0, 0.1), init: str = "truncate",
                     block_size: int | None = None) -> nn.Module:
-    """Register an :class:`SVDParametrization` on ``module.<name>`` (a 2-D weight), in place."""
+    """Put ``module.<name>`` (a 2-D weight) in SVD form, in place; returns ``module``.
+
+    ``m1``, ``m2``: reflectors of U and V (default min(r, c), enough for every matrix, Theorem 4);
+    ``sigma``: ``(sigma_star, r)`` for the sigmoid range, a :class:`SigmaMap`, or ``None``;
+    ``init``: see the module docstring.
+    """
     weight = getattr(module, name, None)
     if not isinstance(weight, Tensor):
         raise ValueError(f"{type(module).__name__} has no tensor attribute {name!r}")
     if weight.dim() != 2:
         raise ValueError(f"{type(module).__name__}.{name} has shape {tuple(weight.shape)}; "
                          "the SVD parametrization needs a 2-D weight")
-    param = SVDParametrization(tuple(weight.shape), m1, m2, sigma_map, init, block_size)
+    if parametrize.is_parametrized(module, name):
+        raise ValueError(f"{type(module).__name__}.{name} is already parametrized")
+    param = SVDParametrization(tuple(weight.shape), m1, m2, as_sigma_map(sigma), init, block_size)
     parametrize.register_parametrization(module, name, param)
+    if init == "random":
+        param.init = "truncate"
+    plist = module.parametrizations[name]
+    plist.register_state_dict_post_hook(_save_with_names)
+    plist.register_load_state_dict_pre_hook(_load_with_names)
     return module
 
 
-def svd_singular_values(module: nn.Module, name: str = "weight") -> Tensor:
-    """Singular values of an SVD-parametrized weight, read off ``sigma_hat`` (no SVD computed)."""
+def _svd_parametrization(module: nn.Module, name: str) -> tuple[SVDParametrization, nn.Module]:
     if not parametrize.is_parametrized(module, name):
         raise ValueError(f"{type(module).__name__}.{name} is not parametrized")
     plist = module.parametrizations[name]
-    param = plist[0]
-    if not isinstance(param, SVDParametrization):
+    if not isinstance(plist[0], SVDParametrization):
         raise ValueError(f"{type(module).__name__}.{name} is not SVD-parametrized")
-    return param.singular_values(plist.original2)
+    return plist[0], plist
+
+
+def svd_factors(module: nn.Module, name: str = "weight") -> dict[str, Tensor]:
+    """The factors of an SVD-parametrized weight by name: masked ``u_reflectors``, ``v_reflectors``,
+    ``sigma_raw`` and ``sigma`` (the diagonal of Eq. 6, differentiable)."""
+    param, plist = _svd_parametrization(module, name)
+    Yu, Yv, raw = plist.original0, plist.original1, plist.original2
+    return {"u_reflectors": Yu * param.mask_u.to(Yu.dtype), "v_reflectors": Yv * param.mask_v.to(Yv.dtype),
+            "sigma_raw": raw, "sigma": param.sigma_map(raw)}
+
+
+def svd_singular_values(module: nn.Module, name: str = "weight") -> Tensor:
+    """Singular values of an SVD-parametrized weight, descending, read off ``sigma_raw`` (no SVD)."""
+    param, plist = _svd_parametrization(module, name)
+    return param.singular_values(plist.original2.detach())
+
+
+def svd_parametrizations(model: nn.Module) -> Iterator[tuple[nn.Module, str, SVDParametrization]]:
+    """Every SVD-parametrized weight in ``model``: ``(owner module, tensor name, parametrization)``."""
+    for module in model.modules():
+        if parametrize.is_parametrized(module):
+            for name, plist in module.parametrizations.items():
+                if isinstance(plist[0], SVDParametrization):
+                    yield module, name, plist[0]
+
+
+def spectral_penalty(model: nn.Module) -> Tensor:
+    """Sum of ``||sigma - sigma*||^2`` over the weights with the ``none`` map (zero for the others)."""
+    terms = [param.penalty(module.parametrizations[name].original2)
+             for module, name, param in svd_parametrizations(model)]
+    if terms:
+        return torch.stack(terms).sum()
+    return next(model.parameters()).new_zeros(())
+
+
+@torch.no_grad()
+def constrain_(model: nn.Module) -> nn.Module:
+    """Project every SVD weight's ``sigma_raw`` into its map's range (the ``clip`` map needs this after
+    each optimizer step; the sigmoid map is in range by construction)."""
+    for module, name, param in svd_parametrizations(model):
+        param.sigma_map.project_(module.parametrizations[name].original2)
+    return model
+
+
+LEGACY_NAMES = ("u_reflectors", "v_reflectors", "sigma_hat")
+
+
+def accept_legacy_names(owner: nn.Module, name: str = "weight") -> None:
+    """Let ``owner`` load files written before the one mechanism, which kept the factors as its own
+    parameters ``u_reflectors``, ``v_reflectors``, ``sigma_hat``."""
+    def hook(module: nn.Module, state_dict: dict, prefix: str, *_: object) -> None:
+        for old, new in zip(LEGACY_NAMES, SAVED_NAMES, strict=True):
+            if prefix + old in state_dict:
+                state_dict[f"{prefix}parametrizations.{name}.{new}"] = state_dict.pop(prefix + old)
+
+    owner.register_load_state_dict_pre_hook(hook)

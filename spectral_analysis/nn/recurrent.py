@@ -5,7 +5,7 @@ Inputs are floats ``(B, T, n_i)`` or integer symbol ids ``(B, T)`` in ``[0, n_i)
 its one-hot vector, so ``M x_t`` is a column of M (an embedding lookup, same math).
 Each layer's ``W`` comes from a :class:`~spectral_analysis.nn.transitions.Transition`; it is
 materialized once per forward pass and the time loop runs by one of the routes of
-:mod:`spectral_analysis.nn.recurrence`. Eq. 5 has no output bias; ``output_bias=True`` adds one.
+:mod:`spectral_analysis.nn.time_loop`. Eq. 5 has no output bias; ``output_bias=True`` adds one.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from spectral_analysis.nn.activations import DEFAULT_LEAK, activate, check_activation, derivative
-from spectral_analysis.nn.recurrence import (
+from spectral_analysis.nn.time_loop import (
     RECURRENCES,
     recurrence_loop,
     recurrence_scan,
@@ -140,11 +140,48 @@ class RecurrentModel(nn.Module, ABC):
         step = self.step_function()
         return torch.func.vmap(torch.func.jacrev(step, argnums=0))
 
+    def last_outputs(self, x: Tensor) -> Tensor:
+        """``y_T`` ``(B, n_y)`` from the zero state: what margins and last-step tasks read."""
+        return self.run(x).outputs[:, -1]
+
     def forward(self, x: Tensor, h0=None, return_hidden: bool = False):
         """Outputs ``(B, T, n_y)`` of every step; with ``return_hidden``, also the hidden states
         ``(L, B, T, n)`` of every layer."""
         run = self.run(x, h0)
         return (run.outputs, torch.stack(run.hidden)) if return_hidden else run.outputs
+
+
+def make_readout(n: int, output_size: int, bias: bool) -> nn.Linear:
+    """Eq. 5's read-out ``Y`` (weights N(0, 1/n)), with a zero bias when asked for."""
+    output = nn.Linear(n, output_size, bias=bias)
+    nn.init.normal_(output.weight, std=n ** -0.5)
+    if bias:
+        nn.init.zeros_(output.bias)
+    return output
+
+
+class GatedWeights:
+    """What a gated model (LSTM, GRU), whose layers hold stacked gate weights ``recurrent_weights``
+    ``(gates * n, n)``, offers in place of a transition: unconstrained weights, svdvals for spectra."""
+
+    def transition_matrix(self, layer: int = 0) -> Tensor:
+        """The stacked recurrent weight of ``layer`` (every gate's block)."""
+        return self.recurrent_weights[layer]
+
+    def transition_matrices(self) -> list[Tensor]:
+        return list(self.recurrent_weights)
+
+    def singular_values(self, layer: int = 0) -> Tensor:
+        return torch.linalg.svdvals(self.recurrent_weights[layer].detach())
+
+    def spectral_penalty(self) -> Tensor:
+        return self.biases[0].new_zeros(())
+
+    def constrain_(self) -> None:
+        """Nothing to project: gated weights are unconstrained."""
+
+    def transition_parameter_count(self) -> int:
+        return sum(w.numel() for w in self.recurrent_weights)
 
 
 class TransitionLayers:
@@ -199,10 +236,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         self.input_weights = nn.ParameterList(
             [nn.Parameter(torch.randn(n, f) * f ** -0.5) for f in fan_ins])
         self.biases = nn.ParameterList([nn.Parameter(torch.zeros(n)) for _ in fan_ins])
-        self.output = nn.Linear(n, output_size, bias=output_bias)
-        nn.init.normal_(self.output.weight, std=n ** -0.5)
-        if output_bias:
-            nn.init.zeros_(self.output.bias)
+        self.output = make_readout(n, output_size, output_bias)
 
     @property
     def state_size(self) -> int:
@@ -254,6 +288,17 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
 
     def run(self, x: Tensor, h0: Tensor | None = None, recurrence: str | None = None) -> RecurrentRun:
         """Eq. 4-5 on ``x (B, T, n_i)``, by route ``recurrence`` (default: the model's own)."""
+        hidden = self.hidden_states(x, h0, recurrence)
+        state = torch.stack([H[:, -1] for H in hidden])
+        return RecurrentRun(self.output(hidden[-1]), hidden, state)
+
+    def last_outputs(self, x: Tensor) -> Tensor:
+        """``y_T = Y h_T`` only: the read-out applied to the last step, not to all T."""
+        return self.output(self.hidden_states(x)[-1][:, -1])
+
+    def hidden_states(self, x: Tensor, h0: Tensor | None = None,
+                      recurrence: str | None = None) -> list[Tensor]:
+        """Eq. 4's hidden states ``(B, T, n)`` of every layer."""
         self.check_input(x)
         B = x.shape[0]
         h0 = self.zero_state(B) if h0 is None else self.check_state(h0, B)
@@ -286,8 +331,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
                 H = Ht.transpose(0, 1)
             hidden.append(H)
             layer_input = H
-        state = torch.stack([H[:, -1] for H in hidden])
-        return RecurrentRun(self.output(layer_input), hidden, state)
+        return hidden
 
 
 def _dense_step(transition: Transition):

@@ -18,6 +18,7 @@ from torch import nn
 from spectral_analysis.linalg import SigmaMap
 from spectral_analysis.nn.activations import DEFAULT_LEAK
 from spectral_analysis.nn.feedforward import FeedForwardNet, SpectralLinear, plain_linear
+from spectral_analysis.nn.gru import GRUNet
 from spectral_analysis.nn.lstm import LSTMNet
 from spectral_analysis.nn.peer_transitions import GivensSVDTransition, GivensTransition, KroneckerTransition
 from spectral_analysis.nn.recurrent import RecurrentNet
@@ -31,8 +32,9 @@ _FEEDFORWARD = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 
 
 MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     "rnn": {**_RECURRENT, "init": "gaussian", "init_std": None},
-    "irnn": {**_RECURRENT, "init": "identity"},
+    "irnn": {**_RECURRENT, "init": "orthogonal"},  # ICML Section 7: "initialized to be orthogonal"
     "lstm": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "forget_bias": 1.0},
+    "gru": {"num_layers": 1, "recurrence": "auto", "output_bias": False},
     "ornn": {**_RECURRENT, "m": None},
     "spectral": {**_RECURRENT, "m1": None, "m2": None, **_SIGMA},
     "kru": {**_RECURRENT, "activation": "relu", "factor_sizes": None, "complex": False},
@@ -44,7 +46,7 @@ MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     "spectral-resnet": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA, "plain_ends": False},
 }
 MODEL_NAMES = tuple(MODEL_OPTIONS)
-RECURRENT_MODELS = ("rnn", "irnn", "lstm", "ornn", "spectral", "kru", "dizzy", "urnn")
+RECURRENT_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn", "spectral", "kru", "dizzy", "urnn")
 
 
 def resolve_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -63,6 +65,8 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
         return UnitaryRNN(ni, n, ny, o["output_bias"], o["num_layers"])
     if name == "lstm":
         return LSTMNet(ni, n, ny, o["num_layers"], o["forget_bias"], o["recurrence"], o["output_bias"])
+    if name == "gru":
+        return GRUNet(ni, n, ny, o["num_layers"], o["recurrence"], o["output_bias"])
     if name in ("mlp", "resnet", "spectral-mlp", "spectral-resnet"):
         make_linear = {}
         if name.startswith("spectral"):

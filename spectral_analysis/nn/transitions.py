@@ -21,8 +21,18 @@ from abc import ABC, abstractmethod
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.linalg import SigmaMap, householder_product, reflector_loop, trapezoid_mask
-from spectral_analysis.nn.parametrize import SVDParametrization
+from spectral_analysis.linalg import SigmaMap, packed_reflector_product, reflector_loop, trapezoid_mask
+from spectral_analysis.nn.parametrize import (
+    SVDParametrization,
+    accept_legacy_names,
+    constrain_,
+    random_reflectors,
+    reflector_length_sum,
+    spectral_penalty,
+    svd_factors,
+    svd_parametrize,
+    svd_singular_values,
+)
 
 DENSE_INITS = ("gaussian", "identity", "orthogonal")
 
@@ -39,17 +49,6 @@ def _check_count(m: int | None, n: int, name: str) -> int:
     if isinstance(m, bool) or not isinstance(m, int) or not 0 <= m <= n:
         raise ValueError(f"{name}={m!r} reflectors must be an integer in [0, n={n}]")
     return m
-
-
-def reflector_length_sum(n: int, m: int) -> int:
-    """Free parameters of m reflectors u_n, ..., u_{n-m+1}: ``n + (n-1) + ... = m n - m(m-1)/2``."""
-    return m * n - m * (m - 1) // 2
-
-
-def random_reflectors(n: int, m: int) -> Tensor:
-    """Packed ``(n, m)`` reflectors with N(0, 1) entries on the trapezoid, zeros above it."""
-    Y = torch.randn(n, m)
-    return Y * trapezoid_mask(n, m, dtype=Y.dtype)
 
 
 class Transition(nn.Module, ABC):
@@ -137,7 +136,7 @@ class HouseholderTransition(Transition):
         return self.reflectors * self.mask.to(self.reflectors.dtype)
 
     def matrix(self) -> Tensor:
-        return householder_product(self._masked())
+        return packed_reflector_product(self._masked())
 
     def singular_values(self) -> Tensor:
         return torch.ones(self.size, dtype=self.reflectors.dtype, device=self.reflectors.device)
@@ -160,8 +159,9 @@ class HouseholderTransition(Transition):
 class SpectralTransition(Transition):
     """Spectral-RNN, Eq. 6: ``W = H_n(u_n)...H_k1(u_k1) diag(sigma) H_k2(v_k2)...H_n(v_n)``.
 
-    ``sigma = sigma_map(sigma_hat)`` (Eq. 7 for the default sigmoid map), initialized at
-    ``sigma_star``; reflectors initialized with N(0, 1) entries.
+    ``weight`` is :func:`svd_parametrize`'d (the one SVD mechanism), initialized as Section 4 does:
+    N(0, 1) reflector entries, ``sigma = sigma_map(sigma_raw)`` at ``sigma_star`` (Eq. 7 for the
+    default sigmoid map).
     """
 
     def __init__(self, n: int, m1: int | None = None, m2: int | None = None,
@@ -169,41 +169,43 @@ class SpectralTransition(Transition):
         super().__init__()
         self.size = _check_size(n)
         m1, m2 = _check_count(m1, n, "m1"), _check_count(m2, n, "m2")
-        self.svd = SVDParametrization((n, n), m1, m2, sigma_map if sigma_map is not None else SigmaMap())
+        self.weight = nn.Parameter(torch.zeros(n, n))
+        svd_parametrize(self, "weight", m1, m2, sigma_map if sigma_map is not None else SigmaMap(), "random")
+        accept_legacy_names(self)
         self.m1, self.m2, self.sigma_map = m1, m2, self.svd.sigma_map
-        self.u_reflectors = nn.Parameter(random_reflectors(n, m1))
-        self.v_reflectors = nn.Parameter(random_reflectors(n, m2))
-        self.sigma_hat = nn.Parameter(self.sigma_map.inverse(torch.full((n,), self.sigma_map.sigma_star)))
+
+    @property
+    def svd(self) -> SVDParametrization:
+        """The parametrization of ``weight`` (the one SVD mechanism)."""
+        return self.parametrizations.weight[0]
 
     def sigma(self) -> Tensor:
-        """The diagonal of Eq. 6, ``sigma_map(sigma_hat)``."""
-        return self.sigma_map(self.sigma_hat)
+        """The diagonal of Eq. 6, ``sigma_map(sigma_raw)``."""
+        return svd_factors(self)["sigma"]
 
     def matrix(self) -> Tensor:
-        return self.svd(self.u_reflectors, self.v_reflectors, self.sigma_hat)
+        return self.weight
 
     def singular_values(self) -> Tensor:
-        return self.sigma().detach().abs().sort(descending=True).values
+        return svd_singular_values(self)
 
     def singular_value_bound(self) -> float | None:
-        low, high = self.sigma_map.bounds
-        return max(abs(low), abs(high)) if self.sigma_map.kind != "none" else None
+        return self.svd.singular_value_bound()
 
     def parameter_count(self) -> int:
         """Section 4: the reflector lengths plus the n singular values."""
-        return reflector_length_sum(self.size, self.m1) + reflector_length_sum(self.size, self.m2) + self.size
+        return self.svd.parameter_count()
 
     def structured_form(self) -> dict[str, Tensor]:
-        return {"u_reflectors": self.u_reflectors * self.svd.mask_u.to(self.u_reflectors.dtype),
-                "v_reflectors": self.v_reflectors * self.svd.mask_v.to(self.v_reflectors.dtype),
-                "sigma": self.sigma()}
+        factors = svd_factors(self)
+        return {name: factors[name] for name in ("u_reflectors", "v_reflectors", "sigma")}
 
     def apply_reference(self, h: Tensor) -> Tensor:
         form = self.structured_form()
         return reflector_loop(h, form["u_reflectors"], form["sigma"], form["v_reflectors"])
 
     def spectral_penalty(self) -> Tensor:
-        return self.svd.penalty(self.sigma_hat)
+        return spectral_penalty(self)
 
     def constrain_(self) -> None:
-        self.sigma_map.project_(self.sigma_hat.data)
+        constrain_(self)

@@ -8,7 +8,7 @@ import argparse
 import importlib
 import json
 
-from spectral_analysis.checks import CheckRecord, checks_markdown, select_checks
+from spectral_analysis.checks import CheckRecord, checks_markdown, guarded, select_checks
 
 PAPER_CHECKS: dict[str, str] = {
     "svd-map": "svd_map",
@@ -29,7 +29,9 @@ def run_paper_checks(quick: bool = True, only: list[str] | None = None) -> list[
     rows = []
     for name in names:
         module = importlib.import_module(f"spectral_analysis.paper.{PAPER_CHECKS[name]}")
-        rows += [(name, record) for record in module.run(quick)]
+        records = guarded(f"check group {name!r}", f"every check of {name!r} runs", None,
+                          lambda module=module: module.run(quick))
+        rows += [(name, record) for record in records]
     return rows
 
 

@@ -21,7 +21,7 @@ def kept_grid(experiment: str, results: str | Path | None = None) -> KeptGrid | 
     return read_grid(results or default_results_dir(), experiment)
 
 
-def missing_record(source: str, claim: str, experiment: str) -> CheckRecord:
+def missing_record(source: str, claim: str, experiment: str, quote: str) -> CheckRecord:
     """The record of a claim whose experiment has no kept results: ``unverified``, naming the command."""
     return CheckRecord(
         source,
@@ -30,18 +30,22 @@ def missing_record(source: str, claim: str, experiment: str) -> CheckRecord:
         f"no kept results of {experiment!r}: run spectral-analysis "
         f"run {experiment} --scale paper (--scale smoke shows the machinery)",
         {},
+        quote=quote,
     )
 
 
-def gate(grid: KeptGrid, verdict: str, evidence: str) -> tuple[str, str]:
-    """``(verdict, evidence)``: the verdict when the grid is at paper scale with enough seeds, else
-    ``unverified`` with the evidence prefixed by why."""
-    if grid.scale == "paper" and grid.seeds >= MIN_SEEDS:
-        return verdict, f"{grid.stamp()}: {evidence}"
+def gate(grid: KeptGrid, verdict: str, evidence: str, seeds: int | None = None) -> tuple[str, str]:
+    """``(verdict, evidence)``: the verdict when the grid is at paper scale with enough seeds (``seeds``:
+    those of the configurations the claim reads, default every configuration's), else ``unverified``
+    with the evidence prefixed by why."""
+    seeds = grid.seeds if seeds is None else seeds
+    stamp = f"{grid.scale} scale; {seeds} seed{'s' if seeds != 1 else ''}"
+    if grid.scale == "paper" and seeds >= MIN_SEEDS:
+        return verdict, f"{stamp}: {evidence}"
     why = (
-        f"{grid.stamp()}, fewer than the {MIN_SEEDS} paper-scale seeds a verdict needs"
+        f"{stamp}, fewer than the {MIN_SEEDS} paper-scale seeds a verdict needs"
         if grid.scale == "paper"
-        else grid.stamp()
+        else stamp
     )
     return "unverified", (
         f"{why}; would read '{verdict}' from these runs, which are not evidence about the "
@@ -49,8 +53,21 @@ def gate(grid: KeptGrid, verdict: str, evidence: str) -> tuple[str, str]:
     )
 
 
-def judged(grid: KeptGrid, record: CheckRecord) -> CheckRecord:
-    """``record`` with its verdict and evidence passed through :func:`gate` and the grid's scale noted."""
-    record.verdict, record.evidence = gate(grid, record.verdict, record.evidence)
-    record.numbers["scale"] = grid.scale
+def judged(grid: KeptGrid, record: CheckRecord, seeds: int | None = None) -> CheckRecord:
+    """``record`` with its verdict and evidence passed through :func:`gate` and the scale and seeds
+    noted (``seeds``: of the configurations the claim reads, default the grid's fewest)."""
+    record.verdict, record.evidence = gate(grid, record.verdict, record.evidence, seeds)
+    record.scale, record.seeds = grid.scale, grid.seeds if seeds is None else seeds
     return record
+
+
+def beats(winner: list[float], loser: list[float], higher_is_better: bool = True) -> str:
+    """A comparison over seeds: ``holds`` when the claimed winner's worst seed beats the other's best,
+    ``differs`` when the other's worst beats the winner's best, else ``inconclusive``."""
+    sign = 1.0 if higher_is_better else -1.0
+    w, lo = [sign * v for v in winner], [sign * v for v in loser]
+    if min(w) > max(lo):
+        return "holds"
+    if min(lo) > max(w):
+        return "differs"
+    return "inconclusive"

@@ -22,6 +22,7 @@ import torch
 from spectral_analysis.analysis import bound_report, jacobian_products, lyapunov_exponents
 from spectral_analysis.analysis.checkpoint_data import checkpoint_task, sample_batch, task_split
 from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid
+from spectral_analysis.io import load
 from spectral_analysis.plotting.analysis import plot_singular_value_heatmap
 from spectral_analysis.plotting.benchmarks import plot_householder_benchmark
 from spectral_analysis.plotting.paper_figures import (
@@ -233,7 +234,8 @@ def analyzers(results: Path, out: Path) -> list[Drawn]:
         jacobians[g.variant] = jacobian_products(model64, x.double()).log10_norms
         lyapunov[g.variant] = lyapunov_exponents(model64, x.double())
         if g.variant != "lstm":
-            log10_G[g.variant] = {T: bound_report(checkpoint, length=T)["log10_G"] for T in BOUND_LENGTHS}
+            subject = load(path)
+            log10_G[g.variant] = {T: bound_report(subject, length=T)["log10_G"] for T in BOUND_LENGTHS}
     size = f"n = {grid.groups[0].rows[0]['hidden']}, addition T = 100, seed 0; {grid.stamp()}"
     drawn = [
         plot_bound_growth(

@@ -19,6 +19,18 @@ from spectral_analysis.linalg import SigmaMap, svd_compose
 from spectral_analysis.symbolic.compare import Judgement, judge, numeric_error
 from spectral_analysis.symbolic.householder import rational_zero
 
+QUOTES = {
+    "ICML Algorithm 1": r"$g, G_{*,n-k+1}^{(u)} \leftarrow Hgrad(h_k^{(u)}, u_k, g)$ // Compute "
+                        r"$\frac{\partial L}{\partial u_k}$",
+    "ICML Algorithm 1 (U-loop with the reflector's input)": r"$g, G_{*,n-k+1}^{(u)} \leftarrow "
+                                                            r"Hgrad(h_k^{(u)}, u_k, g)$",
+    "ICML Eq. 7": r"$$\sigma_i = 2r(f(\hat{\sigma}_i) - 0.5) + \sigma^*, \ i \in [n]$$ (7) [...] The above "
+                  r"allows us to constrain σ_i to be within $[\sigma^* - r, \sigma^* + r]$",
+    "ICML Algorithm 1 (Sigma lines)": r"$\bar{\Sigma} \leftarrow diag(g \circ h_{k_2}^{(v)}), g \leftarrow "
+                                      r"\Sigma g [...] $g^{(\hat{\sigma})} \leftarrow \frac{\partial "
+                                      r"diag(\Sigma)}{\partial \hat{\sigma}} \circ diag(\bar{\Sigma})$",
+}
+
 
 def _hat(u: sp.Matrix, n: int) -> sp.Matrix:
     return sp.zeros(n - u.rows, 1).col_join(u)
@@ -166,6 +178,7 @@ def check_algorithm1() -> list[CheckRecord]:
                 {**judgement.numbers, "torch_max_error": max(errors)},
                 derived="gradients of l = g^T U diag(sigma) V^T h by SymPy",
                 printed="Algorithm 1 run symbolically with Algorithms 2-3",
+                quote=QUOTES[source],
             )
         )
     return records
@@ -204,6 +217,7 @@ def check_sigma_map() -> list[CheckRecord]:
             {"torch_max_error": error},
             derived=f"limits {low}, {high}; derivative {sp.simplify(derivative)}",
             printed="[sigma* - r, sigma* + r]; 2 r f (1 - f)",
+            quote=QUOTES["ICML Eq. 7"],
         )
     ]
     n = 3
@@ -225,6 +239,7 @@ def check_sigma_map() -> list[CheckRecord]:
             lines.numbers,
             derived="d/d sigma_hat and d/dx of g^T diag(sigma(sigma_hat)) x",
             printed="(2 r f (1 - f)) o g o x; Sigma g",
+            quote=QUOTES["ICML Algorithm 1 (Sigma lines)"],
         )
     )
     return records

@@ -76,9 +76,11 @@ def judge(
     seed: int = 0,
     simplifier: Callable[[sp.Expr], sp.Expr] = sp.simplify,
     positive: bool = False,
+    valid: Callable[[dict], bool] | None = None,
 ) -> Judgement:
     """Compare two expressions (scalars or matrices of the same shape); see the module docstring.
-    ``positive``: sample positive integers (sizes and counts) instead of signed rationals."""
+    ``positive``: sample positive integers (sizes and counts) instead of signed rationals; ``valid``:
+    points it rejects (e.g. a reflector length k > n) are skipped, never evidence."""
     a, b = as_matrix(derived), as_matrix(printed)
     if a.shape != b.shape:
         return Judgement("differs", f"shapes differ: derived {a.shape}, printed {b.shape}", {})
@@ -88,6 +90,8 @@ def judge(
     checked = 0
     for _ in range(4 * POINTS):
         point = random_point(symbols, rng, positive)
+        if valid is not None and not valid(point):
+            continue
         values = [_value(entry, point) for entry in difference]
         if any(v is None for v in values):  # a pole: try another point
             continue

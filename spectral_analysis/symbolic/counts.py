@@ -21,6 +21,38 @@ n, k, m, m1, m2, ny, ni = sp.symbols("n k m m1 m2 n_y n_i", positive=True, integ
 j = sp.Symbol("j", integer=True)
 
 
+_FLOPS = (r"Algorithm 2 needs 6k flops, while Algorithm 3 uses (3n + 10k) flops. Since $||u_k||^2$ "
+          r"only needs to "
+          r"be computed once per iteration, we can further decrease the flops to 4k and (3n + 8k)")
+QUOTES = {
+    "ICML Section 4 (RNN parameters)": r"For regular RNN, the number of parameters is $(n_y + n_i + n + 1)n$",
+    "ICML Section 4 (Spectral-RNN parameters)": r"while for Spectral-RNN it is $(n_y + n_i + m_1 + "
+                                                r"m_2 + 2)n - "
+                                                r"\frac{m_1^2 + m_2^2 - m_1 - m_2}{2}$",
+    "ICML Section 4 (m1 = m2 = n)": r"In the extreme case where $m_1 = m_2 = n$, it becomes $(n_y + "
+                                    r"n_i + n + 3)n$",
+    "ICML Section 4.2 (Algorithm 2)": _FLOPS,
+    "ICML Section 4.2 (Algorithm 2, cached ||u||^2)": _FLOPS,
+    "ICML Section 4.2 (Algorithm 3)": _FLOPS,
+    "ICML Section 4.2 (Algorithm 3, paper's convention)": _FLOPS,
+    "ICML Table 1 (Hprod)": r"$Hprod(h, u_k)$ 4k",
+    "ICML Table 1 (Hgrad)": r"$Hgrad(h, u_k, g)$ 3n + 6k",
+    "ICML Table 1 (Spectral-RNN-Local FP(n, m1, m2))": r"Spectral-RNN-Local $FP(n, m_1, m_2)$ "
+                                                       r"$4n(m_1 + m_2) - "
+                                                       r"2m_1^2 - 2m_2^2 + O(n)$",
+    "ICML Table 1 (Spectral-RNN-Local BP(n, m1, m2))": r"Spectral-RNN-Local $BP(n, m_1, m_2)$ "
+                                                       r"$6n(m_1 + m_2) - "
+                                                       r"1.5m_1^2 - 1.5m_2^2 + O(n)$",
+    "ICML Table 1 (oRNN-Local FP(n, m))": r"oRNN-Local $FP(n,m)$ $4nm - m^2 + O(n)$",
+    "ICML Table 1 (oRNN-Local BP(n, m))": r"oRNN-Local $BP(n, m)$ $7nm - 2m^2 + O(n)$",
+}
+
+
+def valid_sizes(point: dict) -> bool:
+    """A configuration that exists: every reflector length and count at most n."""
+    return all(point[s] <= point[n] for s in (k, m, m1, m2) if s in point)
+
+
 def dot(length: sp.Expr) -> sp.Expr:
     return 2 * length - 1
 
@@ -90,6 +122,7 @@ def check_parameter_counts() -> list[CheckRecord]:
             general.numbers,
             derived=str(spectral),
             printed=str(sp.expand(printed)),
+            quote=QUOTES["ICML Section 4 (Spectral-RNN parameters)"],
         ),
         CheckRecord(
             "ICML Section 4 (m1 = m2 = n)",
@@ -99,6 +132,7 @@ def check_parameter_counts() -> list[CheckRecord]:
             full.numbers,
             derived=str(sp.expand(spectral.subs({m1: n, m2: n}))),
             printed="(n_y + n_i + n + 3) n",
+            quote=QUOTES["ICML Section 4 (m1 = m2 = n)"],
         ),
         CheckRecord(
             "ICML Section 4 (RNN parameters)",
@@ -108,6 +142,7 @@ def check_parameter_counts() -> list[CheckRecord]:
             rnn.numbers,
             derived="n^2 + n_y n + n_i n + n",
             printed="(n_y + n_i + n + 1) n",
+            quote=QUOTES["ICML Section 4 (RNN parameters)"],
         ),
     ]
 
@@ -115,7 +150,7 @@ def check_parameter_counts() -> list[CheckRecord]:
 def _per_reflector(source: str, claim: str, derived: sp.Expr, printed: sp.Expr, note: str) -> CheckRecord:
     """Compared up to the constant term."""
     without_constant = sp.expand(derived - derived.subs({n: 0, k: 0}))
-    result = judge(without_constant, printed, [n, k], positive=True)
+    result = judge(without_constant, printed, [n, k], positive=True, valid=valid_sizes)
     return CheckRecord(
         source,
         claim,
@@ -124,6 +159,7 @@ def _per_reflector(source: str, claim: str, derived: sp.Expr, printed: sp.Expr, 
         result.numbers,
         derived=str(without_constant),
         printed=str(printed),
+        quote=QUOTES[source],
     )
 
 
@@ -182,7 +218,7 @@ def check_table1() -> list[CheckRecord]:
     ]
     for name, derived, printed, counts in rows:
         derived_leading = leading(derived, (n, *counts))
-        result = judge(derived_leading, printed, [n, *counts], positive=True)
+        result = judge(derived_leading, printed, [n, *counts], positive=True, valid=valid_sizes)
         evidence = (
             f"sum over the reflectors k = n - m + 1..n of Table 1's Hprod = 4k / Hgrad = 3n + 6k (plus O(n) "
             f"for Sigma): leading terms {derived_leading}; {result.evidence}"
@@ -201,6 +237,7 @@ def check_table1() -> list[CheckRecord]:
                 result.numbers,
                 derived=str(derived_leading),
                 printed=str(printed),
+                quote=QUOTES[f"ICML Table 1 ({name})"],
             )
         )
     return records

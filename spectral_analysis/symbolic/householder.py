@@ -18,6 +18,19 @@ from spectral_analysis.checks import CheckRecord
 from spectral_analysis.linalg import hgrad, hprod, reflector
 from spectral_analysis.symbolic.compare import Judgement, judge, numeric_error
 
+QUOTES = {
+    "ICML Eq. 1": r"we define the $n \times n$ Householder reflector $\mathcal{H}_k^n(u)$ to be:",
+    "ICML Eq. 8": r"= h - 2\frac{\hat{u}_k^{\top}h}{\hat{u}_k^{\top}\hat{u}_k}\hat{u}_k \quad (8)$$",
+    "ICML Eq. 12": r"= g - 2\frac{\hat{u}_k^{\top}g}{\hat{u}_k^{\top}\hat{u}_k}\hat{u}_k,$$ (12)",
+    "ICML Eq. 13": r"+ 4\frac{\hat{u}_k^\top h}{\hat{u}_k^\top \hat{u}_k} "
+                   r"\frac{\hat{u}_k^\top g}{\hat{u}_k^\top \hat{u}_k} \hat{u}_k.$$ (13)",
+    "ICML Eq. 13 (matrix form)": r"= -2\left(\frac{\hat{u}_k^\top h}{\hat{u}_k^\top \hat{u}_k} I_n + "
+                                 r"\frac{1}{\hat{u}_k^\top \hat{u}_k} h \hat{u}_k^\top",
+    "ICML Algorithm 3": r"Output: $\bar{h} = \frac{\partial L}{\partial h}, \bar{u}_k = \frac{\partial L}"
+                        r"{\partial u_k}$",
+}
+
+
 SIZES = (2, 3, 4, 5, 6)
 
 
@@ -134,6 +147,7 @@ def check_reflector() -> CheckRecord:
         numbers,
         derived="H - H^T, H^2 - I, tr H - (n - 2), H u + u",
         printed="0",
+        quote=QUOTES["ICML Eq. 1"],
     )
 
 
@@ -164,6 +178,7 @@ def check_eq8() -> CheckRecord:
         numbers,
         derived=derived_text,
         printed="h - 2 (u^T h / u^T u) u",
+        quote=QUOTES["ICML Eq. 8"],
     )
 
 
@@ -234,6 +249,7 @@ def _gradient_check(
         numbers,
         derived=derived_text,
         printed=printed_text,
+        quote=QUOTES[source],
     )
 
 
@@ -294,6 +310,7 @@ def gradient_checks() -> list[CheckRecord]:
             numbers,
             derived=f"{list(derived_gradients(2)[0].col_join(derived_gradients(2)[1]))} (n = 2)",
             printed="(g - beta u; -alpha g - beta h + alpha beta u)",
+            quote=QUOTES["ICML Algorithm 3"],
         )
     )
     return records

@@ -13,7 +13,7 @@ import numpy as np
 import sympy as sp
 import torch
 
-from spectral_analysis.checks import CheckRecord
+from spectral_analysis.checks import CLAIM1_GRADIENT_QUOTE, CLAIM1_RISK_QUOTE, CheckRecord
 from spectral_analysis.symbolic.compare import judge, numeric_error
 
 N, T = 2, 2
@@ -124,6 +124,7 @@ def check_claim1() -> list[CheckRecord]:
             risk.numbers,
             derived="E||Y script-W x - A x - eta||^2 (moments substituted)",
             printed="tr((Y script-W - A) Sigma (Y script-W - A)^T) + C",
+            quote=CLAIM1_RISK_QUOTE,
         ),
         CheckRecord(
             "earlier version, Claim 1 (gradient)",
@@ -141,5 +142,6 @@ def check_claim1() -> list[CheckRecord]:
             },
             derived="d/dW of the derived risk, entry by entry",
             printed="(Y script-W - A) Sigma (I | 2W)^T",
+            quote=CLAIM1_GRADIENT_QUOTE,
         ),
     ]

@@ -11,6 +11,20 @@ from spectral_analysis.checks import CheckRecord
 from spectral_analysis.linalg import packed_pairs
 from spectral_analysis.symbolic.compare import judge, numeric_error
 
+QUOTES = {
+    "DizzyRNN Section 4.1": "ya = cos θxa + sin θxb and yb = − sin θxa + cos θxb. The derivative of L with "
+                            "respect to the parameter θ is",
+    "DizzyRNN Theorem 3": "Theorem 3. In a DizzyRNN cell,",
+    "DizzyRNN Theorem 4": "Theorem 4. IfWx is square, then",
+    "KRU Section 3 (mixed product)": r"the time complexity of hidden state computation is "
+                                     r"$\mathcal{O}(N \log_2 N)$",
+    "KRU Section 3.2 (Van Loan)": r"if each of the Kronecker factors $\{\mathbf{W}_0, \dots, "
+                                  r"\mathbf{W}_{F-1}\}$ "
+                                  r"are unitary then the full matrix \mathbf{W} is unitary (Van Loan, 2000)",
+    "KRU Section 3 (2 x 2 factors)": r"When $\forall_f \{p_f = q_f = 2\}$ the number of parameters is "
+                                     r"$8 \log_2 N$",
+}
+
 
 def givens(n: int, a: int, b: int, theta: sp.Symbol) -> sp.Matrix:
     """DizzyRNN's ``R_ab(theta)``: cos on (a, a), (b, b); ``sin`` at (a, b), ``-sin`` at (b, a)."""
@@ -61,6 +75,7 @@ def check_dizzy_gradient() -> CheckRecord:
         {**result.numbers, "torch_max_error": error},
         derived="d/dtheta of g^T R_ab(theta) x",
         printed="(E_ab g)^T R_d(theta) E_ab x",
+        quote=QUOTES["DizzyRNN Section 4.1"],
     )
 
 
@@ -130,6 +145,7 @@ def check_dizzy_norms() -> list[CheckRecord]:
                 {**norm.numbers, "angles": len(angles)},
                 derived="||P^T diag(sign z) g||^2 with sign(z_i)^2 = 1",
                 printed="||g||^2",
+                quote=QUOTES[source],
             )
         )
     return records
@@ -175,6 +191,7 @@ def check_kru() -> list[CheckRecord]:
             {**mixed.numbers, "torch_max_error": error},
             derived="(A (x) B)(C (x) D)",
             printed="(AC) (x) (BD)",
+            quote=QUOTES["KRU Section 3 (mixed product)"],
         ),
         CheckRecord(
             "KRU Section 3.2 (Van Loan)",
@@ -185,6 +202,7 @@ def check_kru() -> list[CheckRecord]:
             is_unitary.numbers,
             derived="(U1 (x) U2)^H (U1 (x) U2)",
             printed="I",
+            quote=QUOTES["KRU Section 3.2 (Van Loan)"],
         ),
         CheckRecord(
             "KRU Section 3 (2 x 2 factors)",
@@ -194,5 +212,6 @@ def check_kru() -> list[CheckRecord]:
             parameters.numbers,
             derived=str(counted),
             printed="8 log2 N",
+            quote=QUOTES["KRU Section 3 (2 x 2 factors)"],
         ),
     ]

@@ -1,6 +1,5 @@
 """Training layer: the trainer, its recorders, and checkpoint read/write (safetensors, no pickle)."""
 
-from spectral_analysis.data.objectives import PRIMARY_METRIC, loss_and_metrics
 from spectral_analysis.train.checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -11,6 +10,6 @@ from spectral_analysis.train.checkpoint import (
 from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
 from spectral_analysis.train.trainer import OPTIMIZERS, TrainConfig, Trainer, TrainingDivergedError, train
 
-__all__ = ["OPTIMIZERS", "PRIMARY_METRIC", "Checkpoint", "CheckpointError", "TrainConfig", "Trainer",
-           "TrainingDivergedError", "load_checkpoint", "loss_and_metrics", "read_checkpoint",
-           "save_checkpoint", "spectral_margin", "train", "weight_singular_values"]
+__all__ = ["OPTIMIZERS", "Checkpoint", "CheckpointError", "TrainConfig", "Trainer", "TrainingDivergedError",
+           "load_checkpoint", "read_checkpoint", "save_checkpoint", "spectral_margin", "train",
+           "weight_singular_values"]

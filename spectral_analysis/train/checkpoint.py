@@ -29,9 +29,12 @@ from torch import Tensor, nn
 
 from spectral_analysis import __version__
 from spectral_analysis.nn import build_model
+from spectral_analysis.train.schema import validate_metadata
 
 FORMAT = "spectral-analysis-checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the digest covers the metadata too; version 1 files (tensors only) still load
+READABLE_VERSIONS = (1, 2)
+WEIGHT_DTYPES = (torch.float32, torch.float64)
 _PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # pickle protocol >= 2, torch.save's zip archive
 
 
@@ -46,8 +49,11 @@ class Checkpoint:
     tensors: dict[str, Tensor]
 
 
-def tensor_digest(tensors: dict[str, Tensor]) -> str:
+def tensor_digest(tensors: dict[str, Tensor], metadata: str | None = None) -> str:
+    """SHA-256 of every tensor's name, dtype, shape and bytes, and of the metadata JSON when given."""
     digest = hashlib.sha256()
+    if metadata is not None:
+        digest.update(metadata.encode())
     for name in sorted(tensors):
         t = tensors[name].detach().contiguous().cpu()
         digest.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
@@ -63,7 +69,8 @@ def save_checkpoint(path: str | Path, model: nn.Module, metadata: dict[str, Any]
     tensors.update({k: v.detach().contiguous().cpu() for k, v in (extra or {}).items()})
     meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "package_version": __version__,
             "model": model.config, **metadata}
-    header = {"spectral_analysis": json.dumps(meta), "sha256": tensor_digest(tensors)}
+    text = json.dumps(meta)
+    header = {"spectral_analysis": text, "sha256": tensor_digest(tensors, text)}
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
@@ -102,12 +109,38 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Tensor]
         raise CheckpointError(f"{path}: checkpoint metadata is not valid JSON ({error})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(f"{path}: metadata does not describe a {FORMAT}")
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"{path}: checkpoint format version {meta.get('format_version')} is not "
-                              f"supported (this version reads {FORMAT_VERSION})")
-    if header.get("sha256") != tensor_digest(tensors):
-        raise CheckpointError(f"{path}: tensor checksum mismatch, the file was modified or damaged")
+    if meta.get("format_version") not in READABLE_VERSIONS:
+        raise CheckpointError(f"{path}: checkpoint format version {meta.get('format_version')!r} is not "
+                              f"supported (this version reads {READABLE_VERSIONS})")
+    covered = header["spectral_analysis"] if meta["format_version"] >= 2 else None
+    if header.get("sha256") != tensor_digest(tensors, covered):
+        what = "tensor or metadata" if covered is not None else "tensor"
+        raise CheckpointError(f"{path}: {what} checksum mismatch, the file was modified or damaged")
+    try:
+        validate_metadata(meta)
+    except ValueError as error:
+        raise CheckpointError(f"{path}: {error}") from None
     return meta, tensors
+
+
+def check_weights(state: dict[str, Tensor], expected: dict[str, Tensor], path: str | Path,
+                  allow_nonfinite: bool = False) -> None:
+    """Floating model tensors must be float32/float64 and (unless allowed) finite, integer buffers (a
+    uRNN's permutation) of the model's own dtype: a one-line error otherwise."""
+    for name, value in state.items():
+        want = expected.get(name)
+        if want is not None and not want.is_floating_point():
+            if value.dtype != want.dtype:
+                raise CheckpointError(f"{path}: buffer {name!r} is {value.dtype}, the model needs "
+                                      f"{want.dtype}")
+            continue
+        if value.dtype not in WEIGHT_DTYPES:
+            raise CheckpointError(f"{path}: weight {name!r} is {value.dtype}; the toolkit reads float32 or "
+                                  "float64 weights (convert the model before saving)")
+        if not allow_nonfinite and not bool(torch.isfinite(value).all()):
+            bad = int((~torch.isfinite(value)).sum())
+            raise CheckpointError(f"{path}: weight {name!r} has {bad} non-finite entries (NaN or inf): a "
+                                  "diverged model; --allow-nonfinite reads it anyway")
 
 
 def build_from_metadata(meta: dict[str, Any], path: str | Path) -> nn.Module:
@@ -119,22 +152,24 @@ def build_from_metadata(meta: dict[str, Any], path: str | Path) -> nn.Module:
         raise CheckpointError(f"{path}: the model in the metadata cannot be built: {error}") from None
 
 
-def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Checkpoint:
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
+                    allow_nonfinite: bool = False) -> Checkpoint:
     """Rebuild the model of a checkpoint from its metadata and load its tensors (no code runs)."""
     meta, tensors = read_checkpoint(path)
     model = build_from_metadata(meta, path)
     state = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
-    expected = model.state_dict()
-    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
-    if missing or unexpected:
-        raise CheckpointError(f"{path}: tensors do not match the model in the metadata "
-                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
-    for name, value in state.items():
-        if value.shape != expected[name].shape:
-            raise CheckpointError(f"{path}: tensor {name!r} has shape {tuple(value.shape)}, the model in "
-                                  f"the metadata needs {tuple(expected[name].shape)}")
+    check_weights(state, model.state_dict(), path, allow_nonfinite)
     dtypes = {v.dtype for v in state.values() if v.is_floating_point()}
     if len(dtypes) == 1:  # a model trained in float64 comes back in float64
         model = model.to(dtypes.pop())
-    model.load_state_dict(state)
+    try:  # load_state_dict's own hooks translate the tensor names of older files
+        result = model.load_state_dict(state, strict=False)
+    except RuntimeError as error:
+        mismatch = next((line.strip() for line in str(error).splitlines() if "size mismatch" in line),
+                        str(error).splitlines()[0])
+        raise CheckpointError(f"{path}: tensors do not fit the model in the metadata: {mismatch}") from None
+    if result.missing_keys or result.unexpected_keys:
+        raise CheckpointError(f"{path}: tensors do not match the model in the metadata "
+                              f"(missing {sorted(result.missing_keys)[:3]}, "
+                              f"unexpected {sorted(result.unexpected_keys)[:3]})")
     return Checkpoint(model.to(device), meta, tensors)

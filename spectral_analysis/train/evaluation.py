@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from torch import nn
 from spectral_analysis.data import Split, TaskData
 from spectral_analysis.data.objectives import loss_and_metrics, weighted_mean
 from spectral_analysis.nn import RecurrentModel
+from spectral_analysis.train.schema import validate_log_row
 
 
 def model_outputs(model: nn.Module, inputs: torch.Tensor, h0=None):
@@ -62,9 +64,8 @@ class RunLog:
         """Drop the lines of steps after ``step`` (what a killed run wrote past its last checkpoint)."""
         if not self.path.exists():
             return
-        kept = [line for line in self.path.read_text().splitlines()
-                if line.strip() and json.loads(line)["step"] <= step]
-        self.path.write_text("".join(line + "\n" for line in kept))
+        kept = [row for row in self.read() if row["step"] <= step]
+        self.path.write_text("".join(json.dumps(row) + "\n" for row in kept))
 
     def write(self, record: dict[str, Any]) -> None:
         with open(self.path, "a") as f:
@@ -73,6 +74,27 @@ class RunLog:
             os.fsync(f.fileno())
 
     def read(self) -> list[dict[str, Any]]:
+        """The rows, validated (:func:`~spectral_analysis.train.schema.validate_log_row`). A torn last
+        line (what a kill during a write leaves) is dropped with a warning; any other bad line is a
+        ``ValueError`` naming the file and the line."""
         if not self.path.exists():
             return []
-        return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+        try:
+            lines = [line for line in self.path.read_text().splitlines() if line.strip()]
+        except UnicodeDecodeError:
+            raise ValueError(f"{self.path}: not a text file") from None
+        rows = []
+        for number, line in enumerate(lines, start=1):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                if number == len(lines) and not self.path.read_text().endswith("\n"):
+                    warnings.warn(f"{self.path}: dropped a torn last line (an interrupted write)",
+                                  stacklevel=2)
+                    break
+                raise ValueError(f"{self.path}: line {number} is not JSON") from None
+            try:
+                rows.append(validate_log_row(row, number))
+            except ValueError as error:
+                raise ValueError(f"{self.path}: {error}") from None
+        return rows

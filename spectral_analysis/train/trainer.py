@@ -15,13 +15,17 @@ epoch, so a resumed run repeats the uninterrupted one exactly.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
+import os
+import shutil
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
 from torch import Tensor, nn
@@ -97,6 +101,25 @@ def _field_default(name: str) -> Any:
     return spec.default_factory() if spec.default is MISSING else spec.default
 
 
+def lock_run_directory(out: Path) -> IO[str]:
+    """An exclusive lock on ``out/.lock`` held while this process trains into ``out`` (released when the
+    returned file is closed or the process ends); a second writer gets one line naming the holder."""
+    out.mkdir(parents=True, exist_ok=True)
+    handle = open(out / ".lock", "a+")  # noqa: SIM115 (held open for the trainer's lifetime)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise ValueError(f"{out} is locked: another process (pid {holder}) is training into it") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -153,8 +176,29 @@ class Trainer:
         self.device = resolve_device(config.device)
         self.log = RunLog(self.out / "metrics.jsonl")
         last = self.out / "last.safetensors"
+        self._restart = False
         if resume and not last.is_file():
-            raise ValueError(f"nothing to resume: {last} does not exist")
+            if not self.out.is_dir():
+                raise ValueError(f"nothing to resume: {last} does not exist")
+            # killed before its first checkpoint: nothing to keep, the run starts over
+            warnings.warn(f"{self.out} has no checkpoint yet: the run starts from step 0", stacklevel=2)
+            resume, self._restart = False, True
+        fresh_directory, lock_existed = not self.out.exists(), (self.out / ".lock").exists()
+        self._lock = lock_run_directory(self.out)
+        try:
+            self._set_up(config, resume, last)
+        except BaseException:  # leave the run directory as it was
+            self._lock.close()
+            if fresh_directory:
+                shutil.rmtree(self.out, ignore_errors=True)
+            elif not lock_existed:
+                (self.out / ".lock").unlink(missing_ok=True)
+            raise
+
+    def _set_up(self, config: TrainConfig, resume: bool, last: Path) -> None:
+        if self._restart:
+            for stale in ("config.json", "metrics.jsonl"):
+                (self.out / stale).unlink(missing_ok=True)
         if not resume and (self.out / "config.json").exists():
             raise ValueError(f"{self.out} already holds a run; use --resume or another --out")
         self.task = load_run_task(config)
@@ -182,16 +226,28 @@ class Trainer:
             self._resume(last)
 
     def _resume(self, last: Path) -> None:
-        stored = json.loads((self.out / "config.json").read_text())["train"]
+        config_file = self.out / "config.json"
+        try:
+            stored = json.loads(config_file.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ValueError(f"cannot resume: {config_file} is unreadable ({error})") from None
+        if not isinstance(stored, dict) or not isinstance(stored.get("train"), dict):
+            raise ValueError(f"cannot resume: {config_file} holds no training configuration "
+                             "(no 'train' object)")
+        stored = stored["train"]
         current = asdict(self.config)
         for key, value in current.items():
             before = stored[key] if key in stored else _field_default(key)
-            if key not in RESUMABLE_CHANGES and before != value:
+            same = Path(before) == Path(value) if key == "out" else before == value  # run/ is run
+            if key not in RESUMABLE_CHANGES and not same:
                 raise ValueError(f"cannot resume: {key} was {before!r} in this run, now {value!r}")
         checkpoint = load_checkpoint(last, self.device)
         self.model.load_state_dict(checkpoint.model.state_dict())
         _restore_optimizer(self.optimizer, checkpoint.tensors)
         self.carry = _restore_carry(checkpoint.tensors, self.device)
+        if checkpoint.metadata.get("step") is None or checkpoint.metadata.get("elapsed") is None:
+            raise ValueError(f"cannot resume: {last} records no step or elapsed time (not written by the "
+                             "trainer)")
         self.step, self.elapsed = checkpoint.metadata["step"], checkpoint.metadata["elapsed"]
         self.latest = checkpoint.metadata.get("metrics", {})
         self.log.truncate_after(self.step)
@@ -221,6 +277,15 @@ class Trainer:
         return tuple(s.clone().requires_grad_() for s in state) if isinstance(state, tuple) \
             else state.clone().requires_grad_()
 
+    def _diverged(self, what: str) -> None:
+        """Log the failing step (phase ``diverged``) and stop; the last checkpoint is the last good
+        one."""
+        step = self.step + 1
+        self.log.write({"step": step, "phase": "diverged", "reason": what})
+        raise TrainingDivergedError(f"{what} at step {step}: training diverged (try a smaller learning "
+                                    f"rate or --clip); the last good checkpoint is "
+                                    f"{self.out / 'last.safetensors'}")
+
     def _train_step(self, record: bool) -> dict[str, Any]:
         x, y, fresh = self.batches.get(self.step)
         x, y = x.to(self.device), y.to(self.device)
@@ -234,12 +299,12 @@ class Trainer:
         if self.config.penalty:
             objective = loss + self.config.penalty * self.model.spectral_penalty()
         if not torch.isfinite(objective):
-            raise TrainingDivergedError(f"the training loss is {objective.item()} at step {self.step + 1}: "
-                                   "training diverged (try a smaller learning rate or --clip)")
+            self._diverged(f"the training loss is {objective.item()}")
         self.optimizer.zero_grad(set_to_none=True)
         objective.backward()
-        if self.config.clip:
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip)
+        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip or math.inf)
+        if not torch.isfinite(grad_norm):  # checked before the step: the weights stay the last good ones
+            self._diverged(f"the gradient norm is {grad_norm.item()}")
         self.optimizer.step()
         self.model.constrain_()
         if self.task.stream:
@@ -272,6 +337,13 @@ class Trainer:
         """Train up to ``total_steps``; ``callback(step)`` runs after each step (a test can stop the run
         there as a kill would). When ``stop(step)`` returns true the run checkpoints and returns early
         (a time budget); :attr:`finished` tells which. Returns the last train, valid and test lines."""
+        try:
+            return self._run(callback, stop)
+        finally:
+            self._lock.close()  # the run directory is free again (also after an error)
+
+    def _run(self, callback: Callable[[int], None] | None,
+             stop: Callable[[int], bool] | None) -> dict[str, Any]:
         cfg = self.config
         self.out.mkdir(parents=True, exist_ok=True)
         if not (self.out / "config.json").exists():

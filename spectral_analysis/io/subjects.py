@@ -1,0 +1,158 @@
+"""What the analyzers analyze: one view ("subject") of a recurrent model, whatever it came from.
+
+:func:`load` takes a toolkit checkpoint, a ``zoo:`` name, a PyTorch ``state_dict`` file (``torch.save``,
+read with ``weights_only=True`` so no code runs, or safetensors) or an in-memory ``nn.Module``, and
+returns a :class:`Subject`: the model as one of the toolkit's recurrent classes (so it has the one
+transition interface: dense W, step function, step Jacobian), where it came from, and every
+assumption the import made. ``nn.RNN`` (tanh / relu, any ``num_layers``, with or without biases),
+``nn.GRU`` and ``nn.LSTM`` import with an optional ``nn.Linear`` head; an ``nn.RNN`` whose
+``weight_hh_l*`` carry :func:`~spectral_analysis.nn.svd_parametrize` imports as a Spectral-RNN.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file
+from torch import Tensor, nn
+from torch.nn.utils import parametrize
+
+from spectral_analysis.io.importers import ARCHITECTURES, SubjectError, import_state_dict, recurrent_prefix
+from spectral_analysis.io.zoo import ZOO_PREFIX, resolve_checkpoint
+from spectral_analysis.nn import RecurrentModel, SVDParametrization
+from spectral_analysis.train.checkpoint import load_checkpoint
+
+
+@dataclass
+class Subject:
+    """A recurrent model as the analyzers see it, with its provenance."""
+
+    model: RecurrentModel
+    source: str
+    convention: str  # "toolkit checkpoint" | "torch.save state_dict" | "safetensors state_dict" | "nn.Module"
+    architecture: str  # the toolkit model name, or rnn_tanh / rnn_relu / gru / lstm for imports
+    assumptions: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)  # a toolkit checkpoint's metadata ({} for imports)
+
+    @property
+    def imported(self) -> bool:
+        return self.convention != "toolkit checkpoint"
+
+    @property
+    def model_config(self) -> dict[str, Any]:
+        return getattr(self.model, "config", {})
+
+    def describe(self) -> dict[str, Any]:
+        """What every analyzer's JSON reports about its subject."""
+        return {"source": self.source, "convention": self.convention, "architecture": self.architecture,
+                "assumptions": list(self.assumptions)}
+
+
+def load(source: str | Path | nn.Module, arch: str | None = None, head_prefix: str | None = None,
+         device: str | torch.device = "cpu", allow_nonfinite: bool = False) -> Subject:
+    """The :class:`Subject` behind a path, a ``zoo:`` name or a module (see the module docstring).
+
+    ``arch`` forces ``rnn_tanh|rnn_relu|gru|lstm`` (a state_dict does not record nn.RNN's
+    non-linearity: tanh is assumed); ``head_prefix`` names the read-out (e.g. ``"fc"``);
+    ``allow_nonfinite`` reads a model with NaN/inf weights (refused by default).
+    """
+    if arch is not None and arch not in ARCHITECTURES:
+        raise SubjectError(f"--arch must be one of {ARCHITECTURES}, got {arch!r}")
+    if isinstance(source, nn.Module):
+        subject = _from_module(source, arch, head_prefix)
+        subject.model.to(device)
+        return subject
+    text = str(source)
+    path = resolve_checkpoint(text) if text.startswith(ZOO_PREFIX) else Path(text)
+    if not path.is_file():
+        raise SubjectError(f"model file not found: {path}")
+    if _is_toolkit_checkpoint(path):
+        checkpoint = load_checkpoint(path, device, allow_nonfinite)
+        if not isinstance(checkpoint.model, RecurrentModel):
+            raise SubjectError(f"{path} holds a {type(checkpoint.model).__name__}, not a recurrent model")
+        name = checkpoint.metadata["model"]["name"]
+        return Subject(checkpoint.model, text, "toolkit checkpoint", name, [], checkpoint.metadata)
+    state, convention = _read_state_dict(path)
+    _check_imported(state, path, allow_nonfinite)
+    model, architecture, assumptions = import_state_dict(state, arch, head_prefix, None)
+    return Subject(model.to(device), text, convention, architecture, assumptions)
+
+
+def _check_imported(state: dict[str, Tensor], path: Path, allow_nonfinite: bool) -> None:
+    for name, value in state.items():
+        if not value.is_floating_point():
+            continue  # integer entries are no weights of the cells imported here (listed as ignored)
+        if value.dtype not in (torch.float32, torch.float64):
+            raise SubjectError(f"{path}: {name!r} is {value.dtype}; the toolkit reads float32 or float64 "
+                               "weights")
+        if not allow_nonfinite and not bool(torch.isfinite(value).all()):
+            raise SubjectError(f"{path}: {name!r} has non-finite entries (NaN or inf); --allow-nonfinite "
+                               "reads it anyway")
+
+
+def _is_toolkit_checkpoint(path: Path) -> bool:
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return "spectral_analysis" in (f.metadata() or {})
+    except (SafetensorError, OSError, ValueError, RuntimeError):
+        return False
+
+
+def _read_state_dict(path: Path) -> tuple[dict[str, Tensor], str]:
+    """Tensors of a safetensors file or a ``torch.save`` file read with ``weights_only=True``."""
+    try:
+        return load_file(str(path)), "safetensors state_dict"
+    except (SafetensorError, OSError, ValueError, RuntimeError):
+        pass
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if not head.startswith((b"\x80", b"PK\x03\x04")):  # a pickle (protocol >= 2) or torch.save's zip
+        raise SubjectError(f"{path} is neither a safetensors nor a torch.save file")
+    try:
+        loaded = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        reason = next((line for line in lines if "unsupported" in line.lower()), lines[0] if lines else "")
+        raise SubjectError(f"{path} needs more than weights to load ({reason.rstrip('.')}); refused "
+                           "because unpickling objects can run code: save model.state_dict()") from None
+    except (RuntimeError, EOFError, OSError, ValueError, SafetensorError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise SubjectError(f"{path} is neither a safetensors nor a torch.save file ({message})") from None
+    if isinstance(loaded, dict):
+        for key in ("state_dict", "model_state_dict", "model"):
+            if isinstance(loaded.get(key), dict) and all(isinstance(v, Tensor) for v in loaded[key].values()):
+                loaded = loaded[key]
+                break
+    if not (isinstance(loaded, dict) and loaded and all(isinstance(v, Tensor) for v in loaded.values())):
+        raise SubjectError(f"{path} holds a {type(loaded).__name__}, not a state_dict of tensors")
+    return dict(loaded), "torch.save state_dict"
+
+
+def _from_module(module: nn.Module, arch: str | None, head_prefix: str | None) -> Subject:
+    if isinstance(module, RecurrentModel):
+        name = getattr(module, "config", {}).get("name", type(module).__name__)
+        return Subject(module, f"<in-memory {type(module).__name__}>", "nn.Module", name)
+    dense, spectral = {}, {}
+    for owner_name, owner in module.named_modules():
+        if not parametrize.is_parametrized(owner):
+            continue
+        for tensor_name, plist in owner.parametrizations.items():
+            key = f"{owner_name}.{tensor_name}" if owner_name else tensor_name
+            dense[key] = getattr(owner, tensor_name).detach()
+            if isinstance(plist[0], SVDParametrization):
+                spectral[key] = (plist[0], plist.original0.detach(), plist.original1.detach(),
+                                 plist.original2.detach())
+    state = {k: v for k, v in module.state_dict().items() if ".parametrizations." not in f".{k}"}
+    state.update(dense)
+    rnns = {f"{name}." if name else "": m.nonlinearity for name, m in module.named_modules()
+            if isinstance(m, nn.RNN)}
+    prefix = recurrent_prefix(state)
+    if arch is None and prefix in rnns:  # a module, unlike a state_dict, knows its non-linearity
+        arch = f"rnn_{rnns[prefix]}"
+    model, architecture, assumptions = import_state_dict(state, arch, head_prefix, spectral)
+    return Subject(model, f"<in-memory {type(module).__name__}>", "nn.Module", architecture, assumptions)

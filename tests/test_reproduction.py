@@ -1,0 +1,38 @@
+"""The reproduction table: the papers' numbers beside ours, generated from results/ into the README."""
+
+import re
+from pathlib import Path
+
+from spectral_analysis.plotting.reproduction import (
+    experimental_records,
+    reproduction_markdown,
+    write_reproduction,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+ROW = re.compile(r"^\| (.+?) \| (.+?) \| (.+?) \| (.+?) \| (.+?) \|$", flags=re.M)
+
+
+def _rows(text: str) -> list[tuple[str, str, str, str]]:
+    """(source, the paper's value, the verdict of a figure row, scale and seeds) of every table row."""
+    return [(m[0], m[1], m[2] if m[2].startswith("**") else "", m[3]) for m in ROW.findall(text)
+            if m[0] != "source" and not m[0].startswith("-")]
+
+
+def test_the_readme_block_is_what_the_results_give():
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("<!-- reproduction:begin -->", 1)[1].split("<!-- reproduction:end -->", 1)[0]
+    fresh = reproduction_markdown(ROOT / "results", experimental_records())
+    assert _rows(block) == _rows(fresh), "regenerate: spectral-analysis figures --readme README.md"
+
+
+def test_write_reproduction_fills_the_file_and_the_marked_block(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- reproduction:begin -->\nold\n<!-- reproduction:end -->\nafter\n")
+    path = write_reproduction(ROOT / "results", tmp_path, readme)
+    text = readme.read_text()
+    assert "old" not in text and text.startswith("intro") and text.endswith("after\n")
+    table4 = [row for row in _rows(path.read_text()) if row[0].startswith("Table 4, Coffee, spectral")]
+    assert table4 == [("Table 4, Coffee, spectral", "1.000 test accuracy", "", "paper, 3")]
