@@ -6,14 +6,20 @@ import math
 import pytest
 import torch
 
+from spectral_analysis.analysis import certify as certify_module
 from spectral_analysis.analysis.certify import (
+    OBJECTIVES,
     PRIOR_GRID,
     Posterior,
     certificate_from_posterior,
     certify,
+    error_rate,
     gaussian_kl,
     kl_bernoulli,
     kl_inverse_upper,
+    monte_carlo_error,
+    pac_bayes_objective,
+    prior_split,
 )
 from spectral_analysis.cli import main
 from spectral_analysis.io import load
@@ -59,11 +65,11 @@ def test_constant_classifier_certificate_is_the_binomial_bound():
     posterior = Posterior(params, {k: torch.full_like(v, -30.0) for k, v in params.items()}, params,
                           torch.tensor(0.0))
     x, y = torch.randn(400, 5, 1), torch.cat([torch.zeros(300), torch.ones(100)]).long()
-    cert = certificate_from_posterior(model, posterior, x, y, mc_samples=50)
-    assert cert.mc_error == pytest.approx(0.25)
+    cert = certificate_from_posterior(model, posterior, x, y, mc_samples=50, chunk_size=50)
+    assert cert.mc_error == pytest.approx(0.25) and (cert.mc_samples, cert.mc_passes) == (56, 7)
     prior_var = cert.prior_variance
     kl = float(posterior.kl(prior_var))
-    expected = kl_inverse_upper(kl_inverse_upper(0.25, math.log(2 / 0.01) / 50),
+    expected = kl_inverse_upper(kl_inverse_upper(0.25, math.log(2 / 0.01) / 56),
                                 (kl + math.log(2 * math.sqrt(400) / (0.025 / len(PRIOR_GRID)))) / 400)
     assert cert.certified_error == pytest.approx(expected, abs=1e-12)
 
@@ -85,13 +91,15 @@ def test_more_mc_samples_tighten_the_bound_at_fixed_q(trained):
                           torch.tensor(math.log(1e-3)))
     from spectral_analysis.analysis.checkpoint_data import checkpoint_task
     task = checkpoint_task(subject.metadata)
-    few = certificate_from_posterior(model, posterior, task.train.inputs, task.train.targets, mc_samples=5)
-    many = certificate_from_posterior(model, posterior, task.train.inputs, task.train.targets, mc_samples=200)
+    few = certificate_from_posterior(model, posterior, task.train.inputs, task.train.targets, mc_samples=5,
+                                     chunk_size=28)
+    many = certificate_from_posterior(model, posterior, task.train.inputs, task.train.targets, mc_samples=200,
+                                      chunk_size=28)
     assert many.mc_error_upper - many.mc_error < few.mc_error_upper - few.mc_error
 
 
 def test_the_certificate_never_reads_the_test_split_and_is_deterministic(trained, monkeypatch, capsys):
-    args = ["certify", str(trained), "--mc-samples", "10", "--epochs", "2", "--json"]
+    args = ["certify", str(trained), "--mc-samples", "10", "--chunk-size", "7", "--epochs", "2", "--json"]
     assert main(args) == 0
     import json
     first = json.loads(capsys.readouterr().out)
@@ -127,14 +135,103 @@ def test_certify_refuses_tasks_without_classes(tmp_path, capsys):
 def test_bounds_table_rows_for_the_zoo_and_the_refusals(trained, capsys, tmp_path):
     from spectral_analysis.analysis.bounds_table import COLUMNS, bounds_row
 
-    row = bounds_row(str(trained), certificate=True, mc_samples=5, epochs=1)
+    row = bounds_row(str(trained), ("init",), mc_samples=5, epochs=1)
     assert set(row) == set(COLUMNS) and row["note"] is None
-    assert 0 <= row["test_error"] <= 1 and row["log10_G"] > 0 and 0 < row["certified_error"] <= 1
+    assert 0 <= row["test_error"] <= 1 and row["log10_G"] > 0 and 0 < row["certified_error_init"] <= 1
+    assert 0 <= row["q_test_error_init"] <= 1 and row["kl_init"] > 0 and row["log10_unrolled_bound"] > 0
+    assert row["certified_error_learned"] is None and row["sigma_bound"] == pytest.approx(1.1)
     csv = tmp_path / "t.csv"
-    assert main(["bounds-table", "--experiment", "table4-ucr", "--out", str(csv), "--json"]) == 0
+    figure = tmp_path / "bounds.png"
+    assert main(["bounds-table", "--experiment", "table4-ucr", "--out", str(csv), "--figure", str(figure),
+                 "--json"]) == 0
+    assert figure.stat().st_size > 10_000
     import json
     rows = json.loads(capsys.readouterr().out)["rows"]
     lstm = [r for r in rows if r["model"] == "lstm"]
     assert len(rows) == 16 and lstm
     assert all("gated update" in r["note"] and r["log10_G"] is None for r in lstm)
     assert csv.read_text().startswith(",".join(COLUMNS))
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_every_objective_bounds_the_kl_bound_it_relaxes(objective):
+    """Each training objective is >= the PAC-Bayes-kl bound kl^-1(L, B) (Pinsker and its refinements), so
+    minimizing it minimizes an upper bound of the certificate; a wrong constant breaks this."""
+    m, delta = 5000, 0.025
+    for loss in (0.0, 0.01, 0.1, 0.3, 0.7):
+        for kl in (0.0, 5.0, 100.0, 3000.0):
+            value = float(pac_bayes_objective(torch.tensor(loss, dtype=torch.float64),
+                                              torch.tensor(kl, dtype=torch.float64), m, delta, objective))
+            exact = kl_inverse_upper(loss, (kl + math.log(2 * math.sqrt(m) / delta)) / m)
+            assert value >= exact - 1e-9, (objective, loss, kl, value, exact)
+    with pytest.raises(ValueError, match="unknown PAC-Bayes objective"):
+        pac_bayes_objective(torch.tensor(0.1), torch.tensor(1.0), m, delta, "mcallister")
+
+
+def _noisy_posterior(model, log_s=-1.5):
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    return Posterior(params, {k: torch.full_like(v, log_s) for k, v in params.items()}, params,
+                     torch.tensor(math.log(1e-2)))
+
+
+def test_chunked_monte_carlo_matches_whole_set_networks():
+    """The fast estimator (a fresh network per chunk) against its slow twin (every sampled network scores
+    the whole set): same expectation e_S(Q), within a few standard errors."""
+    torch.manual_seed(3)
+    model = build_model("rnn", 2, 6, 3)
+    posterior = _noisy_posterior(model)
+    x, y = torch.randn(240, 5, 2), torch.randint(0, 3, (240,))
+    generator = torch.Generator().manual_seed(11)
+    whole = [error_rate(model, posterior.sample(generator), x, y) for _ in range(300)]
+    reference = sum(whole) / len(whole)
+    estimate, upper, samples, passes = monte_carlo_error(model, posterior, x, y, 2400, 10, 0.01, seed=5)
+    assert (samples, passes) == (2400, 100)
+    spread = (sum((w - reference) ** 2 for w in whole) / len(whole)) ** 0.5
+    assert abs(estimate - reference) < 4 * (0.5 / math.sqrt(samples * 10) + spread / math.sqrt(300))
+    assert upper > estimate
+
+
+def test_monte_carlo_counts_leftover_examples_as_errors():
+    model = _constant_classifier()  # always class 0: every example of class 0 is right
+    posterior = _noisy_posterior(model, log_s=-30.0)
+    x, y = torch.randn(103, 4, 1), torch.zeros(103).long()
+    estimate, upper, samples, _ = monte_carlo_error(model, posterior, x, y, 10, 10, 0.01)
+    assert estimate == 0.0 and samples == 10
+    assert upper == pytest.approx((100 * kl_inverse_upper(0.0, math.log(2 / 0.01) / 10) + 3) / 103)
+    with pytest.raises(ValueError, match="chunk_size must lie in"):
+        monte_carlo_error(model, posterior, x, y, 10, 500, 0.01)
+
+
+def test_a_learned_prior_never_sees_the_certificate_part(trained, monkeypatch):
+    """The data-dependent prior learns from its own part only: relabelling the certificate part leaves
+    the prior unchanged; the split is disjoint and covers the training set."""
+    from spectral_analysis.analysis.checkpoint_data import checkpoint_task
+
+    subject = load(trained)
+    task = checkpoint_task(subject.metadata)
+    x, y = task.train.inputs, task.train.targets
+    prior_index, certificate_index = prior_split(len(x), 0.5, seed=0)
+    assert set(prior_index.tolist()).isdisjoint(certificate_index.tolist())
+    assert len(prior_index) + len(certificate_index) == len(x)
+    priors = []
+    real = certify_module.train_prior
+
+    def recorded(*args, **kwargs):
+        priors.append(real(*args, **kwargs))
+        return priors[-1]
+
+    monkeypatch.setattr(certify_module, "train_prior", recorded)
+    first, _ = certify(subject, x, y, mc_samples=20, chunk_size=5, epochs=1, prior="learned", prior_epochs=2,
+                       objective="quadratic")
+    relabelled = y.clone()
+    relabelled[certificate_index] = (relabelled[certificate_index] + 1) % int(y.max() + 1)
+    second, _ = certify(subject, x, relabelled, mc_samples=20, chunk_size=5, epochs=1, prior="learned",
+                        prior_epochs=2, objective="quadratic")
+    assert all(torch.equal(priors[0][k], priors[1][k]) for k in priors[0])
+    assert first["sample_split"] == {"prior": len(prior_index), "certificate": len(certificate_index)}
+    assert first["m"] == len(certificate_index) and first["objective"] == "quadratic"
+    assert first["certified_error"] != second["certified_error"]  # the certificate part did change
+    with pytest.raises(ValueError, match="prior's fraction"):
+        prior_split(10, 1.0, 0)
+    with pytest.raises(ValueError, match="unknown prior"):
+        certify(subject, x, y, prior="posterior")

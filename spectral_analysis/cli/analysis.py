@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from spectral_analysis.analysis.bound_report import DEFAULT_DELTA, bound_report, weights_arrays
 from spectral_analysis.analysis.bounds_table import COLUMNS, bounds_row, classification_entries
-from spectral_analysis.analysis.certify import certify, error_rate
+from spectral_analysis.analysis.certify import CLASS_TASKS, OBJECTIVES, PRIORS, certify, error_rate
 from spectral_analysis.analysis.checkpoint_data import checkpoint_task
 from spectral_analysis.analysis.report import json_ready, report_markdown
 from spectral_analysis.cli.common import CommandError, checkpoint_arg, emit
@@ -101,13 +101,16 @@ def cmd_certify(args: argparse.Namespace) -> int:
         task = data.as_task(subject.model.output_size)
     else:
         task = checkpoint_task(subject.metadata)
-    if task.kind != "classification-last":
-        raise CommandError(f"a certificate of the 0-1 error needs one class per sequence; task {task.name!r} "
-                           f"is {task.kind}")
+    if task.kind not in CLASS_TASKS:
+        raise CommandError(f"a certificate of the 0-1 error needs one class per sequence (or per flat "
+                           f"example); task {task.name!r} is {task.kind}")
     progress = not args.json and sys.stderr.isatty()
     record, posterior = certify(subject, task.train.inputs, task.train.targets, delta=args.delta,
-                     delta_prime=args.delta_prime, mc_samples=args.mc_samples, epochs=args.epochs,
-                     seed=args.seed, progress=progress)
+                                delta_prime=args.delta_prime, mc_samples=args.mc_samples, epochs=args.epochs,
+                                seed=args.seed, chunk_size=args.chunk_size, objective=args.objective,
+                                prior=args.prior,
+                                prior_fraction=args.prior_fraction, prior_epochs=args.prior_epochs,
+                                progress=progress)
     if data is None:  # reported beside the certificate, never used by it
         x, y = task.test.inputs.float(), task.test.targets
         generator = torch.Generator().manual_seed(args.seed)
@@ -129,13 +132,19 @@ def cmd_bounds_table(args: argparse.Namespace) -> int:
     if not names:
         raise CommandError("no checkpoints: name some, or keep paper-scale results of a classification task")
     progress = not args.json and sys.stderr.isatty()
-    rows = [bounds_row(name, args.certify, args.mc_samples, args.epochs)
+    priors = () if args.certify is None else tuple(args.certify) or ("init",)
+    rows = [bounds_row(name, priors, args.mc_samples, args.epochs, args.objective)
             for name in tqdm(names, desc="checkpoints", disable=not progress)]
     if args.out:
         with open(args.out, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=COLUMNS)
             writer.writeheader()
             writer.writerows(rows)
+    if args.figure:
+        from spectral_analysis.plotting.bounds_figure import save_bounds_figure
+        tasks = sorted({r["task"] for r in rows})
+        save_bounds_figure(rows, f"Generalization bounds against test error ({', '.join(tasks)}; "
+                                 f"{len(rows)} checkpoints)", args.figure)
 
     def text(p: dict) -> str:
         def fmt(v: Any) -> str:
@@ -208,8 +217,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_subject_arguments(cert)
     cert.add_argument("--delta", type=float, default=0.025, help="confidence of the PAC-Bayes-kl bound")
     cert.add_argument("--delta-prime", type=float, default=0.01, help="confidence of the Monte Carlo bound")
-    cert.add_argument("--mc-samples", type=int, default=400, help="sampled networks for Q's error")
+    cert.add_argument("--mc-samples", type=int, default=20000, help="sampled networks for Q's error, each "
+                      "scoring one chunk of the training set (default 20000)")
+    cert.add_argument("--chunk-size", type=int, default=50, help="training examples per sampled network")
     cert.add_argument("--epochs", type=int, default=20, help="epochs of posterior optimization")
+    cert.add_argument("--objective", choices=OBJECTIVES, default="classic",
+                      help="PAC-Bayes training objective (default classic, McAllester)")
+    cert.add_argument("--prior", choices=PRIORS, default="init", help="init: the seed's initialization "
+                      "(data-independent); learned: trained on a held-out part of the training set")
+    cert.add_argument("--prior-fraction", type=float, default=0.5,
+                      help="with --prior learned: the part of the training set the prior learns from")
+    cert.add_argument("--prior-epochs", type=int, default=20, help="with --prior learned: its epochs")
     cert.add_argument("--seed", type=int, default=0)
     cert.add_argument("--json", action="store_true")
     cert.set_defaults(func=cmd_certify)
@@ -219,10 +237,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     table.add_argument("checkpoints", nargs="*", type=checkpoint_arg, help="checkpoints (default: the zoo's "
                        "paper-scale classification checkpoints)")
     table.add_argument("--experiment", action="append", default=None, help="only the zoo entries of these")
-    table.add_argument("--certify", action="store_true", help="also compute the PAC-Bayes certificate (slow)")
-    table.add_argument("--mc-samples", type=int, default=400)
+    table.add_argument("--certify", nargs="*", choices=PRIORS, default=None, metavar="PRIOR",
+                       help="also compute the PAC-Bayes certificates with these priors (init, learned; "
+                       "no value: init); about a minute each for a small model")
+    table.add_argument("--objective", choices=OBJECTIVES, default="classic",
+                       help="the certificates' objective")
+    table.add_argument("--mc-samples", type=int, default=20000)
     table.add_argument("--epochs", type=int, default=20)
     table.add_argument("--out", default=None, help="also write the rows to this CSV file")
+    table.add_argument("--figure", default=None, help="also draw the bounds against the test error (PNG)")
     table.add_argument("--json", action="store_true")
     table.set_defaults(func=cmd_bounds_table)
 

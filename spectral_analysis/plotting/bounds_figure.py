@@ -1,0 +1,91 @@
+"""The bounds-table figure: every generalization bound of a checkpoint against its test error (faces
+layer; rows from :func:`spectral_analysis.analysis.bounds_table.bounds_row`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+# (column, label, is log10 of the value)
+BOUND_SERIES = (("log10_G", "Theorem 5: G(w) (O-form)", True),
+                ("log10_G_corollary1", "Corollary 1: G(w) at the structural sigma bound", True),
+                ("log10_unrolled_bound", "Bartlett et al., unrolled", True),
+                ("explicit_bound", "Appendix A.6, explicit", False),
+                ("certified_error_init", "PAC-Bayes certificate, prior at init", False),
+                ("certified_error_learned", "PAC-Bayes certificate, learned prior", False))
+MARKERS = {"rnn": "o", "ornn": "s", "spectral": "D", "irnn": "^", "lstm": "v", "gru": "P"}
+
+
+def _group(row: dict[str, Any]) -> tuple[float, str]:
+    """Sort key and label of a checkpoint's model: by the singular values its W may take."""
+    bound = row.get("sigma_bound")
+    if bound is None:
+        return (float("inf"), f"{row['model']}\nW free")
+    return (bound, f"{row['model']}\nsigma <= {bound:g}")
+
+
+def plot_bounds_against_error(rows: list[dict[str, Any]], title: str) -> plt.Figure:
+    """Left: each bound (colour) of each checkpoint (marker: model) against its test error, log y; the
+    line y = 1 separates vacuous bounds, the dotted diagonal is the test error itself. Right: per model,
+    ordered by the largest singular value its structure allows, the certificates and the test errors
+    (mean and range over the checkpoints)."""
+    fig, (ax, right) = plt.subplots(1, 2, figsize=(13, 5.5), gridspec_kw={"width_ratios": [1.2, 1]})
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    models: set[str] = set()
+    for colour, (column, label, is_log) in zip(colours, BOUND_SERIES, strict=False):
+        points = [(r["test_error"], 10.0 ** r[column] if is_log else r[column], r["model"])
+                  for r in rows if r.get(column) is not None]
+        if not points:
+            continue
+        ax.scatter([], [], color=colour, marker="o", label=label)
+        for x, y, model in points:
+            ax.scatter(x, min(y, 1e300), color=colour, marker=MARKERS.get(model, "x"), s=28, alpha=0.8)
+            models.add(model)
+    errors = np.array([r["test_error"] for r in rows])
+    if len(errors):
+        span = np.linspace(errors.min() * 0.9, errors.max() * 1.1, 2)
+        ax.plot(span, span, color="black", lw=0.8, ls=":", label="the test error itself")
+    ax.axhline(1.0, color="black", lw=1.0, label="1 (above: vacuous)")
+    ax.set_yscale("log")
+    ax.set_xlabel("test error of the trained network")
+    ax.set_ylabel("bound on the expected 0-1 error (log scale)")
+    ax.add_artist(ax.legend(fontsize=7, loc="upper left", title="bound"))
+    ax.legend(handles=[plt.Line2D([], [], color="grey", marker=MARKERS.get(m, "x"), ls="", label=m)
+                       for m in sorted(models)], fontsize=7, loc="lower right", title="model")
+
+    groups = sorted({_group(r) for r in rows})
+    positions = {label: i for i, (_, label) in enumerate(groups)}
+    series = (("test_error", "test error (trained network)"),
+              ("q_test_error_init", "test error of Q (prior at init)"),
+              ("certified_error_init", "certificate, prior at init"),
+              ("q_test_error_learned", "test error of Q (learned prior)"),
+              ("certified_error_learned", "certificate, learned prior"))
+    for k, (column, label) in enumerate(series):
+        xs, means, lows, highs = [], [], [], []
+        for _, group in groups:
+            values = [r[column] for r in rows if _group(r)[1] == group and r.get(column) is not None]
+            if values:
+                xs.append(positions[group] + (k - 2) * 0.08)
+                means.append(np.mean(values))
+                lows.append(np.mean(values) - min(values))
+                highs.append(max(values) - np.mean(values))
+        if xs:
+            right.errorbar(xs, means, yerr=[lows, highs], fmt="o", ms=5, capsize=3, label=label)
+    right.set_xticks(range(len(groups)), [label for _, label in groups], fontsize=8)
+    right.set_ylabel("0-1 error (mean, range over seeds)")
+    right.set_xlabel("model, by the largest singular value of W its structure allows")
+    right.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def save_bounds_figure(rows: list[dict[str, Any]], title: str, out: str | Path) -> Path:
+    """Write :func:`plot_bounds_against_error` to ``out`` (PNG)."""
+    fig = plot_bounds_against_error(rows, title)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return Path(out)
