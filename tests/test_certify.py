@@ -235,3 +235,21 @@ def test_a_learned_prior_never_sees_the_certificate_part(trained, monkeypatch):
         prior_split(10, 1.0, 0)
     with pytest.raises(ValueError, match="unknown prior"):
         certify(subject, x, y, prior="posterior")
+
+
+def test_a_feed_forward_classifier_is_certified_too(tmp_path, capsys):
+    """The MLP sanity run's path: a toolkit checkpoint of a feed-forward net on flat MNIST; the
+    recurrent analyzers still refuse it."""
+    out = tmp_path / "mlp"
+    train(TrainConfig(model="mlp", task="mnist-flat", out=str(out), hidden=16, steps=20, batch_size=32,
+                      model_options={"num_layers": 0}, task_options={"train_size": 200}, eval_every=1000,
+                      checkpoint_every=1000, progress=False))
+    args = ["certify", str(out / "last.safetensors"), "--mc-samples", "40", "--chunk-size", "10",
+            "--epochs", "1", "--prior", "learned", "--prior-epochs", "1", "--json"]
+    assert main(args) == 0
+    import json
+    record = json.loads(capsys.readouterr().out)
+    assert record["sample_split"] == {"prior": 100, "certificate": 100} and 0 < record["certified_error"] <= 1
+    assert 0 <= record["mean_test_error"] <= 1
+    assert main(["bound", str(out / "last.safetensors")]) == 1
+    assert "not a recurrent model" in capsys.readouterr().err

@@ -481,3 +481,20 @@ def test_figures_are_drawn_from_kept_results_without_training(tmp_path, monkeypa
     table2 = read_grid(ROOT / "results", "table2-mnist")
     assert table2.stamp() in (tmp_path / "table2_mnist.md").read_text()
     assert set(READERS) - {"benchmarks"} <= set(load_catalog())
+
+
+def test_the_r_claims_of_the_earlier_fig2a():
+    from spectral_analysis.paper import svdrnn_r
+
+    spread = {"rnn": (0.85, 0.84, 0.86), "ornn": (0.88, 0.87, 0.89), "spectral-r0.01": (0.905, 0.90, 0.91),
+              "spectral-r1": (0.90, 0.895, 0.905)}
+    assert svdrnn_r.best_verdict(spread) == "holds" and svdrnn_r.r_verdict(spread) == "holds"
+    spread["spectral-r1"] = (0.85, 0.845, 0.855)  # r = 1 loses 5 points, well outside the seeds
+    assert svdrnn_r.r_verdict(spread) == "differs"
+    spread["spectral-r1"] = (0.885, 0.86, 0.91)  # 2 points, but within its own seed range
+    assert svdrnn_r.r_verdict(spread) == "holds"
+    spread["spectral-r1"] = (0.88, 0.875, 0.899)  # 2.5 points, seeds 1 point apart: not separated by more
+    assert svdrnn_r.r_verdict(spread) == "inconclusive"
+    spread["ornn"] = (0.95, 0.94, 0.96)
+    assert svdrnn_r.best_verdict(spread) == "differs"
+    assert svdrnn_r.r_verdict({"spectral-r1": (0.9, 0.9, 0.9), "rnn": (0.8, 0.8, 0.8)}) == "unverified"

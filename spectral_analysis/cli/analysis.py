@@ -23,10 +23,11 @@ from spectral_analysis.io import ARCHITECTURES, Subject, load
 from spectral_analysis.plotting.analysis_report import write_analysis
 
 
-def subject_and_data(args: argparse.Namespace) -> tuple[Subject, UserData | None]:
-    """The model named on the command line and the user's sequences, if given."""
+def subject_and_data(args: argparse.Namespace, feedforward: bool = False) -> tuple[Subject, UserData | None]:
+    """The model named on the command line and the user's sequences, if given (``feedforward``: a
+    feed-forward toolkit checkpoint is accepted too)."""
     subject = load(args.checkpoint, arch=args.arch, head_prefix=args.head_prefix, device=args.device,
-                   allow_nonfinite=args.allow_nonfinite)
+                   allow_nonfinite=args.allow_nonfinite, feedforward=feedforward)
     if args.labels is not None and args.inputs is None:
         raise CommandError("--labels needs --inputs (the sequences they label)")
     data = None
@@ -95,7 +96,7 @@ def cmd_bound(args: argparse.Namespace) -> int:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
-    subject, data = subject_and_data(args)
+    subject, data = subject_and_data(args, feedforward=True)
     if data is not None:
         subject.model.check_input(data.inputs[:1].to(next(subject.model.parameters())))
         task = data.as_task(subject.model.output_size)

@@ -54,12 +54,14 @@ class Subject:
 
 
 def load(source: str | Path | nn.Module, arch: str | None = None, head_prefix: str | None = None,
-         device: str | torch.device = "cpu", allow_nonfinite: bool = False) -> Subject:
+         device: str | torch.device = "cpu", allow_nonfinite: bool = False,
+         feedforward: bool = False) -> Subject:
     """The :class:`Subject` behind a path, a ``zoo:`` name or a module (see the module docstring).
 
     ``arch`` forces ``rnn_tanh|rnn_relu|gru|lstm`` (a state_dict does not record nn.RNN's
     non-linearity: tanh is assumed); ``head_prefix`` names the read-out (e.g. ``"fc"``);
-    ``allow_nonfinite`` reads a model with NaN/inf weights (refused by default).
+    ``allow_nonfinite`` reads a model with NaN/inf weights (refused by default); ``feedforward`` also
+    accepts a toolkit checkpoint of a feed-forward net (for the analyzers that take any classifier).
     """
     if arch is not None and arch not in ARCHITECTURES:
         raise SubjectError(f"--arch must be one of {ARCHITECTURES}, got {arch!r}")
@@ -73,7 +75,7 @@ def load(source: str | Path | nn.Module, arch: str | None = None, head_prefix: s
         raise SubjectError(f"model file not found: {path}")
     if _is_toolkit_checkpoint(path):
         checkpoint = load_checkpoint(path, device, allow_nonfinite)
-        if not isinstance(checkpoint.model, RecurrentModel):
+        if not (feedforward or isinstance(checkpoint.model, RecurrentModel)):
             raise SubjectError(f"{path} holds a {type(checkpoint.model).__name__}, not a recurrent model")
         name = checkpoint.metadata["model"]["name"]
         return Subject(checkpoint.model, text, "toolkit checkpoint", name, [], checkpoint.metadata)

@@ -17,6 +17,7 @@ PAPER_CHECKS: dict[str, str] = {
     "bounds": "bounds",
     "experiments": "experiments",
     "mnist": "mnist_ranking",
+    "svdrnn-r": "svdrnn_r",
     "depth": "depth",
     "linear-rnn": "linear_rnn",
     "symbolic": "symbolic",
