@@ -47,7 +47,7 @@ def _bound_or_none(subject: Subject) -> tuple[dict[str, Any] | None, str | None]
 
 
 def bounds_row(name: str, certificates: tuple[str, ...] = (), mc_samples: int = 20000, epochs: int = 20,
-               objective: str = "classic", seed: int = 0) -> dict[str, Any]:
+               objective: str = "quadratic", seed: int = 0) -> dict[str, Any]:
     """The bounds of one checkpoint (a path or a ``zoo:`` name); ``certificates``: the priors to certify
     with (``init``, ``learned``)."""
     unknown = set(certificates) - set(PRIORS)

@@ -41,6 +41,7 @@ P_MIN = 1e-4  # the surrogate's probability clamp
 OBJECTIVES = ("classic", "quadratic", "lambda")
 PRIORS = ("init", "learned")
 CLASS_TASKS = ("classification-last", "classification")  # task kinds with a 0-1 error
+INIT_STD = 0.02  # the posterior's and the prior's initial standard deviation
 PRIOR_GRID = tuple(10.0 ** (-k / 2) for k in range(2, 14))  # lambda from 1e-1 down to 3e-7
 
 
@@ -136,19 +137,25 @@ def _batches(m: int, batch_size: int, epochs: int, generator: torch.Generator):
 
 
 def fit_posterior(model: torch.nn.Module, w0: dict[str, Tensor], inputs: Tensor, labels: Tensor,
-                  delta: float = 0.025, epochs: int = 20, batch_size: int = 256, lr: float = 1e-3,
-                  scale_lr: float = 1e-2, init_log_s: float = -4.0, seed: int = 0, objective: str = "classic",
-                  mu_start: dict[str, Tensor] | None = None, progress: bool = False) -> Posterior:
+                  delta: float = 0.025, epochs: int = 20, batch_size: int = 256, lr: float = 1e-4,
+                  scale_lr: float = 1e-2, init_std: float = INIT_STD, seed: int = 0,
+                  objective: str = "quadratic", mu_start: dict[str, Tensor] | None = None,
+                  progress: bool = False) -> Posterior:
     """Minimize a PAC-Bayes ``objective`` over ``mu`` (Adam, ``lr``; started at ``mu_start``, default the
-    model's weights), ``log s`` and ``log lambda`` (``scale_lr``: the variances travel further)."""
+    model's weights), ``log s`` and ``log lambda`` (``scale_lr``: the variances travel further), from
+    ``s = sqrt(lambda) = init_std``: with a learned prior Q starts equal to P. Every weight of ``mu`` that
+    drifts by ``d`` costs ``d^2 / (2 lambda)`` of KL, so ``lr`` is small."""
+    if not init_std > 0:
+        raise ValueError(f"the initial posterior standard deviation must be > 0, got {init_std}")
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown PAC-Bayes objective {objective!r}; expected one of {OBJECTIVES}")
     params = {k: v.detach().clone() for k, v in model.named_parameters()}
     start = mu_start or params
+    log_s = math.log(init_std)
     posterior = Posterior({k: start[k].detach().clone().to(v).requires_grad_() for k, v in params.items()},
-                          {k: torch.full_like(v, init_log_s).requires_grad_() for k, v in params.items()},
+                          {k: torch.full_like(v, log_s).requires_grad_() for k, v in params.items()},
                           {k: w0[k].to(v) for k, v in params.items()},
-                          torch.tensor(math.log(1e-3), dtype=torch.float32).requires_grad_())
+                          torch.tensor(2 * math.log(init_std), dtype=torch.float32).requires_grad_())
     optimizer = torch.optim.Adam([{"params": list(posterior.mu.values()), "lr": lr},
                                   {"params": [*posterior.log_s.values(), posterior.log_prior_var],
                                    "lr": scale_lr}])
@@ -300,9 +307,9 @@ def prior_split(m: int, fraction: float, seed: int) -> tuple[Tensor, Tensor]:
 
 def certify(subject: Subject, inputs: Tensor, labels: Tensor, delta: float = 0.025,
             delta_prime: float = 0.01, mc_samples: int = 20000, epochs: int = 20, seed: int = 0,
-            chunk_size: int = 50, objective: str = "classic", prior: str = "init",
-            prior_fraction: float = 0.5, prior_epochs: int = 20,
-            progress: bool = False) -> tuple[dict, Posterior]:
+            chunk_size: int = 50, objective: str = "quadratic", prior: str = "init",
+            prior_fraction: float = 0.5, prior_epochs: int = 20, lr: float = 1e-4,
+            init_std: float = INIT_STD, progress: bool = False) -> tuple[dict, Posterior]:
     """Fit Q on the training sequences ``(inputs, labels)`` and certify it (module docstring): the
     record (the certificate, the prior, the sample split, the training error of Q's mean) and Q itself."""
     if not (0 < delta < 1):
@@ -332,12 +339,12 @@ def certify(subject: Subject, inputs: Tensor, labels: Tensor, delta: float = 0.0
                       "sequences the certificate does not use")
         split = {"prior": len(prior_index), "certificate": len(certificate_index)}
     torch.manual_seed(seed)
-    posterior = fit_posterior(model, w0, inputs, labels, delta, epochs, seed=seed, objective=objective,
-                              mu_start=mu_start, progress=progress)
+    posterior = fit_posterior(model, w0, inputs, labels, delta, epochs, lr=lr, init_std=init_std, seed=seed,
+                              objective=objective, mu_start=mu_start, progress=progress)
     certificate = certificate_from_posterior(model, posterior, inputs, labels, delta, delta_prime, mc_samples,
                                              chunk_size, seed, progress)
     record = {**certificate.as_dict(), "prior": prior_text, "prior_kind": prior, "sample_split": split,
-              "epochs": epochs, "objective": objective,
+              "epochs": epochs, "objective": objective, "lr": lr, "init_std": init_std,
               "parameters": sum(v.numel() for v in w0.values()), "seconds": time.perf_counter() - started,
               "subject": subject.describe()}
     return record, posterior

@@ -111,7 +111,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
                                 seed=args.seed, chunk_size=args.chunk_size, objective=args.objective,
                                 prior=args.prior,
                                 prior_fraction=args.prior_fraction, prior_epochs=args.prior_epochs,
-                                progress=progress)
+                                lr=args.lr, init_std=args.init_std, progress=progress)
     if data is None:  # reported beside the certificate, never used by it
         x, y = task.test.inputs.float(), task.test.targets
         generator = torch.Generator().manual_seed(args.seed)
@@ -222,8 +222,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                       "scoring one chunk of the training set (default 20000)")
     cert.add_argument("--chunk-size", type=int, default=50, help="training examples per sampled network")
     cert.add_argument("--epochs", type=int, default=20, help="epochs of posterior optimization")
-    cert.add_argument("--objective", choices=OBJECTIVES, default="classic",
-                      help="PAC-Bayes training objective (default classic, McAllester)")
+    cert.add_argument("--objective", choices=OBJECTIVES, default="quadratic",
+                      help="PAC-Bayes training objective (default quadratic, Pérez-Ortiz et al.)")
+    cert.add_argument("--lr", type=float, default=1e-4, help="Adam learning rate of the posterior mean")
+    cert.add_argument("--init-std", type=float, default=0.02,
+                      help="initial standard deviation of the posterior and the prior")
     cert.add_argument("--prior", choices=PRIORS, default="init", help="init: the seed's initialization "
                       "(data-independent); learned: trained on a held-out part of the training set")
     cert.add_argument("--prior-fraction", type=float, default=0.5,
@@ -241,7 +244,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     table.add_argument("--certify", nargs="*", choices=PRIORS, default=None, metavar="PRIOR",
                        help="also compute the PAC-Bayes certificates with these priors (init, learned; "
                        "no value: init); about a minute each for a small model")
-    table.add_argument("--objective", choices=OBJECTIVES, default="classic",
+    table.add_argument("--objective", choices=OBJECTIVES, default="quadratic",
                        help="the certificates' objective")
     table.add_argument("--mc-samples", type=int, default=20000)
     table.add_argument("--epochs", type=int, default=20)
