@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 
-import torch
-
 
 def usable_cores() -> int:
     """Cores this process may run on (its CPU affinity where the OS has one)."""
@@ -34,5 +32,7 @@ def set_threads(threads: int | None = None) -> int:
         threads = free_cores()
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"--threads must be a positive integer, got {threads!r}")
+    import torch  # here, not at the top: the command line's parser loads without torch
+
     torch.set_num_threads(threads)
     return threads

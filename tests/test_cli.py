@@ -121,3 +121,27 @@ def test_thread_policy_takes_the_free_cores_and_threads_overrides(capsys):
         assert "--threads must be a positive integer" in capsys.readouterr().err
     finally:
         torch.set_num_threads(before)
+
+
+def test_the_parser_loads_without_torch_and_answers_version():
+    """--help, --version and argument errors need only the parser: building it must not import torch,
+    numpy, matplotlib, scipy or sympy (the command imports what it runs)."""
+    code = ("import sys; from spectral_analysis.cli import build_parser; build_parser(); "
+            "print(sorted(m for m in ('torch', 'numpy', 'matplotlib', 'scipy', 'sympy', 'seaborn') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    version = subprocess.run([sys.executable, "-m", "spectral_analysis.cli", "--version"],
+                             capture_output=True, text=True, check=True).stdout
+    from spectral_analysis import __version__
+    assert version.strip() == f"spectral-analysis {__version__}"
+
+
+def test_a_closed_pipe_ends_quietly():
+    """``spectral-analysis zoo --json | head -c 100``: the reader leaves early; no traceback, no error."""
+    process = subprocess.Popen([sys.executable, "-m", "spectral_analysis.cli", "zoo", "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout.read(100)
+    process.stdout.close()
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0 and b"Broken pipe" not in err and b"Traceback" not in err, err

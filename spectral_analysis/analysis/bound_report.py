@@ -29,9 +29,9 @@ from spectral_analysis.analysis.network import Eq17Network, eq17_network
 from spectral_analysis.data import TaskData
 from spectral_analysis.data.arrays import UserData
 from spectral_analysis.io import Subject
+from spectral_analysis.vocabulary import DEFAULT_DELTA
 
 DEFAULT_QUANTILE = 0.1
-DEFAULT_DELTA = 0.05
 
 
 MARGIN_RECHECK = 1e-3  # float32 margins this close to 0 (relative to the logits' scale) are redone in float64

@@ -21,11 +21,12 @@ from typing import Any
 import torch
 
 from spectral_analysis.analysis.bound_report import bound_report, split_margins
-from spectral_analysis.analysis.certify import PRIORS, certify, error_rate
+from spectral_analysis.analysis.certify import certify, error_rate
 from spectral_analysis.analysis.checkpoint_data import checkpoint_task
 from spectral_analysis.analysis.margins import margin_loss
 from spectral_analysis.analysis.unrolled_bound import model_unrolled_bound
 from spectral_analysis.io import Subject, load, zoo_entries
+from spectral_analysis.vocabulary import PRIORS
 
 CERTIFICATE_COLUMNS = tuple(f"{what}_{prior}" for prior in PRIORS
                             for what in ("certified_error", "q_test_error", "kl"))

@@ -36,10 +36,9 @@ from tqdm import tqdm
 
 from spectral_analysis.io import Subject
 from spectral_analysis.nn import build_model
+from spectral_analysis.vocabulary import OBJECTIVES, PRIORS
 
 P_MIN = 1e-4  # the surrogate's probability clamp
-OBJECTIVES = ("classic", "quadratic", "lambda")
-PRIORS = ("init", "learned")
 CLASS_TASKS = ("classification-last", "classification")  # task kinds with a 0-1 error
 INIT_STD = 0.02  # the posterior's and the prior's initial standard deviation
 PRIOR_GRID = tuple(10.0 ** (-k / 2) for k in range(2, 14))  # lambda from 1e-1 down to 3e-7

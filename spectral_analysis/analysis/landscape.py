@@ -42,6 +42,7 @@ from spectral_analysis.analysis.theorem5 import (
     inequality_ratios,
 )
 from spectral_analysis.checks import CLAIM1_GRADIENT_QUOTE, CLAIM1_RISK_QUOTE, CheckRecord, checks_markdown
+from spectral_analysis.vocabulary import LANDSCAPE_DEFAULTS
 
 SOURCE = "earlier version (000), Section 6"
 
@@ -50,17 +51,17 @@ SOURCE = "earlier version (000), Section 6"
 class LandscapeConfig:
     """Sizes and budgets of a landscape run; ``e`` is Theorem 5's lower bound on sigma_min(W)."""
 
-    hidden: int = 3
-    length: int = 3
-    outputs: int | None = None
-    starts: int = 12
-    seed: int = 0
-    e: float = 1.0
-    high: float = 2.5
-    noise: float = 0.1
-    samples: int = 1000
-    iterations: int = 1500
-    monte_carlo: int = 200_000
+    hidden: int = LANDSCAPE_DEFAULTS["hidden"]
+    length: int = LANDSCAPE_DEFAULTS["length"]
+    outputs: int | None = LANDSCAPE_DEFAULTS["outputs"]
+    starts: int = LANDSCAPE_DEFAULTS["starts"]
+    seed: int = LANDSCAPE_DEFAULTS["seed"]
+    e: float = LANDSCAPE_DEFAULTS["e"]
+    high: float = LANDSCAPE_DEFAULTS["high"]
+    noise: float = LANDSCAPE_DEFAULTS["noise"]
+    samples: int = LANDSCAPE_DEFAULTS["samples"]
+    iterations: int = LANDSCAPE_DEFAULTS["iterations"]
+    monte_carlo: int = LANDSCAPE_DEFAULTS["monte_carlo"]
 
     # budgets: the critical-point search and the Monte Carlo risk grow fast past these
     LIMITS = {"hidden": 16, "length": 16, "starts": 1000, "samples": 10**6, "iterations": 10**6,

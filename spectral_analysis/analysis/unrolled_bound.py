@@ -38,7 +38,8 @@ from torch import Tensor
 from spectral_analysis.analysis.bound_report import split_margins
 from spectral_analysis.analysis.bounds import GAMMA_UNION_CONSTANT
 from spectral_analysis.analysis.network import Eq17Network, eq17_network
-from spectral_analysis.nn.activations import ACTIVATIONS, activate
+from spectral_analysis.nn.activations import activate
+from spectral_analysis.vocabulary import ACTIVATIONS
 
 LIPSCHITZ = dict.fromkeys(ACTIVATIONS, 1.0)  # every activation of the toolkit is 1-Lipschitz with phi(0) = 0
 

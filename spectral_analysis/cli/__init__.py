@@ -8,16 +8,22 @@ nothing else there; otherwise readable text. A bad input or a failure is one lin
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
+from spectral_analysis import __version__
 from spectral_analysis.cli import analysis, experiments, landscape, matrix, models, paper, symbolic, training
 from spectral_analysis.cli.common import CommandError
 from spectral_analysis.threads import set_threads
 
+DESCRIPTION = ("Theory and training dynamics of spectrally controlled recurrent networks: train, analyze, "
+               "bound, certify, and check the papers' claims.")
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="spectral-analysis", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="spectral-analysis", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"spectral-analysis {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads (default: the cores not already busy, at least 1)")
@@ -33,6 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         set_threads(args.threads)
         return args.func(args)
+    except BrokenPipeError:  # the reader went away (``| head``): end quietly, as a filter does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except (CommandError, ValueError, RuntimeError, OSError) as error:
         if args.debug:
             raise

@@ -6,26 +6,22 @@ import argparse
 import csv
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import torch
-from tqdm import tqdm
-
-from spectral_analysis.analysis.bound_report import DEFAULT_DELTA, bound_report, weights_arrays
-from spectral_analysis.analysis.bounds_table import COLUMNS, bounds_row, classification_entries
-from spectral_analysis.analysis.certify import CLASS_TASKS, OBJECTIVES, PRIORS, certify, error_rate
-from spectral_analysis.analysis.checkpoint_data import checkpoint_task
-from spectral_analysis.analysis.report import json_ready, report_markdown
 from spectral_analysis.cli.common import CommandError, checkpoint_arg, emit
-from spectral_analysis.data.arrays import UserData, load_user_data
-from spectral_analysis.io import ARCHITECTURES, Subject, load
-from spectral_analysis.plotting.analysis_report import write_analysis
+from spectral_analysis.vocabulary import ARCHITECTURES, DEFAULT_DELTA, OBJECTIVES, PRIORS
+
+if TYPE_CHECKING:
+    from spectral_analysis.data.arrays import UserData
+    from spectral_analysis.io import Subject
 
 
 def subject_and_data(args: argparse.Namespace, feedforward: bool = False) -> tuple[Subject, UserData | None]:
     """The model named on the command line and the user's sequences, if given (``feedforward``: a
     feed-forward toolkit checkpoint is accepted too)."""
+    from spectral_analysis.data.arrays import load_user_data
+    from spectral_analysis.io import load
+
     subject = load(args.checkpoint, arch=args.arch, head_prefix=args.head_prefix, device=args.device,
                    allow_nonfinite=args.allow_nonfinite, feedforward=feedforward)
     if args.labels is not None and args.inputs is None:
@@ -37,6 +33,10 @@ def subject_and_data(args: argparse.Namespace, feedforward: bool = False) -> tup
 
 
 def cmd_weights(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from spectral_analysis.analysis.bound_report import weights_arrays
+
     subject, _ = subject_and_data(args)
     arrays = weights_arrays(subject)
     out = Path(args.out)
@@ -86,6 +86,9 @@ def bound_text(p: dict[str, Any]) -> str:
 
 
 def cmd_bound(args: argparse.Namespace) -> int:
+    from spectral_analysis.analysis.bound_report import bound_report
+    from spectral_analysis.analysis.report import json_ready
+
     subject, data = subject_and_data(args)
     report = bound_report(subject, data=args.data, margin=args.margin, quantile=args.margin_quantile,
                           delta=args.delta, data_bound=args.data_bound, length=args.length,
@@ -96,6 +99,12 @@ def cmd_bound(args: argparse.Namespace) -> int:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
+    import torch
+
+    from spectral_analysis.analysis.certify import CLASS_TASKS, certify, error_rate
+    from spectral_analysis.analysis.checkpoint_data import checkpoint_task
+    from spectral_analysis.analysis.report import json_ready
+
     subject, data = subject_and_data(args, feedforward=True)
     if data is not None:
         subject.model.check_input(data.inputs[:1].to(next(subject.model.parameters())))
@@ -129,6 +138,11 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
 
 def cmd_bounds_table(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from spectral_analysis.analysis.bounds_table import COLUMNS, bounds_row, classification_entries
+    from spectral_analysis.analysis.report import json_ready
+
     names = list(args.checkpoints) or classification_entries(args.experiment)
     if not names:
         raise CommandError("no checkpoints: name some, or keep paper-scale results of a classification task")
@@ -158,6 +172,9 @@ def cmd_bounds_table(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
+    from spectral_analysis.analysis.report import report_markdown
+    from spectral_analysis.plotting.analysis_report import write_analysis
+
     subject, data = subject_and_data(args)
     report, figures = write_analysis(subject, args.out, args.samples, args.trials, args.seed, args.burn_in,
                                      data, progress=not args.json and sys.stderr.isatty())

@@ -1,4 +1,8 @@
-"""What every subcommand shares: the error type, JSON/text output and reading matrices."""
+"""What every subcommand shares: the error type, JSON/text output and reading matrices.
+
+The command-line modules import only the standard library and :mod:`spectral_analysis.vocabulary` at
+their top, so that ``--help``, ``--version`` and argument errors answer without loading torch; each
+command imports what it runs when it runs."""
 
 from __future__ import annotations
 
@@ -6,11 +10,10 @@ import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import torch
-
-from spectral_analysis.io import resolve_checkpoint
+if TYPE_CHECKING:
+    import torch
 
 
 class CommandError(Exception):
@@ -19,6 +22,9 @@ class CommandError(Exception):
 
 def load_matrix(path: str) -> torch.Tensor:
     """A 2-D float64 matrix from ``.npy`` (no pickles) or whitespace/comma separated text."""
+    import numpy as np
+    import torch
+
     file = Path(path)
     if not file.is_file():
         raise CommandError(f"matrix file not found: {path}")
@@ -42,6 +48,10 @@ def emit(args: argparse.Namespace, payload: dict, text: Callable[[dict], str]) -
 
 def checkpoint_arg(text: str) -> str:
     """An argparse type: a checkpoint path, or a ``zoo:<experiment>/<trial>`` name resolved to its file."""
+    if not text.startswith("zoo:"):
+        return text
+    from spectral_analysis.io import resolve_checkpoint
+
     try:
         return str(resolve_checkpoint(text))
     except ValueError as error:

@@ -8,16 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from spectral_analysis.cli.common import CommandError, emit
-from spectral_analysis.experiments import SCALES, load_catalog, ray_session, read_rows, run_sweep
-from spectral_analysis.experiments.estimate import estimate_experiment, read_estimate
-from spectral_analysis.io import default_results_dir, zoo_entries
+from spectral_analysis.vocabulary import SCALES
 
 
 def _results(args: argparse.Namespace) -> Path:
+    from spectral_analysis.io import default_results_dir
+
     return Path(args.results) if args.results else default_results_dir()
 
 
 def cmd_experiments(args: argparse.Namespace) -> int:
+    from spectral_analysis.experiments import load_catalog, read_rows
+    from spectral_analysis.experiments.estimate import estimate_experiment, read_estimate
+
     catalog = load_catalog(args.catalog)
     results = _results(args)
     if args.estimate is not None:
@@ -88,6 +91,8 @@ def _only(pairs: list[str] | None) -> dict[str, str] | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from spectral_analysis.experiments import load_catalog, ray_session, run_sweep
+
     catalog = load_catalog(args.catalog)
     names = list(catalog) if args.names == ["all"] else args.names
     unknown = [n for n in names if n not in catalog]
@@ -147,6 +152,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_zoo(args: argparse.Namespace) -> int:
+    from spectral_analysis.io import zoo_entries
+
     entries = [
         e for e in zoo_entries(_results(args)) if not args.experiment or e["experiment"] == args.experiment
     ]
@@ -215,6 +222,7 @@ def cmd_figures(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
+
     def common(parser: argparse.ArgumentParser, catalog: bool = True) -> None:
         if catalog:
             parser.add_argument(

@@ -7,11 +7,13 @@ import argparse
 import json
 from pathlib import Path
 
-from spectral_analysis.analysis.landscape import LandscapeConfig, landscape_markdown, landscape_report
-from spectral_analysis.plotting.landscape import plot_landscape
+from spectral_analysis.vocabulary import LANDSCAPE_DEFAULTS
 
 
 def cmd_landscape(args: argparse.Namespace) -> int:
+    from spectral_analysis.analysis.landscape import LandscapeConfig, landscape_markdown, landscape_report
+    from spectral_analysis.plotting.landscape import plot_landscape
+
     config = LandscapeConfig(hidden=args.hidden, length=args.length, outputs=args.outputs, starts=args.starts,
                              seed=args.seed, e=args.e, high=args.high, iterations=args.iterations,
                              samples=args.samples)
@@ -32,7 +34,7 @@ def cmd_landscape(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    defaults = LandscapeConfig()
+    defaults = argparse.Namespace(**LANDSCAPE_DEFAULTS)
     landscape = sub.add_parser("landscape", help="linear-RNN population risk: Claim 1, Theorem 5 and "
                                "Corollary 1 of the earlier version, with verdicts")
     landscape.add_argument("--hidden", type=int, default=defaults.hidden, help="n, the hidden size")

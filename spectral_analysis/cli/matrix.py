@@ -5,22 +5,17 @@ from __future__ import annotations
 import argparse
 import math
 
-import numpy as np
-import torch
-
 from spectral_analysis.cli.common import CommandError, emit, load_matrix
-from spectral_analysis.linalg import (
-    SigmaMap,
-    svd_compose,
-    svd_compose_reference,
-    svd_decompose,
-    svd_image_membership,
-)
 
 MAX_ENTRY = 1e150  # beyond this, squares and norms overflow float64
 
 
 def cmd_decompose(args: argparse.Namespace) -> int:
+    import numpy as np
+    import torch
+
+    from spectral_analysis.linalg import svd_image_membership
+
     for flag, value in (("--tol", args.tol), ("--search-limit", args.search_limit)):
         if value is not None and not (math.isfinite(value) and value > 0):
             raise CommandError(f"{flag} must be a finite number > 0, got {value}")
@@ -62,6 +57,16 @@ def cmd_decompose(args: argparse.Namespace) -> int:
 
 
 def _demo_payload(n: int, seed: int) -> dict:
+    import torch
+
+    from spectral_analysis.linalg import (
+        SigmaMap,
+        svd_compose,
+        svd_compose_reference,
+        svd_decompose,
+        svd_image_membership,
+    )
+
     gen = torch.Generator().manual_seed(seed)
     d = torch.float64
     W = torch.randn(n, n, generator=gen, dtype=d)

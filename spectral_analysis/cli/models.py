@@ -11,8 +11,7 @@ import argparse
 from typing import Any
 
 from spectral_analysis.cli.common import emit
-from spectral_analysis.nn import ACTIVATIONS, MODEL_NAMES, RECURRENCES, build_model
-from spectral_analysis.nn.transitions import DENSE_INITS
+from spectral_analysis.vocabulary import ACTIVATIONS, DENSE_INITS, MODEL_NAMES, RECURRENCES, SIGMA_MAP_KINDS
 
 MODEL_FLAGS: dict[str, dict[str, Any]] = {
     "activation": {"choices": ACTIVATIONS, "help": "phi of Eq. 4 (default leaky_relu)"},
@@ -22,7 +21,7 @@ MODEL_FLAGS: dict[str, dict[str, Any]] = {
     "m2": {"type": int, "help": "Spectral reflectors for V (default n)"},
     "r": {"type": float, "help": "singular values in [sigma* - r, sigma* + r] (default 0.1)"},
     "sigma_star": {"type": float, "help": "centre sigma* of the singular values (default 1)"},
-    "sigma_map": {"choices": ("sigmoid", "clip", "none"), "help": "Eq. 7 sigmoid, clip or none"},
+    "sigma_map": {"choices": SIGMA_MAP_KINDS, "help": "Eq. 7 sigmoid, clip or none"},
     "num_layers": {"type": int, "help": "stacked recurrent layers / hidden layers of an MLP"},
     "recurrence": {"choices": RECURRENCES, "help": "time-loop route (default auto)"},
     "init": {"choices": DENSE_INITS, "help": "RNN/IRNN transition init"},
@@ -51,6 +50,8 @@ def model_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_params(args: argparse.Namespace) -> int:
+    from spectral_analysis.nn import build_model
+
     model = build_model(args.model, args.inputs, args.hidden, args.outputs, **model_options(args))
     counts = model.parameter_counts()
     payload = {"model": args.model, "inputs": args.inputs, "hidden": args.hidden, "outputs": args.outputs,

@@ -7,13 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spectral_analysis.analysis import bound_report
 from spectral_analysis.cli.common import checkpoint_arg, emit
-from spectral_analysis.cli.models import add_model_flags, model_options
-from spectral_analysis.data import TASK_NAMES
-from spectral_analysis.io import load
-from spectral_analysis.plotting.analysis_report import write_analysis
-from spectral_analysis.train import OPTIMIZERS, TrainConfig, load_checkpoint, train, weight_singular_values
+from spectral_analysis.vocabulary import OPTIMIZER_NAMES, TASK_NAMES
 
 TASK_FLAGS: dict[str, dict[str, Any]] = {
     "length": {"type": int, "help": "sequence length T (addition, copy) or window (ptb)"},
@@ -39,6 +34,9 @@ def _task_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from spectral_analysis.cli.models import model_options
+    from spectral_analysis.train import TrainConfig, train
+
     config = TrainConfig(
         model=args.model, task=args.task, out=args.out, hidden=args.hidden,
         model_options=model_options(args), task_options=_task_options(args), optimizer=args.optimizer,
@@ -67,6 +65,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from spectral_analysis.train import load_checkpoint, weight_singular_values
+
     checkpoint = load_checkpoint(args.checkpoint)
     meta, tensors, model = checkpoint.metadata, checkpoint.tensors, checkpoint.model
     svals = [s.tolist() for s in weight_singular_values(model)]
@@ -102,6 +102,9 @@ DEMO_BOUND_LENGTHS = (30, 100, 300)
 
 def _demo_bounds(checkpoint_path: Path) -> dict[str, Any]:
     """log10 G(w) of the trained weights at T = 30, 100, 300 (gamma = 1, B from the checkpoint)."""
+    from spectral_analysis.analysis import bound_report
+    from spectral_analysis.io import load
+
     subject = load(checkpoint_path)
     reports = {T: bound_report(subject, length=T) for T in DEMO_BOUND_LENGTHS}
     return {"log10_G": {str(T): r["log10_G"] for T, r in reports.items()},
@@ -113,6 +116,10 @@ def _demo_bounds(checkpoint_path: Path) -> dict[str, Any]:
 def cmd_demo(args: argparse.Namespace) -> int:
     """The main job: RNN and Spectral-RNN on the addition task, side by side, on this machine, then
     the analyzers on both checkpoints and their bounds G(w) at T = 30, 100, 300."""
+    from spectral_analysis.io import load
+    from spectral_analysis.plotting.analysis_report import write_analysis
+    from spectral_analysis.train import TrainConfig, train
+
     root = Path(args.out) / time.strftime("demo-%Y%m%d-%H%M%S")
     runs = {}
     for model, options in (("rnn", {}), ("spectral", {"m1": 16, "m2": 16, "r": 0.01})):
@@ -161,6 +168,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
+    from spectral_analysis.cli.models import add_model_flags
+
     demo = sub.add_parser("demo", help="train RNN and Spectral-RNN on the addition task (the main job)")
     demo.add_argument("--length", type=int, default=100, help="sequence length T (default 100)")
     demo.add_argument("--steps", type=int, default=2000, help="training steps per model (default 2000)")
@@ -175,7 +184,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         spec = {k: v for k, v in spec.items() if k != "option"}
         tr.add_argument("--" + flag.replace("_", "-"), dest=flag, default=None, **spec)
     tr.add_argument("--hidden", type=int, default=128, help="hidden size n (default 128)")
-    tr.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="adam")
+    tr.add_argument("--optimizer", choices=OPTIMIZER_NAMES, default="adam")
     tr.add_argument("--lr", type=float, default=1e-3)
     tr.add_argument("--lr-decay", type=float, default=1.0, help="learning rate factor per epoch")
     tr.add_argument("--batch-size", type=int, default=50)

@@ -7,12 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 from spectral_analysis.data.base import TASK_KINDS, Split, TaskData
-from spectral_analysis.data.mnist import MNIST_VARIANTS, mnist_task
+from spectral_analysis.data.mnist import mnist_task
 from spectral_analysis.data.synthetic import addition_task, copy_task
 from spectral_analysis.data.text import ptb_task
 from spectral_analysis.data.ucr import ucr_input_size, ucr_task
-
-TASK_NAMES = ("addition", "copy", *MNIST_VARIANTS, "ucr", "ptb")
+from spectral_analysis.vocabulary import MNIST_VARIANTS, TASK_NAMES
 
 
 def _loader(name: str) -> Callable[..., TaskData]:

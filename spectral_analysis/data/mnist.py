@@ -22,9 +22,9 @@ import numpy as np
 import torch
 
 from spectral_analysis.data.base import Split, TaskData
+from spectral_analysis.vocabulary import MNIST_VARIANTS
 
 PIXELS, CLASSES, VALID_SIZE = 784, 10, 10000
-MNIST_VARIANTS = ("mnist", "permuted-mnist", "mnist-flat")
 _NUMPY_GLOBALS = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
                   ("numpy", "ndarray"), ("numpy", "dtype")}
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from spectral_analysis.train import TrainConfig
+from spectral_analysis.vocabulary import SCALES
 
-SCALES = ("paper", "smoke")
 # TrainConfig fields a catalog may set; out, seed, device and progress belong to the runner.
 CONFIG_FIELDS = tuple(
     f.name for f in fields(TrainConfig) if f.name not in ("out", "seed", "device", "progress")

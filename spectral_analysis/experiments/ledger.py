@@ -7,8 +7,9 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from spectral_analysis.experiments.catalog import SCALES, Experiment
+from spectral_analysis.experiments.catalog import Experiment
 from spectral_analysis.experiments.results import atomic_write, read_rows
+from spectral_analysis.vocabulary import SCALES
 
 LEDGER_NAME = "LEDGER.md"
 

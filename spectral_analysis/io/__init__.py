@@ -1,6 +1,6 @@
 """Subjects layer: what analyzers analyze (toolkit checkpoints, ``zoo:`` names, PyTorch models)."""
 
-from spectral_analysis.io.importers import ARCHITECTURES, SubjectError, import_state_dict
+from spectral_analysis.io.importers import SubjectError, import_state_dict
 from spectral_analysis.io.subjects import Subject, load
 from spectral_analysis.io.zoo import (
     ZOO_PREFIX,
@@ -9,6 +9,7 @@ from spectral_analysis.io.zoo import (
     trial_results_dir,
     zoo_entries,
 )
+from spectral_analysis.vocabulary import ARCHITECTURES
 
 __all__ = ["ARCHITECTURES", "ZOO_PREFIX", "Subject", "SubjectError", "default_results_dir",
            "import_state_dict", "load", "resolve_checkpoint", "trial_results_dir", "zoo_entries"]

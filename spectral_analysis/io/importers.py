@@ -20,8 +20,8 @@ import torch
 from torch import Tensor
 
 from spectral_analysis.nn import RecurrentModel, SVDParametrization, build_model
+from spectral_analysis.vocabulary import ARCHITECTURES
 
-ARCHITECTURES = ("rnn_tanh", "rnn_relu", "gru", "lstm")
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}  # rows of weight_hh per hidden unit
 _RECURRENT_KEY = re.compile(r"^(.*?)weight_hh_l(\d+)(_reverse)?$")
 _CELL_KEY = re.compile(r"^(weight|bias)_(ih|hh|hr)_l\d+(_reverse)?$")

@@ -22,10 +22,11 @@ from safetensors.torch import load_file
 from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
-from spectral_analysis.io.importers import ARCHITECTURES, SubjectError, import_state_dict, recurrent_prefix
+from spectral_analysis.io.importers import SubjectError, import_state_dict, recurrent_prefix
 from spectral_analysis.io.zoo import ZOO_PREFIX, resolve_checkpoint
 from spectral_analysis.nn import RecurrentModel, SVDParametrization
 from spectral_analysis.train.checkpoint import load_checkpoint
+from spectral_analysis.vocabulary import ARCHITECTURES
 
 
 @dataclass

@@ -22,7 +22,7 @@ from spectral_analysis.linalg.kronecker import check_factors, kron_matrix, kron_
 from spectral_analysis.linalg.real_form import complex_vector, real_matrix, real_vector
 from spectral_analysis.linalg.reflector_factor import complete_orthogonal, orthogonal_to_reflectors
 from spectral_analysis.linalg.reflector_loop import reflector_loop
-from spectral_analysis.linalg.sigma_maps import SIGMA_MAP_KINDS, SigmaMap
+from spectral_analysis.linalg.sigma_maps import SigmaMap
 from spectral_analysis.linalg.svd_image import (
     ImageMembership,
     MembershipUndecidedError,
@@ -31,6 +31,7 @@ from spectral_analysis.linalg.svd_image import (
 )
 from spectral_analysis.linalg.svd_map import svd_compose, svd_compose_packed, svd_compose_reference
 from spectral_analysis.linalg.wy import apply_householder, packed_reflector_product, reflector_product
+from spectral_analysis.vocabulary import SIGMA_MAP_KINDS
 
 __all__ = [
     "ImageMembership", "MembershipUndecidedError", "SIGMA_MAP_KINDS", "SigmaMap", "apply_householder",

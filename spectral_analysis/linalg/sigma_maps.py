@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-SIGMA_MAP_KINDS = ("sigmoid", "clip", "none")
+from spectral_analysis.vocabulary import SIGMA_MAP_KINDS
 
 
 @dataclass(frozen=True)

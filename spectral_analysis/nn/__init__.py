@@ -1,6 +1,5 @@
 """Models layer: transitions, recurrent and feed-forward nets, SVD parametrization hooks, the registry."""
 
-from spectral_analysis.nn.activations import ACTIVATIONS, DEFAULT_LEAK
 from spectral_analysis.nn.feedforward import FeedForwardNet, SpectralLinear
 from spectral_analysis.nn.gru import GRUNet
 from spectral_analysis.nn.lstm import LSTMNet
@@ -15,13 +14,20 @@ from spectral_analysis.nn.parametrize import (
     svd_singular_values,
 )
 from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentNet, RecurrentRun
-from spectral_analysis.nn.registry import MODEL_NAMES, MODEL_OPTIONS, RECURRENT_MODELS, build_model
-from spectral_analysis.nn.time_loop import RECURRENCES
+from spectral_analysis.nn.registry import build_model
 from spectral_analysis.nn.transitions import (
     DenseTransition,
     HouseholderTransition,
     SpectralTransition,
     Transition,
+)
+from spectral_analysis.vocabulary import (
+    ACTIVATIONS,
+    DEFAULT_LEAK,
+    MODEL_NAMES,
+    MODEL_OPTIONS,
+    RECURRENCES,
+    RECURRENT_MODELS,
 )
 
 __all__ = [

@@ -12,8 +12,7 @@ import math
 import torch
 from torch import Tensor
 
-ACTIVATIONS = ("relu", "leaky_relu", "tanh", "abs", "identity")
-DEFAULT_LEAK = 0.2  # tf.nn.leaky_relu's default alpha; the ICML paper's experiments ran on TensorFlow
+from spectral_analysis.vocabulary import ACTIVATIONS, DEFAULT_LEAK
 
 
 def check_activation(name: str, leak: float = DEFAULT_LEAK) -> None:

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from spectral_analysis.linalg import SigmaMap
-from spectral_analysis.nn.activations import DEFAULT_LEAK, activate, check_activation
+from spectral_analysis.nn.activations import activate, check_activation
 from spectral_analysis.nn.parametrize import (
     SVDParametrization,
     accept_legacy_names,
@@ -31,6 +31,7 @@ from spectral_analysis.nn.parametrize import (
     svd_parametrize,
     svd_singular_values,
 )
+from spectral_analysis.vocabulary import DEFAULT_LEAK
 
 
 class SpectralLinear(nn.Linear):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.nn.activations import DEFAULT_LEAK, activate, check_activation, derivative
+from spectral_analysis.nn.activations import activate, check_activation, derivative
 from spectral_analysis.nn.time_loop import (
     RECURRENCES,
     recurrence_loop,
@@ -26,6 +26,7 @@ from spectral_analysis.nn.time_loop import (
     resolve_recurrence,
 )
 from spectral_analysis.nn.transitions import DenseTransition, Transition
+from spectral_analysis.vocabulary import DEFAULT_LEAK
 
 
 @dataclass

@@ -16,7 +16,6 @@ from typing import Any
 from torch import nn
 
 from spectral_analysis.linalg import SigmaMap
-from spectral_analysis.nn.activations import DEFAULT_LEAK
 from spectral_analysis.nn.feedforward import FeedForwardNet, SpectralLinear, plain_linear
 from spectral_analysis.nn.gru import GRUNet
 from spectral_analysis.nn.lstm import LSTMNet
@@ -24,29 +23,7 @@ from spectral_analysis.nn.peer_transitions import GivensSVDTransition, GivensTra
 from spectral_analysis.nn.recurrent import RecurrentNet
 from spectral_analysis.nn.transitions import DenseTransition, HouseholderTransition, SpectralTransition
 from spectral_analysis.nn.urnn import UnitaryRNN
-
-_RECURRENT = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 1, "recurrence": "auto",
-              "output_bias": False}
-_SIGMA = {"sigma_map": "sigmoid", "sigma_star": 1.0, "r": 0.1}
-_FEEDFORWARD = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 2, "output_bias": True}
-
-MODEL_OPTIONS: dict[str, dict[str, Any]] = {
-    "rnn": {**_RECURRENT, "init": "gaussian", "init_std": None},
-    "irnn": {**_RECURRENT, "init": "orthogonal"},  # ICML Section 7: "initialized to be orthogonal"
-    "lstm": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "forget_bias": 1.0},
-    "gru": {"num_layers": 1, "recurrence": "auto", "output_bias": False},
-    "ornn": {**_RECURRENT, "m": None},
-    "spectral": {**_RECURRENT, "m1": None, "m2": None, **_SIGMA},
-    "kru": {**_RECURRENT, "activation": "relu", "factor_sizes": None, "complex": False},
-    "dizzy": {**_RECURRENT, "activation": "abs", "rotations": None, "svd": False},
-    "urnn": {"output_bias": True, "num_layers": 1},
-    "mlp": dict(_FEEDFORWARD),
-    "resnet": dict(_FEEDFORWARD),
-    "spectral-mlp": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA, "plain_ends": False},
-    "spectral-resnet": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA, "plain_ends": False},
-}
-MODEL_NAMES = tuple(MODEL_OPTIONS)
-RECURRENT_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn", "spectral", "kru", "dizzy", "urnn")
+from spectral_analysis.vocabulary import MODEL_NAMES, MODEL_OPTIONS
 
 
 def resolve_options(name: str, options: dict[str, Any]) -> dict[str, Any]:

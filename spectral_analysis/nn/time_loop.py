@@ -26,8 +26,8 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from spectral_analysis.nn.activations import activate, activate_, derivative_from_output
+from spectral_analysis.vocabulary import RECURRENCES
 
-RECURRENCES = ("auto", "torch", "scan", "loop", "reflector")
 TORCH_KERNEL_ACTIVATIONS = ("relu", "tanh")
 
 

@@ -33,8 +33,7 @@ from spectral_analysis.nn.parametrize import (
     svd_parametrize,
     svd_singular_values,
 )
-
-DENSE_INITS = ("gaussian", "identity", "orthogonal")
+from spectral_analysis.vocabulary import DENSE_INITS
 
 
 def _check_size(n: int) -> int:

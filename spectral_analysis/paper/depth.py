@@ -23,9 +23,9 @@ from spectral_analysis.checks import CheckRecord
 from spectral_analysis.data import load_task
 from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.nn import build_model
-from spectral_analysis.nn.activations import DEFAULT_LEAK
 from spectral_analysis.paper.kept import judged, kept_grid, missing_record
 from spectral_analysis.train import load_checkpoint
+from spectral_analysis.vocabulary import DEFAULT_LEAK
 
 PLAIN_ENDS = " (plain ends)"  # key suffix of the SVD nets with plain input and output layers
 READINGS = {"": "every layer SVD-parameterized", PLAIN_ENDS: "plain input and output layers"}

@@ -38,8 +38,9 @@ from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
 from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
 from spectral_analysis.train.evaluation import RunLog, evaluate, model_outputs
 from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
+from spectral_analysis.vocabulary import OPTIMIZER_NAMES
 
-OPTIMIZERS = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop, "sgd": torch.optim.SGD}
+OPTIMIZERS = dict(zip(OPTIMIZER_NAMES, (torch.optim.Adam, torch.optim.RMSprop, torch.optim.SGD), strict=True))
 RESUMABLE_CHANGES = ("steps", "epochs", "device", "progress")
 
 

@@ -1,0 +1,58 @@
+"""The toolkit's names and their defaults, in one module that imports nothing heavy (no torch, numpy,
+matplotlib): the command line builds its whole parser from these in a fraction of a second, and every
+module that implements a name imports it from here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# the non-linearities phi of Eq. 4 (spectral_analysis.nn.activations)
+ACTIVATIONS = ("relu", "leaky_relu", "tanh", "abs", "identity")
+DEFAULT_LEAK = 0.2  # tf.nn.leaky_relu's default alpha; the ICML paper's experiments ran on TensorFlow
+
+# the registered models and every option with its default (spectral_analysis.nn.registry)
+_RECURRENT = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 1, "recurrence": "auto",
+              "output_bias": False}
+_SIGMA = {"sigma_map": "sigmoid", "sigma_star": 1.0, "r": 0.1}
+_FEEDFORWARD = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 2, "output_bias": True}
+MODEL_OPTIONS: dict[str, dict[str, Any]] = {
+    "rnn": {**_RECURRENT, "init": "gaussian", "init_std": None},
+    "irnn": {**_RECURRENT, "init": "orthogonal"},  # ICML Section 7: "initialized to be orthogonal"
+    "lstm": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "forget_bias": 1.0},
+    "gru": {"num_layers": 1, "recurrence": "auto", "output_bias": False},
+    "ornn": {**_RECURRENT, "m": None},
+    "spectral": {**_RECURRENT, "m1": None, "m2": None, **_SIGMA},
+    "kru": {**_RECURRENT, "activation": "relu", "factor_sizes": None, "complex": False},
+    "dizzy": {**_RECURRENT, "activation": "abs", "rotations": None, "svd": False},
+    "urnn": {"output_bias": True, "num_layers": 1},
+    "mlp": dict(_FEEDFORWARD),
+    "resnet": dict(_FEEDFORWARD),
+    "spectral-mlp": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA, "plain_ends": False},
+    "spectral-resnet": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA, "plain_ends": False},
+}
+MODEL_NAMES = tuple(MODEL_OPTIONS)
+RECURRENT_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn", "spectral", "kru", "dizzy", "urnn")
+RECURRENCES = ("auto", "torch", "scan", "loop", "reflector")  # time-loop kernels (nn.time_loop)
+DENSE_INITS = ("gaussian", "identity", "orthogonal")  # a dense transition's initializations
+SIGMA_MAP_KINDS = ("sigmoid", "clip", "none")  # Eq. 7's sigmoid map, a clip, or none
+
+# tasks and training (spectral_analysis.data, spectral_analysis.train)
+MNIST_VARIANTS = ("mnist", "permuted-mnist", "mnist-flat")
+TASK_NAMES = ("addition", "copy", *MNIST_VARIANTS, "ucr", "ptb")
+OPTIMIZER_NAMES = ("adam", "rmsprop", "sgd")
+SCALES = ("paper", "smoke")  # experiment scales of the catalog
+
+# subjects and certificates (spectral_analysis.io, spectral_analysis.analysis.certify)
+ARCHITECTURES = ("rnn_tanh", "rnn_relu", "gru", "lstm")  # plain PyTorch cells the importers read
+OBJECTIVES = ("classic", "quadratic", "lambda")  # PAC-Bayes training objectives
+PRIORS = ("init", "learned")
+
+# the bounds (spectral_analysis.analysis.bound_report)
+DEFAULT_DELTA = 0.05
+
+# the linear-RNN landscape run's sizes and budgets (spectral_analysis.analysis.landscape.LandscapeConfig)
+LANDSCAPE_DEFAULTS: dict[str, Any] = {
+    "hidden": 3, "length": 3, "outputs": None, "starts": 12, "seed": 0, "e": 1.0, "high": 2.5, "noise": 0.1,
+    "samples": 1000, "iterations": 1500, "monte_carlo": 200_000,
+}
