@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spectral_analysis.cli.common import CommandError, checkpoint_arg, emit
+from spectral_analysis.cli.common import CommandError, add_output_arguments, checkpoint_arg, emit
 from spectral_analysis.vocabulary import ARCHITECTURES, DEFAULT_DELTA, OBJECTIVES, PRIORS
 
 if TYPE_CHECKING:
@@ -133,7 +133,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
         f"Q's training error {p['mc_error']:.4f} over {p['mc_samples']} sampled networks, KL {p['kl']:.1f}, "
         f"m = {p['m']}, prior {p['prior']}, variance {p['prior_variance']:.3g})"
         + (f"; test error of Q {p['stochastic_test_error']:.4f} (10 samples), of its mean "
-           f"{p['mean_test_error']:.4f}" if "mean_test_error" in p else "")))
+           f"{p['mean_test_error']:.4f}" if "mean_test_error" in p else "")),
+         lambda p: [p])
     return 0
 
 
@@ -167,7 +168,7 @@ def cmd_bounds_table(args: argparse.Namespace) -> int:
         lines = [" | ".join(COLUMNS)] + [" | ".join(fmt(r[c]) for c in COLUMNS) for r in p["rows"]]
         return "\n".join(lines)
 
-    emit(args, json_ready({"rows": rows}), text)
+    emit(args, json_ready({"rows": rows}), text, lambda p: p["rows"])
     return 0
 
 
@@ -209,7 +210,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     weights = sub.add_parser("weights", help="dense W, M, Y of a checkpoint as the bound uses them (.npz)")
     add_subject_arguments(weights)
     weights.add_argument("--out", required=True, help="output .npz file")
-    weights.add_argument("--json", action="store_true")
+    add_output_arguments(weights)
     weights.set_defaults(func=cmd_weights)
 
     bound = sub.add_parser("bound", help="the PAC-Bayes bound G(w) of Theorem 5 and the explicit A.6 bound")
@@ -227,7 +228,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     bound.add_argument("--length", type=int, default=None, help="T (default: the trained length)")
     bound.add_argument("--samples", type=int, default=None, help="use a random subset of this many samples")
     bound.add_argument("--seed", type=int, default=0)
-    bound.add_argument("--json", action="store_true")
+    add_output_arguments(bound)
     bound.set_defaults(func=cmd_bound)
 
     cert = sub.add_parser("certify",
@@ -250,7 +251,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                       help="with --prior learned: the part of the training set the prior learns from")
     cert.add_argument("--prior-epochs", type=int, default=20, help="with --prior learned: its epochs")
     cert.add_argument("--seed", type=int, default=0)
-    cert.add_argument("--json", action="store_true")
+    add_output_arguments(cert, tabular=True)
     cert.set_defaults(func=cmd_certify)
 
     table = sub.add_parser("bounds-table",
@@ -267,7 +268,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     table.add_argument("--epochs", type=int, default=20)
     table.add_argument("--out", default=None, help="also write the rows to this CSV file")
     table.add_argument("--figure", default=None, help="also draw the bounds against the test error (PNG)")
-    table.add_argument("--json", action="store_true")
+    add_output_arguments(table, tabular=True)
     table.set_defaults(func=cmd_bounds_table)
 
     analyze = sub.add_parser("analyze", help="bound, Lemma 3, Jacobians, Lyapunov exponents, trajectories")
@@ -277,5 +278,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     analyze.add_argument("--trials", type=int, default=20, help="random perturbations for Lemma 3")
     analyze.add_argument("--burn-in", type=int, default=0, help="steps before Lyapunov sums start")
     analyze.add_argument("--seed", type=int, default=0)
-    analyze.add_argument("--json", action="store_true")
+    add_output_arguments(analyze)
     analyze.set_defaults(func=cmd_analyze)

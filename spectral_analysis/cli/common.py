@@ -42,8 +42,33 @@ def load_matrix(path: str) -> torch.Tensor:
     return torch.from_numpy(np.asarray(array, dtype=np.float64))
 
 
-def emit(args: argparse.Namespace, payload: dict, text: Callable[[dict], str]) -> None:
-    print(json.dumps(payload, indent=2) if args.json else text(payload))
+OUTPUT_FORMATS = ("text", "json", "csv", "md")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, tabular: bool = False) -> None:
+    """``--json`` on every command; ``--format text|json|csv|md`` on the tabular ones."""
+    parser.add_argument("--json", action="store_true", help="one JSON document on stdout (= --format json)")
+    if tabular:
+        parser.add_argument("--format", choices=OUTPUT_FORMATS, default="text",
+                            help="text (default), json, csv or md (a Markdown table)")
+
+
+def output_format(args: argparse.Namespace) -> str:
+    return "json" if args.json else getattr(args, "format", "text")
+
+
+def emit(args: argparse.Namespace, payload: dict, text: Callable[[dict], str],
+         rows: Callable[[dict], list[dict]] | None = None) -> None:
+    """Print ``payload`` as JSON, as text, or (``rows`` given) its rows as CSV or a Markdown table."""
+    fmt = output_format(args)
+    if fmt == "json":
+        print(json.dumps(payload, indent=2))
+    elif fmt in ("csv", "md"):
+        from spectral_analysis.tables import render
+
+        print(render(rows(payload), fmt), end="")
+    else:
+        print(text(payload))
 
 
 def checkpoint_arg(text: str) -> str:

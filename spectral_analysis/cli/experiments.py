@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from spectral_analysis.cli.common import CommandError, emit
+from spectral_analysis.cli.common import CommandError, add_output_arguments, emit
 from spectral_analysis.vocabulary import SCALES
 
 
@@ -74,7 +74,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
         )
         return "\n".join(lines)
 
-    emit(args, {"results": str(results), "experiments": rows}, text)
+    emit(args, {"results": str(results), "experiments": rows}, text, lambda p: p["experiments"])
     return 0
 
 
@@ -147,7 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 )
         return "\n".join(lines)
 
-    emit(args, {"sweeps": sweeps}, text)
+    emit(args, {"sweeps": sweeps}, text, lambda p: p["sweeps"])
     return 0
 
 
@@ -188,7 +188,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
         lines.append("analyze any of them by name, e.g. spectral-analysis bound " + p["entries"][0]["name"])
         return "\n".join(lines)
 
-    emit(args, {"results": str(_results(args)), "entries": rows}, text)
+    emit(args, {"results": str(_results(args)), "entries": rows}, text, lambda p: p["entries"])
     return 0
 
 
@@ -217,13 +217,14 @@ def cmd_figures(args: argparse.Namespace) -> int:
             or "no figure drawn: no kept results (spectral-analysis run NAME)"
         )
 
-    emit(args, payload, text)
+    emit(args, payload, text, lambda p: p["figures"])
     return 0
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     def common(parser: argparse.ArgumentParser, catalog: bool = True) -> None:
+        """--catalog, --results and the output format (every one of these commands prints a table)."""
         if catalog:
             parser.add_argument(
                 "--catalog",
@@ -236,7 +237,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
             default=None,
             help="results directory (default: the repository's results/ or $SPECTRAL_ANALYSIS_RESULTS)",
         )
-        parser.add_argument("--json", action="store_true")
+        add_output_arguments(parser, tabular=True)
 
     listing = sub.add_parser("experiments", help="list the experiments catalog (trials per scale, cost)")
     listing.add_argument(

@@ -7,6 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
+from spectral_analysis.cli.common import add_output_arguments
 from spectral_analysis.vocabulary import LANDSCAPE_DEFAULTS
 
 
@@ -53,5 +54,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                            help="random W for the inequality of Theorem 5's proof")
     landscape.add_argument("--out", default=None,
                            help="directory for landscape.json, landscape.md and figures")
-    landscape.add_argument("--json", action="store_true")
+    add_output_arguments(landscape)
     landscape.set_defaults(func=cmd_landscape)

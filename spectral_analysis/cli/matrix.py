@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from spectral_analysis.cli.common import CommandError, emit, load_matrix
+from spectral_analysis.cli.common import CommandError, add_output_arguments, emit, load_matrix
 
 MAX_ENTRY = 1e150  # beyond this, squares and norms overflow float64
 
@@ -131,7 +131,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     demo = sub.add_parser("svd-demo", help="decompose, rebuild and constrain matrices")
     demo.add_argument("--size", type=int, default=24, help="matrix size n (default 24)")
     demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--json", action="store_true")
+    add_output_arguments(demo)
     demo.set_defaults(func=cmd_demo)
 
     dec = sub.add_parser("decompose", help="is a matrix in the image of M_(k1,k2)? its vectors if so")
@@ -141,5 +141,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     dec.add_argument("--tol", type=float, default=None, help="decision tolerance (default sqrt(eps))")
     dec.add_argument("--search-limit", type=float, default=2e8, help="search work budget")
     dec.add_argument("--out", default=None, help="write u_i, v_i, sigma to this .npz file")
-    dec.add_argument("--json", action="store_true")
+    add_output_arguments(dec)
     dec.set_defaults(func=cmd_decompose)

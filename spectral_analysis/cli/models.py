@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from spectral_analysis.cli.common import emit
+from spectral_analysis.cli.common import add_output_arguments, emit
 from spectral_analysis.vocabulary import ACTIVATIONS, DENSE_INITS, MODEL_NAMES, RECURRENCES, SIGMA_MAP_KINDS
 
 MODEL_FLAGS: dict[str, dict[str, Any]] = {
@@ -62,7 +62,7 @@ def cmd_params(args: argparse.Namespace) -> int:
         lines += [f"  {key:<10} {p[key]:>12,d}" for key in ("transition", "input", "output", "bias", "total")]
         return "\n".join(lines)
 
-    emit(args, payload, text)
+    emit(args, payload, text, lambda p: [{k: v for k, v in p.items() if k != "options"}])
     return 0
 
 
@@ -72,5 +72,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     params.add_argument("--inputs", type=int, required=True, help="input size n_i")
     params.add_argument("--hidden", type=int, required=True, help="hidden size n")
     params.add_argument("--outputs", type=int, required=True, help="output size n_y")
-    params.add_argument("--json", action="store_true")
+    add_output_arguments(params, tabular=True)
     params.set_defaults(func=cmd_params)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 from spectral_analysis.checks import checks_markdown, replace_discrepancies, verdict_tally
+from spectral_analysis.cli.common import add_output_arguments, emit
 from spectral_analysis.paper import PAPER_CHECKS, run_paper_checks
 
 
@@ -27,11 +27,10 @@ def cmd_check_paper(args: argparse.Namespace) -> int:
     if args.readme is not None:
         readme = Path(args.readme)
         readme.write_text(replace_discrepancies(readme.read_text(), records))
-    if args.json:
-        print(json.dumps({"checks": [{"name": name, **record.as_dict()} for name, record in rows],
-                          "quick": args.quick, "seconds": seconds}, indent=1))
-    else:
-        print(markdown + (f"\nwritten to {args.md}" if args.md else ""))
+    payload = {"checks": [{"name": name, **record.as_dict()} for name, record in rows], "quick": args.quick,
+               "seconds": seconds}
+    emit(args, payload, lambda p: markdown + (f"\nwritten to {args.md}" if args.md else ""),
+         lambda p: p["checks"])
     return 0
 
 
@@ -44,5 +43,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--md", default=None, help="also write the Markdown table to this file")
     check.add_argument("--readme", default=None, help="regenerate the discrepancy list between the "
                        "<!-- discrepancies:begin/end --> markers of this file (README.md)")
-    check.add_argument("--json", action="store_true")
+    add_output_arguments(check, tabular=True)
     check.set_defaults(func=cmd_check_paper)

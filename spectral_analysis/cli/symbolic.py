@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord, checks_markdown, verdict_tally
+from spectral_analysis.cli.common import add_output_arguments, emit
 from spectral_analysis.symbolic import SYMBOLIC_CHECKS, run_symbolic_checks
 
 
@@ -44,14 +44,9 @@ def cmd_verify_symbolic(args: argparse.Namespace) -> int:
         path = Path(args.md)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(markdown)
-    if args.json:
-        payload = {
-            "checks": [{"name": name, **record.as_dict()} for name, record in rows],
-            "seconds": seconds,
-        }
-        print(json.dumps(payload, indent=1))
-    else:
-        print(markdown + (f"\nwritten to {args.md}" if args.md else ""))
+    payload = {"checks": [{"name": name, **record.as_dict()} for name, record in rows], "seconds": seconds}
+    emit(args, payload, lambda p: markdown + (f"\nwritten to {args.md}" if args.md else ""),
+         lambda p: p["checks"])
     return 0
 
 
@@ -68,5 +63,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help=f"run only this check (repeatable): {', '.join(SYMBOLIC_CHECKS)}",
     )
     verify.add_argument("--md", default=None, help="also write the Markdown report to this file")
-    verify.add_argument("--json", action="store_true")
+    add_output_arguments(verify, tabular=True)
     verify.set_defaults(func=cmd_verify_symbolic)

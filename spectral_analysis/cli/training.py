@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spectral_analysis.cli.common import checkpoint_arg, emit
+from spectral_analysis.cli.common import add_output_arguments, checkpoint_arg, emit
 from spectral_analysis.vocabulary import OPTIMIZER_NAMES, TASK_NAMES
 
 TASK_FLAGS: dict[str, dict[str, Any]] = {
@@ -174,7 +174,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--length", type=int, default=100, help="sequence length T (default 100)")
     demo.add_argument("--steps", type=int, default=2000, help="training steps per model (default 2000)")
     demo.add_argument("--out", default="runs", help="runs go to OUT/demo-<time>/{rnn,spectral}")
-    demo.add_argument("--json", action="store_true")
+    add_output_arguments(demo)
     demo.set_defaults(func=cmd_demo)
 
     tr = sub.add_parser("train", help="train a model on a task, writing checkpoints and metrics")
@@ -202,10 +202,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--resume", action="store_true", help="continue the run in --out from last.safetensors")
     tr.add_argument("--no-progress", action="store_true", help="no progress bar")
     tr.add_argument("--out", required=True, help="run directory")
-    tr.add_argument("--json", action="store_true")
+    add_output_arguments(tr)
     tr.set_defaults(func=cmd_train)
 
     ins = sub.add_parser("inspect", help="what a checkpoint holds")
     ins.add_argument("checkpoint", type=checkpoint_arg, help="a checkpoint file or zoo:<experiment>/<trial>")
-    ins.add_argument("--json", action="store_true")
+    add_output_arguments(ins)
     ins.set_defaults(func=cmd_inspect)
