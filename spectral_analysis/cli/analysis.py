@@ -143,6 +143,7 @@ def cmd_bounds_table(args: argparse.Namespace) -> int:
 
     from spectral_analysis.analysis.bounds_table import COLUMNS, bounds_row, classification_entries
     from spectral_analysis.analysis.report import json_ready
+    from spectral_analysis.tables import render
 
     names = list(args.checkpoints) or classification_entries(args.experiment)
     if not names:
@@ -162,13 +163,20 @@ def cmd_bounds_table(args: argparse.Namespace) -> int:
         save_bounds_figure(rows, f"Generalization bounds against test error ({', '.join(tasks)}; "
                                  f"{len(rows)} checkpoints)", args.figure)
 
-    def text(p: dict) -> str:
-        def fmt(v: Any) -> str:
-            return "-" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
-        lines = [" | ".join(COLUMNS)] + [" | ".join(fmt(r[c]) for c in COLUMNS) for r in p["rows"]]
-        return "\n".join(lines)
+    emit(args, json_ready({"rows": rows}), lambda p: render(p["rows"], "md", COLUMNS), lambda p: p["rows"])
+    return 0
 
-    emit(args, json_ready({"rows": rows}), text, lambda p: p["rows"])
+
+def cmd_spectra(args: argparse.Namespace) -> int:
+    from spectral_analysis.analysis.spectra import spectral_table
+    from spectral_analysis.tables import render
+
+    subject, _ = subject_and_data(args, feedforward=True)
+    rows = spectral_table(subject.model)
+    columns = ("name", "N", "M", "sigma_max", "sigma_min", "condition_number", "stable_rank",
+               "spectral_margin", "alpha")
+    emit(args, {"subject": subject.describe(), "matrices": rows},
+         lambda p: render(p["matrices"], "md", columns), lambda p: p["matrices"])
     return 0
 
 
@@ -270,6 +278,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     table.add_argument("--figure", default=None, help="also draw the bounds against the test error (PNG)")
     add_output_arguments(table, tabular=True)
     table.set_defaults(func=cmd_bounds_table)
+
+    spectra = sub.add_parser("spectra", help="per-matrix spectra of every weight matrix, recurrent ones "
+                             "included: norms, stable rank, condition, spectral margin, power-law alpha")
+    add_subject_arguments(spectra)
+    add_output_arguments(spectra, tabular=True)
+    spectra.set_defaults(func=cmd_spectra)
 
     analyze = sub.add_parser("analyze", help="bound, Lemma 3, Jacobians, Lyapunov exponents, trajectories")
     add_subject_arguments(analyze)
