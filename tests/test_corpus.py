@@ -88,6 +88,6 @@ def test_fuzzed_checkpoints_load_or_get_the_one_line_error(data, tmp_path_factor
             assert str(error) and "\n" not in str(error).strip()
 
 
-def test_the_readme_states_the_corpus_size():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+def test_the_docs_state_the_corpus_size():
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "reliability.md").read_text()
     assert f"{len(LISTING)} malformed" in readme and f"**{len(LISTING)} clean one-line errors" in readme

@@ -21,11 +21,11 @@ def _rows(text: str) -> list[tuple[str, str, str, str]]:
             if m[0] != "source" and not m[0].startswith("-")]
 
 
-def test_the_readme_block_is_what_the_results_give():
-    readme = (ROOT / "README.md").read_text()
+def test_the_docs_block_is_what_the_results_give():
+    readme = (ROOT / "docs" / "figures.md").read_text()
     block = readme.split("<!-- reproduction:begin -->", 1)[1].split("<!-- reproduction:end -->", 1)[0]
     fresh = reproduction_markdown(ROOT / "results", experimental_records())
-    assert _rows(block) == _rows(fresh), "regenerate: spectral-analysis figures --readme README.md"
+    assert _rows(block) == _rows(fresh), "regenerate: spectral-analysis figures --readme docs/figures.md"
 
 
 def test_write_reproduction_fills_the_file_and_the_marked_block(tmp_path):

@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("MPLBACKEND", "Agg")  # the command line draws into files; a notebook keeps its own
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

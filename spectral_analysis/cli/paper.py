@@ -42,6 +42,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        help=f"run only this group (repeatable): {', '.join(PAPER_CHECKS)}")
     check.add_argument("--md", default=None, help="also write the Markdown table to this file")
     check.add_argument("--readme", default=None, help="regenerate the discrepancy list between the "
-                       "<!-- discrepancies:begin/end --> markers of this file (README.md)")
+                       "<!-- discrepancies:begin/end --> markers of this file (docs/paper-checks.md)")
     add_output_arguments(check, tabular=True)
     check.set_defaults(func=cmd_check_paper)

@@ -6,12 +6,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import seaborn as sns  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
 
 
 def _finite(values: list[Any]) -> np.ndarray:

@@ -1,14 +1,12 @@
-"""Figure of the Householder-product benchmark (benchmarks/bench_householder.py's JSON)."""
+"""The benchmarks' reports, drawn and tabulated: the Householder-product figure, and every
+``benchmarks/*.json`` as Markdown (the docs' benchmarks page is generated from the files)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 
 def plot_householder_benchmark(report: str | Path, out: str | Path) -> Path:
@@ -39,3 +37,18 @@ def plot_householder_benchmark(report: str | Path, out: str | Path) -> Path:
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
+
+
+def benchmarks_markdown(directory: str | Path) -> str:
+    """One section per ``*.json`` report of ``directory``: what it measures, on which machine, and its
+    cases as a table (every number read from the file)."""
+    from spectral_analysis.tables import render
+
+    sections = []
+    for path in sorted(Path(directory).glob("*.json")):
+        data = json.loads(path.read_text())
+        machine = data.get("machine", {})
+        where = ", ".join(f"{k} {v}" for k, v in machine.items() if v not in (None, ""))
+        what = f"{data.get('what', '')} ({data.get('dtype', '')}); {where}."
+        sections += [f"### `{path.name}`", "", what, "", render(data.get("cases", []), "md"), ""]
+    return "\n".join(sections)

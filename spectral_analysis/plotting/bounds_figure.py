@@ -52,7 +52,7 @@ def plot_bounds_against_error(rows: list[dict[str, Any]], title: str) -> plt.Fig
     ax.set_yscale("log")
     ax.set_xlabel("test error of the trained network")
     ax.set_ylabel("bound on the expected 0-1 error (log scale)")
-    ax.add_artist(ax.legend(fontsize=7, loc="upper left", title="bound"))
+    ax.add_artist(ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(0.0, 0.33), title="bound"))
     ax.legend(handles=[plt.Line2D([], [], color="grey", marker=MARKERS.get(m, "x"), ls="", label=m)
                        for m in sorted(models)], fontsize=7, loc="lower right", title="model")
 
@@ -75,7 +75,7 @@ def plot_bounds_against_error(rows: list[dict[str, Any]], title: str) -> plt.Fig
         if xs:
             right.errorbar(xs, means, yerr=[lows, highs], fmt="o", ms=5, capsize=3, label=label)
     right.set_xticks(range(len(groups)), [label for _, label in groups], fontsize=8)
-    right.set_ylabel("0-1 error (mean, range over seeds)")
+    right.set_ylabel("0-1 error (mean and range over the checkpoints)")
     right.set_xlabel("model, by the largest singular value of W its structure allows")
     right.legend(fontsize=7)
     fig.suptitle(title, fontsize=10)

@@ -6,12 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import seaborn as sns  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+from matplotlib.ticker import NullFormatter
 
 KIND_COLORS = {"minimum": "tab:green", "saddle": "tab:orange", "maximum": "tab:red",
                "degenerate": "tab:purple"}
@@ -37,7 +35,7 @@ def _inequality_figure(report: dict[str, Any], out: Path) -> Path:
     gaps = np.array(report["samples"]["inside"]["gap"] + report["samples"]["outside"]["gap"])
     line = np.geomspace(gaps.min(), gaps.max(), 50)
     ax.loglog(line, p["theorem5_constant"] * line, "k--", label=r"Theorem 5: $c\,(R - R^*)$")
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(r"risk gap $R(W) - R^*$")
     ax.set_ylabel(r"$\|\nabla_W R\|_F^2$")
     ax.set_title(f"Theorem 5's inequality, random problem (n = {p['n']}, t = {p['t']}, e = {e})", fontsize=10)

@@ -7,12 +7,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import seaborn as sns  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
 
 
 def _style() -> None:

@@ -3,8 +3,8 @@
 One row per printed row of Tables 2-4 (the paper's value, the measured mean [min, max] over seeds,
 the scale and seeds it comes from, the median training seconds per trial) and one per figure's
 headline statement (the paper's words, the paper check's verdict on them, its scale and seeds).
-Written to ``figures/reproduction.md``; ``spectral-analysis figures --readme README.md`` copies it
-between the README's ``reproduction`` markers. Nothing trains here.
+Written to ``figures/reproduction.md``; ``spectral-analysis figures --readme docs/figures.md`` copies it
+between the page's ``reproduction`` markers. Nothing trains here.
 """
 
 from __future__ import annotations

@@ -1,0 +1,92 @@
+"""The documentation: every Python example runs, the site builds strictly, the tutorials execute and
+their notebooks hold their code, and the README stays a front page."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+NAV_ORDER = ["getting-started.md", "howto/analyze-your-model.md", "concepts/svd-map.md",
+             "howto/constrain-any-weight.md", "concepts/models.md", "concepts/tasks.md", "howto/train.md",
+             "howto/experiments.md", "concepts/bounds.md", "concepts/jacobians.md", "concepts/linear-rnn.md",
+             "howto/analyze.md", "howto/verify-a-formula.md", "figures.md", "reference/cli.md",
+             "paper-checks.md", "reference/reliability.md"]
+
+
+def _python_blocks(path: Path) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", path.read_text(), flags=re.S | re.M)
+
+
+def test_every_page_is_in_the_nav_and_the_readme_is_a_front_page():
+    pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if p.parts[len(DOCS.parts)] not in
+             ("figures", "paper_checks")}
+    assert pages == {*NAV_ORDER, "index.md", "api.md", "benchmarks.md"}
+    nav = (ROOT / "mkdocs.yml").read_text()
+    assert all(page in nav for page in pages)
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    assert all(f"docs/{page}" in readme for page in ("getting-started.md", "howto/analyze-your-model.md",
+                                                     "concepts/bounds.md", "paper-checks.md"))
+
+
+def test_every_python_example_runs(tmp_path):
+    """The README's and every docs page's Python blocks, in reading order, in one namespace."""
+    blocks = [(f"README block {i}", b) for i, b in enumerate(_python_blocks(ROOT / "README.md"), 1)]
+    for page in NAV_ORDER:
+        blocks += [(f"docs/{page} block {i}", b) for i, b in enumerate(_python_blocks(DOCS / page), 1)]
+    assert len(blocks) >= 6
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        namespace: dict = {}
+        for name, block in blocks:
+            started = time.perf_counter()
+            exec(compile(block, name, "exec"), namespace)  # noqa: S102
+            assert time.perf_counter() - started < 30, f"{name} is slow"
+    finally:
+        os.chdir(cwd)
+
+
+@pytest.mark.skipif(shutil.which("mkdocs", path=str(Path(sys.executable).parent)) is None,
+                    reason="the docs extra (mkdocs) is not installed")
+def test_the_site_builds_strictly(tmp_path):
+    """``mkdocs build --strict``: a broken link, a missing API reference or a bad page fails."""
+    mkdocs = Path(sys.executable).parent / "mkdocs"
+    result = subprocess.run([str(mkdocs), "build", "--strict", "-d", str(tmp_path / "site")], cwd=ROOT,
+                            capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    benchmarks = (tmp_path / "site" / "benchmarks" / "index.html").read_text()
+    assert "householder_cpu.json" in benchmarks and "generated:" not in benchmarks
+    assert "svdrnn-fig2-r" in (tmp_path / "site" / "howto" / "experiments" / "index.html").read_text()
+
+
+TUTORIALS = sorted((DOCS / "tutorials").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", TUTORIALS, ids=[t.stem for t in TUTORIALS])
+def test_the_tutorials_execute_and_their_notebooks_hold_their_code(script):
+    jupytext = pytest.importorskip("jupytext")
+    pytest.importorskip("nbclient")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from make_notebooks import executed_notebook
+    finally:
+        sys.path.pop(0)
+    notebook = executed_notebook(script, timeout=300)
+    errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert not errors
+    committed = jupytext.read(script.with_suffix(".ipynb"))
+
+    def code(nb) -> list[str]:  # noqa: ANN001
+        return [c.source for c in nb.cells if c.cell_type == "code"]
+
+    assert code(committed) == code(notebook), f"regenerate: python scripts/make_notebooks.py {script.stem}"
+    assert any(c.get("outputs") for c in committed.cells if c.cell_type == "code"), "no outputs committed"
