@@ -145,3 +145,24 @@ def test_a_closed_pipe_ends_quietly():
     process.stdout.close()
     _, err = process.communicate(timeout=120)
     assert process.returncode == 0 and b"Broken pipe" not in err and b"Traceback" not in err, err
+
+
+def test_train_reruns_a_run_from_its_own_config(tmp_path, capsys):
+    """``train --config RUN/config.json --out NEW`` repeats the run: the same seed gives the same metrics."""
+    first = tmp_path / "first"
+    args = ["train", "--model", "spectral", "--m1", "2", "--m2", "2", "--task", "addition", "--length", "6",
+            "--train-size", "64", "--valid-size", "16", "--test-size", "16", "--hidden", "4", "--steps", "8",
+            "--batch-size", "8", "--no-progress", "--out", str(first), "--json"]
+    assert main(args) == 0
+    original = json.loads(capsys.readouterr().out)
+    assert main(["train", "--config", str(first / "config.json"), "--out", str(tmp_path / "again"),
+                 "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["test"]["mse"] == pytest.approx(original["test"]["mse"], rel=1e-6)
+    assert main(["train", "--config", str(first / "config.json"), "--model", "rnn"]) == 1
+    assert "drop --model and --task" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text('{"train": {"model": "rnn"}}')
+    assert main(["train", "--config", str(tmp_path / "bad.json"), "--out", str(tmp_path / "x")]) == 1
+    assert "is not a run's config.json" in capsys.readouterr().err
+    assert main(["train", "--model", "rnn", "--out", str(tmp_path / "y")]) == 1
+    assert "needs --model, --task and --out" in capsys.readouterr().err

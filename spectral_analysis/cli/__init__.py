@@ -25,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spectral-analysis", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"spectral-analysis {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bars (also off when stderr is not a terminal)")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads (default: the cores not already busy, at least 1)")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spectral_analysis.cli.common import CommandError, add_output_arguments, checkpoint_arg, emit
+from spectral_analysis.cli.common import (
+    CommandError,
+    add_output_arguments,
+    checkpoint_arg,
+    emit,
+    show_progress,
+)
 from spectral_analysis.vocabulary import ARCHITECTURES, DEFAULT_DELTA, OBJECTIVES, PRIORS
 
 if TYPE_CHECKING:
@@ -93,7 +98,7 @@ def cmd_bound(args: argparse.Namespace) -> int:
     report = bound_report(subject, data=args.data, margin=args.margin, quantile=args.margin_quantile,
                           delta=args.delta, data_bound=args.data_bound, length=args.length,
                           samples=args.samples, seed=args.seed, user_data=data,
-                          progress=not args.json and sys.stderr.isatty())
+                          progress=show_progress(args))
     emit(args, json_ready(report), bound_text)
     return 0
 
@@ -114,7 +119,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
     if task.kind not in CLASS_TASKS:
         raise CommandError(f"a certificate of the 0-1 error needs one class per sequence (or per flat "
                            f"example); task {task.name!r} is {task.kind}")
-    progress = not args.json and sys.stderr.isatty()
+    progress = show_progress(args)
     record, posterior = certify(subject, task.train.inputs, task.train.targets, delta=args.delta,
                                 delta_prime=args.delta_prime, mc_samples=args.mc_samples, epochs=args.epochs,
                                 seed=args.seed, chunk_size=args.chunk_size, objective=args.objective,
@@ -148,7 +153,7 @@ def cmd_bounds_table(args: argparse.Namespace) -> int:
     names = list(args.checkpoints) or classification_entries(args.experiment)
     if not names:
         raise CommandError("no checkpoints: name some, or keep paper-scale results of a classification task")
-    progress = not args.json and sys.stderr.isatty()
+    progress = show_progress(args)
     priors = () if args.certify is None else tuple(args.certify) or ("init",)
     rows = [bounds_row(name, priors, args.mc_samples, args.epochs, args.objective)
             for name in tqdm(names, desc="checkpoints", disable=not progress)]
@@ -186,7 +191,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     subject, data = subject_and_data(args)
     report, figures = write_analysis(subject, args.out, args.samples, args.trials, args.seed, args.burn_in,
-                                     data, progress=not args.json and sys.stderr.isatty())
+                                     data, progress=show_progress(args))
     payload = {**report, "out": str(args.out), "figures": [str(f) for f in figures]}
 
     def text(p: dict) -> str:

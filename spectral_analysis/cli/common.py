@@ -53,6 +53,13 @@ def add_output_arguments(parser: argparse.ArgumentParser, tabular: bool = False)
                             help="text (default), json, csv or md (a Markdown table)")
 
 
+def show_progress(args: argparse.Namespace) -> bool:
+    """Progress bars go to stderr: off with ``--quiet`` and when stderr is not a terminal."""
+    import sys
+
+    return not getattr(args, "quiet", False) and sys.stderr.isatty()
+
+
 def output_format(args: argparse.Namespace) -> str:
     return "json" if args.json else getattr(args, "format", "text")
 

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from spectral_analysis.cli.common import CommandError, add_output_arguments, emit
+from spectral_analysis.cli.common import CommandError, add_output_arguments, emit, show_progress
 from spectral_analysis.vocabulary import SCALES
 
 
@@ -199,7 +199,8 @@ def cmd_figures(args: argparse.Namespace) -> int:
         raise CommandError(
             f"no figure is drawn from {args.experiment!r}; figures come from {sorted(READERS)}"
         )
-    drawn = draw_figures(_results(args), Path(args.out), [args.experiment] if args.experiment else None)
+    drawn = draw_figures(_results(args), Path(args.out), [args.experiment] if args.experiment else None,
+                         progress=show_progress(args))
     if not args.experiment:
         from spectral_analysis.plotting.reproduction import write_reproduction
 

@@ -37,9 +37,9 @@ MODEL_FLAGS: dict[str, dict[str, Any]] = {
 }
 
 
-def add_model_flags(parser: argparse.ArgumentParser) -> None:
+def add_model_flags(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``--model NAME`` and every model option as a flag (default: the model's own default)."""
-    parser.add_argument("--model", required=True, choices=MODEL_NAMES)
+    parser.add_argument("--model", required=required, choices=MODEL_NAMES)
     for option, spec in MODEL_FLAGS.items():
         parser.add_argument("--" + option.replace("_", "-"), dest=option, default=None, **spec)
 

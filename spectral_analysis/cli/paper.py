@@ -7,13 +7,13 @@ import time
 from pathlib import Path
 
 from spectral_analysis.checks import checks_markdown, replace_discrepancies, verdict_tally
-from spectral_analysis.cli.common import add_output_arguments, emit
+from spectral_analysis.cli.common import add_output_arguments, emit, show_progress
 from spectral_analysis.paper import PAPER_CHECKS, run_paper_checks
 
 
 def cmd_check_paper(args: argparse.Namespace) -> int:
     clock = time.perf_counter()
-    rows = run_paper_checks(args.quick, args.only)
+    rows = run_paper_checks(args.quick, args.only, progress=show_progress(args))
     seconds = time.perf_counter() - clock
     records = [record for _, record in rows]
     tally = verdict_tally(records)

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord, checks_markdown, verdict_tally
-from spectral_analysis.cli.common import add_output_arguments, emit
+from spectral_analysis.cli.common import add_output_arguments, emit, show_progress
 from spectral_analysis.symbolic import SYMBOLIC_CHECKS, run_symbolic_checks
 
 
@@ -37,7 +37,7 @@ def symbolic_markdown(rows: list[tuple[str, CheckRecord]], seconds: float) -> st
 
 def cmd_verify_symbolic(args: argparse.Namespace) -> int:
     clock = time.perf_counter()
-    rows = run_symbolic_checks(args.only)
+    rows = run_symbolic_checks(args.only, progress=show_progress(args))
     seconds = time.perf_counter() - clock
     markdown = symbolic_markdown(rows, seconds)
     if args.md is not None:

@@ -7,7 +7,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spectral_analysis.cli.common import add_output_arguments, checkpoint_arg, emit
+from spectral_analysis.cli.common import (
+    CommandError,
+    add_output_arguments,
+    checkpoint_arg,
+    emit,
+    show_progress,
+)
 from spectral_analysis.vocabulary import OPTIMIZER_NAMES, TASK_NAMES
 
 TASK_FLAGS: dict[str, dict[str, Any]] = {
@@ -33,20 +39,49 @@ def _task_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
+def config_from_file(path: str, out: str | None, device: str | None):  # noqa: ANN201 (a TrainConfig)
+    """The training configuration a run wrote (``RUN/config.json``), with ``out`` and ``device`` replaced
+    where given; a clear error for a file that is not one."""
+    import json
+
+    from spectral_analysis.train import TrainConfig
+
+    try:
+        section = json.loads(Path(path).read_text())["train"]
+        config = TrainConfig(**section)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise CommandError(f"{path} is not a run's config.json (its 'train' section): {error}") from None
+    if out is not None:
+        config.out = out
+    if device is not None:
+        config.device = device
+    return config
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from spectral_analysis.cli.models import model_options
     from spectral_analysis.train import TrainConfig, train
 
-    config = TrainConfig(
-        model=args.model, task=args.task, out=args.out, hidden=args.hidden,
-        model_options=model_options(args), task_options=_task_options(args), optimizer=args.optimizer,
-        lr=args.lr, lr_decay=args.lr_decay, batch_size=args.batch_size, steps=args.steps, epochs=args.epochs,
-        clip=args.clip, penalty=args.penalty, seed=args.seed, device=args.device,
-        record_every=args.record_every, eval_every=args.eval_every, checkpoint_every=args.checkpoint_every,
-        eval_batches=args.eval_batches, progress=not args.no_progress and not args.json)
+    progress = not args.no_progress and show_progress(args)
+    if args.config is not None:
+        if args.model is not None or args.task is not None:
+            raise CommandError("--config takes the run's own model and task: drop --model and --task")
+        config = config_from_file(args.config, args.out, args.device)
+        config.progress = progress
+    else:
+        if args.model is None or args.task is None or args.out is None:
+            raise CommandError("train needs --model, --task and --out (or --config RUN/config.json)")
+        config = TrainConfig(
+            model=args.model, task=args.task, out=args.out, hidden=args.hidden,
+            model_options=model_options(args), task_options=_task_options(args), optimizer=args.optimizer,
+            lr=args.lr, lr_decay=args.lr_decay, batch_size=args.batch_size, steps=args.steps,
+            epochs=args.epochs, clip=args.clip, penalty=args.penalty, seed=args.seed,
+            device=args.device or "auto", record_every=args.record_every, eval_every=args.eval_every,
+            checkpoint_every=args.checkpoint_every, eval_batches=args.eval_batches, progress=progress)
     if config.steps is None and config.epochs is None:
         config.steps = 1000
     summary = train(config, resume=args.resume)
+    args.out = config.out
     payload = {"out": str(Path(args.out)), "checkpoint": str(Path(args.out) / "last.safetensors"),
                **{phase: {k: v for k, v in line.items() if k != "singular_values"}
                   for phase, line in summary.items()}}
@@ -178,8 +213,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     demo.set_defaults(func=cmd_demo)
 
     tr = sub.add_parser("train", help="train a model on a task, writing checkpoints and metrics")
-    add_model_flags(tr)
-    tr.add_argument("--task", required=True, choices=TASK_NAMES)
+    tr.add_argument("--config", default=None, help="rerun a run from its own RUN/config.json (with --out, or "
+                    "--resume in place); the model, task and training flags then come from the file")
+    add_model_flags(tr, required=False)
+    tr.add_argument("--task", default=None, choices=TASK_NAMES)
     for flag, spec in TASK_FLAGS.items():
         spec = {k: v for k, v in spec.items() if k != "option"}
         tr.add_argument("--" + flag.replace("_", "-"), dest=flag, default=None, **spec)
@@ -194,14 +231,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--clip", type=float, default=None, help="clip the gradient norm to this value")
     tr.add_argument("--penalty", type=float, default=0.0, help="weight of ||sigma - sigma*||^2 (map none)")
     tr.add_argument("--seed", type=int, default=0, help="model init seed (and batch order)")
-    tr.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    tr.add_argument("--device", default=None, help="auto (default), cpu or cuda")
     tr.add_argument("--record-every", type=int, default=10)
     tr.add_argument("--eval-every", type=int, default=100)
     tr.add_argument("--checkpoint-every", type=int, default=100)
     tr.add_argument("--eval-batches", type=int, default=None, help="limit validation to this many batches")
     tr.add_argument("--resume", action="store_true", help="continue the run in --out from last.safetensors")
     tr.add_argument("--no-progress", action="store_true", help="no progress bar")
-    tr.add_argument("--out", required=True, help="run directory")
+    tr.add_argument("--out", default=None, help="run directory")
     add_output_arguments(tr)
     tr.set_defaults(func=cmd_train)
 

@@ -24,11 +24,15 @@ PAPER_CHECKS: dict[str, str] = {
 }
 
 
-def run_paper_checks(quick: bool = True, only: list[str] | None = None) -> list[tuple[str, CheckRecord]]:
-    """``(name, record)`` for every check group, or the named ones (``ValueError`` for unknown names)."""
+def run_paper_checks(quick: bool = True, only: list[str] | None = None,
+                     progress: bool = False) -> list[tuple[str, CheckRecord]]:
+    """``(name, record)`` for every check group, or the named ones (``ValueError`` for unknown names);
+    ``progress``: a bar on stderr, one step per group."""
+    from tqdm import tqdm
+
     names = select_checks(PAPER_CHECKS, only, "paper check")
     rows = []
-    for name in names:
+    for name in tqdm(names, desc="paper checks", disable=not progress, leave=False):
         module = importlib.import_module(f"spectral_analysis.paper.{PAPER_CHECKS[name]}")
         records = guarded(f"check group {name!r}", f"every check of {name!r} runs", None,
                           lambda module=module: module.run(quick))

@@ -128,6 +128,15 @@ LEARNING_FIGURES = {
         "leak",
         log_scale=False,
     ),
+    "svdrnn-fig2-r": LearningFigure(
+        "fig2a_r.png",
+        "",
+        "accuracy",
+        None,
+        "Earlier version's Fig. 2(a): row-by-row MNIST, svdRNN at r = 0.01-1 beside oRNN and RNN",
+        "",
+        log_scale=False,
+    ),
     "kru-copy": LearningFigure(
         "kru_copy.png", "length", "cross_entropy", copy_baseline, "KRU Fig. 1: copy memory", "T"
     ),
@@ -330,12 +339,16 @@ FIGURES: dict[str, Callable[[Path, Path], list[Drawn]]] = {
 READERS = {**FIGURES, **TABLES}
 
 
-def draw_figures(results: str | Path, out: str | Path, experiments: list[str] | None = None) -> list[Drawn]:
-    """Every figure and table (or those of ``experiments``) from ``results`` into ``out``."""
+def draw_figures(results: str | Path, out: str | Path, experiments: list[str] | None = None,
+                 progress: bool = False) -> list[Drawn]:
+    """Every figure and table (or those of ``experiments``) from ``results`` into ``out``; ``progress``:
+    a bar on stderr, one step per experiment."""
+    from tqdm import tqdm
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     drawn: list[Drawn] = []
-    for name, draw in READERS.items():
+    for name, draw in tqdm(READERS.items(), desc="figures", disable=not progress, leave=False):
         if experiments is None or name in experiments:
             drawn += draw(Path(results), out)
     return drawn

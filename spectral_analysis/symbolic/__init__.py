@@ -26,11 +26,15 @@ SYMBOLIC_CHECKS: dict[str, tuple[str, str]] = {
 }
 
 
-def run_symbolic_checks(only: list[str] | None = None) -> list[tuple[str, CheckRecord]]:
-    """``(name, record)`` for every check, or for the named ones (``ValueError`` naming unknown ones)."""
+def run_symbolic_checks(only: list[str] | None = None,
+                        progress: bool = False) -> list[tuple[str, CheckRecord]]:
+    """``(name, record)`` for every check, or for the named ones (``ValueError`` naming unknown ones);
+    ``progress``: a bar on stderr, one step per check."""
+    from tqdm import tqdm
+
     names = select_checks(SYMBOLIC_CHECKS, only, "symbolic check")
     rows = []
-    for name in names:
+    for name in tqdm(names, desc="symbolic checks", disable=not progress, leave=False):
         module, function = SYMBOLIC_CHECKS[name]
         result = getattr(importlib.import_module(f"spectral_analysis.symbolic.{module}"), function)()
         rows += [(name, record) for record in (result if isinstance(result, list) else [result])]
