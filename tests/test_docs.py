@@ -90,3 +90,21 @@ def test_the_tutorials_execute_and_their_notebooks_hold_their_code(script):
 
     assert code(committed) == code(notebook), f"regenerate: python scripts/make_notebooks.py {script.stem}"
     assert any(c.get("outputs") for c in committed.cells if c.cell_type == "code"), "no outputs committed"
+
+
+API_MODULES = ["spectral_analysis", "spectral_analysis.tables", "spectral_analysis.nn.parametrize",
+               "spectral_analysis.nn.registry", "spectral_analysis.analysis.certify",
+               "spectral_analysis.analysis.unrolled_bound", "spectral_analysis.analysis.spectra"]
+
+
+@pytest.mark.parametrize("name", API_MODULES)
+def test_the_api_examples_run(name):
+    """The examples in the docstrings of the API reference's entry points (docs/api.md) are doctests."""
+    import doctest
+    import importlib
+
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0, result
+    page = (DOCS / "api.md").read_text()
+    assert f"::: {name}" in page or name == "spectral_analysis"

@@ -58,7 +58,11 @@ def kl_bernoulli(q: float, p: float) -> float:
 
 
 def kl_inverse_upper(q: float, bound: float, iterations: int = 200) -> float:
-    """The largest ``p >= q`` with ``kl(q || p) <= bound``, by bisection in float64."""
+    """The largest ``p >= q`` with ``kl(q || p) <= bound``, by bisection in float64.
+
+    >>> round(kl_inverse_upper(0.0, math.log(2)), 6)  # kl(0 || p) = -ln(1 - p)
+    0.5
+    """
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"q must lie in [0, 1], got {q}")
     if not bound >= 0.0 or math.isnan(bound):
@@ -115,7 +119,12 @@ def _surrogate(logits: Tensor, labels: Tensor) -> Tensor:
 
 def pac_bayes_objective(surrogate: Tensor, kl: Tensor, m: int, delta: float,
                         objective: str = "classic") -> Tensor:
-    """The training objective (module docstring) from the surrogate loss ``L`` and ``KL(Q||P)``."""
+    """The training objective (module docstring) from the surrogate loss ``L`` and ``KL(Q||P)``.
+
+    >>> value = pac_bayes_objective(torch.tensor(0.1), torch.tensor(50.0), m=10000, delta=0.025)
+    >>> bool(value > kl_inverse_upper(0.1, (50 + math.log(2 * 100 / 0.025)) / 10000))
+    True
+    """
     complexity = (kl + math.log(2 * math.sqrt(m) / delta)) / m
     if objective == "classic":
         return surrogate + torch.sqrt(complexity / 2)

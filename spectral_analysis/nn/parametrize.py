@@ -164,6 +164,12 @@ def svd_parametrize(module: nn.Module, name: str = "weight", m1: int | None = No
     ``m1``, ``m2``: reflectors of U and V (default min(r, c), enough for every matrix, Theorem 4);
     ``sigma``: ``(sigma_star, r)`` for the sigmoid range, a :class:`SigmaMap`, or ``None``;
     ``init``: see the module docstring.
+
+    >>> import torch
+    >>> layer = svd_parametrize(torch.nn.Linear(6, 4), sigma=(1.0, 0.05))
+    >>> s = torch.linalg.svdvals(layer.weight.detach())
+    >>> bool(s.min() >= 0.95 - 1e-6 and s.max() <= 1.05 + 1e-6)
+    True
     """
     weight = getattr(module, name, None)
     if not isinstance(weight, Tensor):
@@ -194,7 +200,13 @@ def _svd_parametrization(module: nn.Module, name: str) -> tuple[SVDParametrizati
 
 def svd_factors(module: nn.Module, name: str = "weight") -> dict[str, Tensor]:
     """The factors of an SVD-parametrized weight by name: masked ``u_reflectors``, ``v_reflectors``,
-    ``sigma_raw`` and ``sigma`` (the diagonal of Eq. 6, differentiable)."""
+    ``sigma_raw`` and ``sigma`` (the diagonal of Eq. 6, differentiable).
+
+    >>> import torch
+    >>> factors = svd_factors(svd_parametrize(torch.nn.Linear(3, 5)))
+    >>> sorted(factors), tuple(factors["sigma"].shape)
+    (['sigma', 'sigma_raw', 'u_reflectors', 'v_reflectors'], (3,))
+    """
     param, plist = _svd_parametrization(module, name)
     Yu, Yv, raw = plist.original0, plist.original1, plist.original2
     return {"u_reflectors": Yu * param.mask_u.to(Yu.dtype), "v_reflectors": Yv * param.mask_v.to(Yv.dtype),
