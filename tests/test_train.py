@@ -289,3 +289,27 @@ def test_divergence_stops_with_the_failing_step_logged_and_the_last_good_checkpo
     last = load_checkpoint(tmp_path / "run" / "last.safetensors")
     assert last.metadata["step"] == 4
     assert all(bool(torch.isfinite(v).all()) for v in last.model.state_dict().values())
+
+
+def test_tensorboard_event_files_mirror_the_log(tmp_path):
+    """``--tensorboard``: every numeric metric of metrics.jsonl as a scalar, the singular values as a
+    histogram; the values equal the log's."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from spectral_analysis.cli import main
+
+    out = tmp_path / "run"
+    assert main(["train", "--model", "spectral", "--m1", "2", "--m2", "2", "--task", "addition", "--length", "5",
+                 "--train-size", "32", "--valid-size", "8", "--test-size", "8", "--hidden", "4", "--steps", "6",
+                 "--batch-size", "8", "--record-every", "2", "--eval-every", "3", "--no-progress",
+                 "--tensorboard", "--out", str(out), "--json"]) == 0
+    events = EventAccumulator(str(out / "tensorboard"), size_guidance={"scalars": 0, "histograms": 0}).Reload()
+    scalars = set(events.Tags()["scalars"])
+    assert {"train/loss", "train/spectral_margin", "valid/mse", "test/mse"} <= scalars
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    logged = {r["step"]: r["loss"] for r in rows if r.get("phase", "train") == "train" and "loss" in r}
+    written = {e.step: e.value for e in events.Scalars("train/loss")}
+    assert written.keys() == logged.keys()
+    assert all(written[s] == pytest.approx(logged[s], rel=1e-6) for s in logged)
+    assert any(t.startswith("train/singular_values") for t in events.Tags()["histograms"])

@@ -67,7 +67,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if args.model is not None or args.task is not None:
             raise CommandError("--config takes the run's own model and task: drop --model and --task")
         config = config_from_file(args.config, args.out, args.device)
-        config.progress = progress
+        config.progress, config.tensorboard = progress, args.tensorboard or config.tensorboard
     else:
         if args.model is None or args.task is None or args.out is None:
             raise CommandError("train needs --model, --task and --out (or --config RUN/config.json)")
@@ -77,7 +77,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             lr=args.lr, lr_decay=args.lr_decay, batch_size=args.batch_size, steps=args.steps,
             epochs=args.epochs, clip=args.clip, penalty=args.penalty, seed=args.seed,
             device=args.device or "auto", record_every=args.record_every, eval_every=args.eval_every,
-            checkpoint_every=args.checkpoint_every, eval_batches=args.eval_batches, progress=progress)
+            checkpoint_every=args.checkpoint_every, eval_batches=args.eval_batches, progress=progress,
+            tensorboard=args.tensorboard)
     if config.steps is None and config.epochs is None:
         config.steps = 1000
     summary = train(config, resume=args.resume)
@@ -238,6 +239,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--eval-batches", type=int, default=None, help="limit validation to this many batches")
     tr.add_argument("--resume", action="store_true", help="continue the run in --out from last.safetensors")
     tr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    tr.add_argument("--tensorboard", action="store_true", help="also write TensorBoard event files into "
+                    "OUT/tensorboard (tensorboard --logdir OUT)")
     tr.add_argument("--out", default=None, help="run directory")
     add_output_arguments(tr)
     tr.set_defaults(func=cmd_train)

@@ -55,10 +55,11 @@ def evaluate(model: nn.Module, task: TaskData, split: Split, batch_size: int, de
 
 
 class RunLog:
-    """``metrics.jsonl``: one JSON object a line, flushed and fsynced as it is written."""
+    """``metrics.jsonl``: one JSON object a line, flushed and fsynced as it is written; ``mirror`` (e.g.
+    a :class:`~spectral_analysis.train.tensorboard.TensorBoardMirror`) gets every row too."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, mirror: Any = None) -> None:
+        self.path, self.mirror = path, mirror
 
     def truncate_after(self, step: int) -> None:
         """Drop the lines of steps after ``step`` (what a killed run wrote past its last checkpoint)."""
@@ -72,6 +73,8 @@ class RunLog:
             f.write(json.dumps(record) + "\n")
             f.flush()
             os.fsync(f.fileno())
+        if self.mirror is not None:
+            self.mirror.write(record)
 
     def read(self) -> list[dict[str, Any]]:
         """The rows, validated (:func:`~spectral_analysis.train.schema.validate_log_row`). A torn last

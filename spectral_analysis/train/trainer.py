@@ -38,10 +38,11 @@ from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
 from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
 from spectral_analysis.train.evaluation import RunLog, evaluate, model_outputs
 from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
+from spectral_analysis.train.tensorboard import TensorBoardMirror
 from spectral_analysis.vocabulary import OPTIMIZER_NAMES
 
 OPTIMIZERS = dict(zip(OPTIMIZER_NAMES, (torch.optim.Adam, torch.optim.RMSprop, torch.optim.SGD), strict=True))
-RESUMABLE_CHANGES = ("steps", "epochs", "device", "progress")
+RESUMABLE_CHANGES = ("steps", "epochs", "device", "progress", "tensorboard")
 
 
 @dataclass
@@ -69,6 +70,7 @@ class TrainConfig:
     eval_batches: int | None = None
     test_batches: int | None = None  # limit the final test evaluation (smoke-scale sweeps)
     progress: bool = True
+    tensorboard: bool = False  # also write TensorBoard event files into out/tensorboard
 
     def validate(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -175,7 +177,8 @@ class Trainer:
         config.validate()
         self.config, self.out = config, Path(config.out)
         self.device = resolve_device(config.device)
-        self.log = RunLog(self.out / "metrics.jsonl")
+        mirror = TensorBoardMirror(self.out / "tensorboard") if config.tensorboard else None
+        self.log = RunLog(self.out / "metrics.jsonl", mirror)
         last = self.out / "last.safetensors"
         self._restart = False
         if resume and not last.is_file():
