@@ -313,3 +313,19 @@ def test_tensorboard_event_files_mirror_the_log(tmp_path):
     assert written.keys() == logged.keys()
     assert all(written[s] == pytest.approx(logged[s], rel=1e-6) for s in logged)
     assert any(t.startswith("train/singular_values") for t in events.Tags()["histograms"])
+
+
+def test_a_sweep_trial_writes_tensorboard_events_when_asked(tmp_path):
+    pytest.importorskip("tensorboard")
+    from dataclasses import asdict
+
+    from spectral_analysis.experiments import load_catalog
+    from spectral_analysis.experiments.runner import TrialSpec, run_trial
+
+    trial = load_catalog()["fig1-addition"].trials("smoke")[0]
+    for tensorboard in (False, True):
+        run_dir = tmp_path / f"run-{tensorboard}"
+        outcome = run_trial(TrialSpec(asdict(trial), str(run_dir), str(tmp_path / f"results-{tensorboard}"),
+                                      "cpu", "test", tensorboard=tensorboard))
+        assert outcome["status"] == "done"
+        assert any((run_dir / "tensorboard").glob("events.out.tfevents.*")) == tensorboard

@@ -114,6 +114,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 results=_results(args),
                 time_budget=args.time_budget,
                 retry_failed=args.retry_failed,
+                tensorboard=args.tensorboard,
                 report=report,
             )
             sweeps.append(
@@ -286,6 +287,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="checkpoint and stop every trial after this many seconds; rerun to resume",
     )
     run.add_argument("--retry-failed", action="store_true", help="run the trials kept as failed again")
+    run.add_argument("--tensorboard", action="store_true", help="every trial also writes TensorBoard event "
+                     "files into its run directory (tensorboard --logdir OUT/NAME)")
     common(run)
     run.set_defaults(func=cmd_run)
 

@@ -47,6 +47,7 @@ class TrialSpec:
     git_revision: str
     deadline: float | None = None  # time.time() after which the trial checkpoints and stops
     threads: int = 1
+    tensorboard: bool = False  # the trainer also writes TensorBoard event files into the run directory
 
 
 @dataclass
@@ -94,7 +95,9 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     stop = None if spec.deadline is None else (lambda _step: time.time() >= spec.deadline)
     try:
-        trainer = Trainer(trial.train_config(run_dir, spec.device), resume=resume)
+        config = trial.train_config(run_dir, spec.device)
+        config.tensorboard = spec.tensorboard
+        trainer = Trainer(config, resume=resume)
         trainer.run(stop=stop)
         status, error = ("done" if trainer.finished else "unfinished"), None
     except Exception as exc:  # noqa: BLE001 (any failure of one trial is recorded; the grid goes on)
@@ -207,6 +210,7 @@ def run_sweep(
     results: str | Path | None = None,
     time_budget: float | None = None,
     retry_failed: bool = False,
+    tensorboard: bool = False,
     report: Callable[[str], None] = print,
 ) -> SweepOutcome:
     """Run the grid of ``experiment`` at ``scale`` on Ray Tune (see the module docstring)."""
@@ -249,6 +253,7 @@ def run_sweep(
                 "cuda" if gpus_per_trial else "cpu",
                 revision,
                 deadline,
+                tensorboard=tensorboard,
             )
         )
     if specs:
