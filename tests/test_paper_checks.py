@@ -70,7 +70,11 @@ def test_benchmark_figure_regenerates(tmp_path):
     report = ROOT / "benchmarks" / "householder_cpu.json"
     data = json.loads(report.read_text())
     assert {c["n"] for c in data["cases"]} == {128, 512, 1024}
-    out = plot_householder_benchmark(report, tmp_path / "speed.png")
+    from spectral_analysis.plotting.paper_figures import save_figure
+
+    axes = plot_householder_benchmark(report)
+    assert len(axes.patches) == 3 * len(data["cases"])  # three bars per case
+    out = save_figure(axes.figure, tmp_path / "speed.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -131,6 +135,7 @@ def test_bounds_on_trained_checkpoints(all_records):
 
 
 def test_paper_figure_functions_write_pngs(tmp_path):
+    import matplotlib.pyplot as plt
     import numpy as np
 
     from spectral_analysis.plotting.paper_figures import (
@@ -139,18 +144,23 @@ def test_paper_figure_functions_write_pngs(tmp_path):
         plot_learning_curves,
         plot_lyapunov_spectra,
         plot_training_dynamics,
+        save_figure,
     )
 
     steps = {"a": np.arange(10.0), "b": np.arange(10.0)}
+    fig, (left, right) = plt.subplots(1, 2)  # the one-panel plots draw on the Axes they are given
+    assert plot_bound_growth({"a": {10: 1.0, 100: 3.0}, "b": {10: 1.0, 100: 1.5}}, "t", left) is left
+    assert plot_jacobian_decay({"a": np.zeros((2, 11)), "b": -np.ones((2, 11))}, "t", right) is right
+    assert [line.get_label() for line in left.get_lines()] == ["a", "b"]
     paths = [
-        plot_bound_growth({"a": {10: 1.0, 100: 3.0}, "b": {10: 1.0, 100: 1.5}}, "t", tmp_path / "g.png"),
-        plot_jacobian_decay({"a": np.zeros((2, 11)), "b": -np.ones((2, 11))}, "t", tmp_path / "j.png"),
-        plot_lyapunov_spectra({"a": -np.ones((2, 4))}, "t", tmp_path / "l.png"),
-        plot_training_dynamics(steps, {k: v / 10 for k, v in steps.items()},
-                               {k: np.exp(-v) for k, v in steps.items()}, "t", tmp_path / "d.png"),
-        plot_learning_curves({30: {"a": {"steps": np.arange(3.0), "metric": np.ones(3),
-                                         "grad_steps": np.arange(3.0), "grad": np.ones(3)}}},
-                             "MSE", {30: 0.167}, "t", tmp_path / "c.png", length_name="T"),
+        save_figure(fig, tmp_path / "g.png"),
+        save_figure(plot_lyapunov_spectra({"a": -np.ones((2, 4))}, "t").figure, tmp_path / "l.png"),
+        save_figure(plot_training_dynamics(steps, {k: v / 10 for k, v in steps.items()},
+                                           {k: np.exp(-v) for k, v in steps.items()}, "t"),
+                    tmp_path / "d.png"),
+        save_figure(plot_learning_curves({30: {"a": {"steps": np.arange(3.0), "metric": np.ones(3),
+                                                     "grad_steps": np.arange(3.0), "grad": np.ones(3)}}},
+                                         "MSE", {30: 0.167}, "t", length_name="T"), tmp_path / "c.png"),
     ]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
 

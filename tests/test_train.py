@@ -300,11 +300,12 @@ def test_tensorboard_event_files_mirror_the_log(tmp_path):
     from spectral_analysis.cli import main
 
     out = tmp_path / "run"
-    assert main(["train", "--model", "spectral", "--m1", "2", "--m2", "2", "--task", "addition", "--length", "5",
-                 "--train-size", "32", "--valid-size", "8", "--test-size", "8", "--hidden", "4", "--steps", "6",
-                 "--batch-size", "8", "--record-every", "2", "--eval-every", "3", "--no-progress",
-                 "--tensorboard", "--out", str(out), "--json"]) == 0
-    events = EventAccumulator(str(out / "tensorboard"), size_guidance={"scalars": 0, "histograms": 0}).Reload()
+    assert main(["train", "--model", "spectral", "--m1", "2", "--m2", "2", "--task", "addition",
+                 "--length", "5", "--train-size", "32", "--valid-size", "8", "--test-size", "8",
+                 "--hidden", "4", "--steps", "6", "--batch-size", "8", "--record-every", "2",
+                 "--eval-every", "3", "--no-progress", "--tensorboard", "--out", str(out), "--json"]) == 0
+    guidance = {"scalars": 0, "histograms": 0}
+    events = EventAccumulator(str(out / "tensorboard"), size_guidance=guidance).Reload()
     scalars = set(events.Tags()["scalars"])
     assert {"train/loss", "train/spectral_margin", "valid/mse", "test/mse"} <= scalars
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

@@ -163,10 +163,12 @@ def cmd_bounds_table(args: argparse.Namespace) -> int:
             writer.writeheader()
             writer.writerows(rows)
     if args.figure:
-        from spectral_analysis.plotting.bounds_figure import save_bounds_figure
+        from spectral_analysis.plotting.bounds_figure import plot_bounds_against_error
+        from spectral_analysis.plotting.paper_figures import save_figure
+
         tasks = sorted({r["task"] for r in rows})
-        save_bounds_figure(rows, f"Generalization bounds against test error ({', '.join(tasks)}; "
-                                 f"{len(rows)} checkpoints)", args.figure)
+        title = f"Generalization bounds against test error ({', '.join(tasks)}; {len(rows)} checkpoints)"
+        save_figure(plot_bounds_against_error(rows, title), args.figure)
 
     emit(args, json_ready({"rows": rows}), lambda p: render(p["rows"], "md", COLUMNS), lambda p: p["rows"])
     return 0

@@ -10,16 +10,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
+from spectral_analysis.plotting.paper_figures import save_figure
+
 
 def _finite(values: list[Any]) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-
-
-def _save(fig: plt.Figure, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
@@ -47,7 +42,7 @@ def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
     axes[2].set_xlabel("t (step)")
     axes[2].set_ylabel(r"$\|\partial L/\partial h^{(t)}\|$")
     fig.suptitle(f"{name}: Jacobian products and gradient flow ({report['task']}, T = {T})", fontsize=11)
-    paths.append(_save(fig, out / "jacobians.png"))
+    paths.append(save_figure(fig, out / "jacobians.png"))
 
     fig, ax = plt.subplots(figsize=(6, 4))
     exponents = _finite(report["lyapunov_exponents"])
@@ -56,7 +51,7 @@ def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
     ax.set_xlabel("index i")
     ax.set_ylabel(r"Lyapunov exponent $\lambda_i$ (nats / step)")
     ax.set_title(f"{name}: Lyapunov spectrum ({report['task']})", fontsize=11)
-    paths.append(_save(fig, out / "lyapunov.png"))
+    paths.append(save_figure(fig, out / "lyapunov.png"))
 
     trajectory = report.get("trajectory")
     if isinstance(trajectory, list) and trajectory:
@@ -71,15 +66,18 @@ def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
         for ax in axes:
             ax.set_xlabel("training step")
         fig.suptitle(f"{name}: training trajectory", fontsize=11)
-        paths.append(_save(fig, out / "trajectory.png"))
+        paths.append(save_figure(fig, out / "trajectory.png"))
     return paths
 
 
 def plot_singular_value_heatmap(steps: np.ndarray, singular_values: np.ndarray, title: str,
-                                out: str | Path) -> Path:
-    """Singular values of W (rows: index, columns: training step) as a heat map."""
+                                ax: plt.Axes | None = None) -> plt.Axes:
+    """Singular values of W (rows: index, columns: training step) as a heat map on ``ax`` (default: a new
+    figure)."""
     sns.set_theme(style="white", context="notebook")
-    fig, ax = plt.subplots(figsize=(8, 4))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4))
+    fig = ax.figure
     first, last = float(steps[0]), float(steps[-1])
     if first == last:  # one recorded step: give it a visible width
         first, last = first - 0.5, last + 0.5
@@ -89,4 +87,4 @@ def plot_singular_value_heatmap(steps: np.ndarray, singular_values: np.ndarray, 
     ax.set_xlabel("training step")
     ax.set_ylabel("index i (descending)")
     ax.set_title(textwrap.fill(title, width=int(12 * fig.get_figwidth())), fontsize=11)
-    return _save(fig, Path(out))
+    return ax

@@ -12,6 +12,7 @@ from spectral_analysis.data.arrays import UserData
 from spectral_analysis.experiments.results import read_singular_values
 from spectral_analysis.io import Subject
 from spectral_analysis.plotting.analysis import plot_analysis, plot_singular_value_heatmap
+from spectral_analysis.plotting.paper_figures import save_figure
 
 
 def write_analysis(subject: Subject, out: str | Path, samples: int = 8, trials: int = 20, seed: int = 0,
@@ -31,11 +32,11 @@ def write_analysis(subject: Subject, out: str | Path, samples: int = 8, trials: 
     kept = None if subject.imported else read_singular_values(Path(checkpoint_path).parent)
     if run is not None and isinstance(report["trajectory"], list):
         trajectory = read_trajectory(run)
-        figures.append(plot_singular_value_heatmap(
-            trajectory.steps, trajectory.singular_values[0],
-            f"{trajectory.model}: singular values of W over training", out / "singular_values.png"))
+        axes = plot_singular_value_heatmap(trajectory.steps, trajectory.singular_values[0],
+                                           f"{trajectory.model}: singular values of W over training")
+        figures.append(save_figure(axes.figure, out / "singular_values.png"))
     elif kept is not None:
-        figures.append(plot_singular_value_heatmap(
-            kept[0], kept[1][0], f"{report['model']['name']}: singular values of W over training",
-            out / "singular_values.png"))
+        axes = plot_singular_value_heatmap(kept[0], kept[1][0],
+                                           f"{report['model']['name']}: singular values of W over training")
+        figures.append(save_figure(axes.figure, out / "singular_values.png"))
     return report, figures

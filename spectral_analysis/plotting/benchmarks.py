@@ -9,15 +9,17 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 
-def plot_householder_benchmark(report: str | Path, out: str | Path) -> Path:
-    """Bars of forward + backward time relative to one n x n matmul, per (n, m) and method."""
+def plot_householder_benchmark(report: str | Path, ax: plt.Axes | None = None) -> plt.Axes:
+    """Bars of forward + backward time relative to one n x n matmul, per (n, m) and method, on ``ax``
+    (default: a new figure)."""
     data = json.loads(Path(report).read_text())
     cases = data["cases"]
     labels = [f"n={c['n']}\nm={c['m']}" for c in cases]
     blocked = [c["blocked_over_matmul"] for c in cases]
     sequential = [c["blocked_over_matmul"] * c["sequential_over_blocked"] for c in cases]
     torch_ref = [c["blocked_over_matmul"] * c["torch_over_blocked"] for c in cases]
-    fig, ax = plt.subplots(figsize=(12, 4.2))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(12, 4.2))
     width = 0.27
     xs = range(len(cases))
     for offset, values, name in ((-width, blocked, "blocked compact WY (ours)"),
@@ -32,11 +34,7 @@ def plot_householder_benchmark(report: str | Path, out: str | Path) -> Path:
     ax.set_title(f"Product of m Householder reflectors ({data['dtype']}, {machine['device']}, "
                  f"{machine['threads']} threads, torch {machine['torch']})", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    out = Path(out)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return ax
 
 
 def benchmarks_markdown(directory: str | Path) -> str:

@@ -3,7 +3,6 @@ layer; rows from :func:`spectral_analysis.analysis.bounds_table.bounds_row`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -79,13 +78,6 @@ def plot_bounds_against_error(rows: list[dict[str, Any]], title: str) -> plt.Fig
     right.set_xlabel("model, by the largest singular value of W its structure allows")
     right.legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
     return fig
 
 
-def save_bounds_figure(rows: list[dict[str, Any]], title: str, out: str | Path) -> Path:
-    """Write :func:`plot_bounds_against_error` to ``out`` (PNG)."""
-    fig = plot_bounds_against_error(rows, title)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return Path(out)

@@ -11,15 +11,10 @@ import numpy as np
 import seaborn as sns
 from matplotlib.ticker import NullFormatter
 
+from spectral_analysis.plotting.paper_figures import save_figure
+
 KIND_COLORS = {"minimum": "tab:green", "saddle": "tab:orange", "maximum": "tab:red",
                "degenerate": "tab:purple"}
-
-
-def _save(fig: plt.Figure, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def _inequality_figure(report: dict[str, Any], out: Path) -> Path:
@@ -57,7 +52,7 @@ def _inequality_figure(report: dict[str, Any], out: Path) -> Path:
                      f"at s = 0 the gradient vanishes, R - R* = {found['point']['gap']:.3g}, "
                      rf"$\sigma_{{\min}}$ = {found['point']['sigma_min']:.3f}", fontsize=9)
         ax.legend(fontsize=8)
-    return _save(fig, out / "landscape_inequality.png")
+    return save_figure(fig, out / "landscape_inequality.png")
 
 
 def _critical_points_figure(report: dict[str, Any], out: Path) -> Path:
@@ -79,7 +74,7 @@ def _critical_points_figure(report: dict[str, Any], out: Path) -> Path:
     ax.set_xlabel(r"$\sigma_{\min}(W)$ at the critical point")
     ax.set_ylabel(r"risk gap $R(W) - R^*$ (symlog)")
     ax.set_title(f"critical points found (n = {p['n']}, t = {p['t']}, n_y = {p['n_y']})", fontsize=10)
-    return _save(fig, out / "landscape_critical_points.png")
+    return save_figure(fig, out / "landscape_critical_points.png")
 
 
 def _descent_figure(report: dict[str, Any], out: Path) -> Path:
@@ -97,7 +92,7 @@ def _descent_figure(report: dict[str, Any], out: Path) -> Path:
     ax.set_ylabel(r"risk gap $R(W) - R^*$")
     ax.set_title("Corollary 1: descent from the same starts", fontsize=10)
     ax.legend(fontsize=8)
-    return _save(fig, out / "landscape_descent.png")
+    return save_figure(fig, out / "landscape_descent.png")
 
 
 def plot_landscape(report: dict[str, Any], out: str | Path) -> list[Path]:

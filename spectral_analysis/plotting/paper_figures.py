@@ -1,6 +1,8 @@
 """Figures regenerated from code (``scripts/make_figures.py``): one consistent seaborn style, labelled
 axes with units, log scales where values span decades. Each function takes plain data (lists, arrays,
-dicts by model name) and writes one PNG."""
+dicts by model name) and returns the matplotlib ``Axes`` (one panel; drawn on ``ax`` when given) or
+``Figure`` (several panels); :func:`save_figure` writes one to a PNG. Nothing here picks a backend:
+a notebook shows the figures inline, the command line writes files."""
 
 from __future__ import annotations
 
@@ -21,19 +23,22 @@ def _wrapped(title: str, fig: plt.Figure) -> str:
     return textwrap.fill(title, width=int(12 * fig.get_figwidth()))
 
 
-def _save(fig: plt.Figure, path: Path) -> Path:
+def save_figure(fig: plt.Figure, out: str | Path) -> Path:
+    """Lay out, write ``fig`` as a PNG at ``out`` (110 dpi) and close it; returns the path."""
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(out, dpi=110)
     plt.close(fig)
-    return path
+    return Path(out)
 
 
 def line_chart(series: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, ylabel: str, title: str,
-                out: str | Path, style: str = "-", log_x: bool = False, zero_line: bool = False,
-                symlog_y: float | None = None) -> Path:
-    """One line per model from ``series[model] = (x, y)``, labelled, one figure."""
+               ax: plt.Axes | None = None, style: str = "-", log_x: bool = False, zero_line: bool = False,
+               symlog_y: float | None = None) -> plt.Axes:
+    """One line per model from ``series[model] = (x, y)``, labelled, on ``ax`` (default: a new figure)."""
     _style()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4.5))
+    fig = ax.figure
     for model, (x, y) in series.items():
         ax.plot(x, y, style, ms=3 if style == ".-" else 6, label=model)
     if log_x:
@@ -46,34 +51,37 @@ def line_chart(series: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, yl
     ax.set_ylabel(ylabel)
     ax.set_title(_wrapped(title, fig), fontsize=10)
     ax.legend(fontsize=8)
-    return _save(fig, Path(out))
+    return ax
 
 
-def plot_bound_growth(log10_G: dict[str, dict[int, float]], title: str, out: str | Path) -> Path:
+def plot_bound_growth(log10_G: dict[str, dict[int, float]], title: str,
+                      ax: plt.Axes | None = None) -> plt.Axes:
     """log10 G(w) of Theorem 5 against the sequence length T, one line per model."""
     series = {m: (np.array(sorted(v)), np.array([v[t] for t in sorted(v)])) for m, v in log10_G.items()}
     return line_chart(series, "sequence length T (steps, log scale)", r"$\log_{10} G(w)$ (Theorem 5)", title,
-                       out, style="o-", log_x=True)
+                      ax, style="o-", log_x=True)
 
 
-def plot_jacobian_decay(log10_norms: dict[str, np.ndarray], title: str, out: str | Path) -> Path:
+def plot_jacobian_decay(log10_norms: dict[str, np.ndarray], title: str,
+                        ax: plt.Axes | None = None) -> plt.Axes:
     """Mean over samples of log10 ||dh^(T)/dh^(t)|| against T - t, one line per model."""
     series = {m: (v.shape[-1] - 1 - np.arange(v.shape[-1]), np.nanmean(v, axis=0))
               for m, v in log10_norms.items()}
     ylabel = r"$\log_{10} \|\partial h^{(T)} / \partial h^{(t)}\|_2$ (mean over samples)"
-    return line_chart(series, "T - t (steps)", ylabel, title, out)
+    return line_chart(series, "T - t (steps)", ylabel, title, ax)
 
 
-def plot_lyapunov_spectra(exponents: dict[str, np.ndarray], title: str, out: str | Path) -> Path:
+def plot_lyapunov_spectra(exponents: dict[str, np.ndarray], title: str,
+                          ax: plt.Axes | None = None) -> plt.Axes:
     """Lyapunov exponents (nats per step, mean over samples) against their index, one line per model;
     exponents of -inf (directions every step zeroes, e.g. ReLU units that never fire) are not drawn."""
     series = {m: (np.arange(1, v.shape[-1] + 1), np.mean(v, axis=0)) for m, v in exponents.items()}
     return line_chart(series, "index i (descending)", r"Lyapunov exponent $\lambda_i$ (nats / step, symlog)",
-                       title, out, style=".-", zero_line=True, symlog_y=0.1)
+                      title, ax, style=".-", zero_line=True, symlog_y=0.1)
 
 
 def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.ndarray],
-                           gradients: dict[str, np.ndarray], title: str, out: str | Path) -> Path:
+                           gradients: dict[str, np.ndarray], title: str) -> plt.Figure:
     """Fig. 4's two panels: the spectral margin max_i |sigma_i - 1| and ||dL/dh^(0)|| over training."""
     _style()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
@@ -87,12 +95,12 @@ def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.n
         ax.set_xlabel("training step")
         ax.legend(fontsize=8)
     fig.suptitle(_wrapped(title, fig), fontsize=10)
-    return _save(fig, Path(out))
+    return fig
 
 
 def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], metric: str,
-                         baseline: float | dict[int, float] | None, title: str, out: str | Path,
-                         length_name: str = "L", log_scale: bool | None = None) -> Path:
+                         baseline: float | dict[int, float] | None, title: str,
+                         length_name: str = "L", log_scale: bool | None = None) -> plt.Figure:
     """Fig. 1-style grid: for each sequence length (columns), ``metric`` on the validation data (top) and
     ``||dL/dh^(0)||`` (bottom) over training, one line per model. ``curves[L][model]`` holds arrays
     ``steps``, ``metric``, ``grad_steps``, ``grad``; columns in the order of ``curves``, titled
@@ -126,11 +134,11 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
         axes[1, col].set_xlabel("training step")
     axes[0, 0].legend(fontsize=8)
     fig.suptitle(_wrapped(title, fig), fontsize=10)
-    return _save(fig, Path(out))
+    return fig
 
 
 def plot_depth_sweep(accuracy: dict[str, dict[int, float]], curves: dict[str, tuple[np.ndarray, np.ndarray]],
-                     deepest: int, title: str, out: str | Path) -> Path:
+                     deepest: int, title: str) -> plt.Figure:
     """Fig. 5: test accuracy against the number of hidden layers L (left) and the validation accuracy
     over training at the deepest L (right), one line per model. A variant ``"name (...)"`` is drawn dashed
     in the colour of ``name``."""
@@ -152,4 +160,4 @@ def plot_depth_sweep(accuracy: dict[str, dict[int, float]], curves: dict[str, tu
         ax.set_ylim(0, 1)
     axes[0].legend(fontsize=8, loc="lower left")
     fig.suptitle(_wrapped(title, fig), fontsize=10)
-    return _save(fig, Path(out))
+    return fig

@@ -33,6 +33,7 @@ from spectral_analysis.plotting.paper_figures import (
     plot_learning_curves,
     plot_lyapunov_spectra,
     plot_training_dynamics,
+    save_figure,
 )
 from spectral_analysis.plotting.results_tables import TABLES
 from spectral_analysis.train import load_checkpoint
@@ -102,16 +103,15 @@ class LearningFigure:
         )
         levels = {k: self.baseline(k) for k in panels} if callable(self.baseline) else self.baseline
         size = ", ".join(sorted({f"n = {g.rows[0]['hidden']}" for g in grid.groups}))
-        path = plot_learning_curves(
+        figure = plot_learning_curves(
             panels,
             self.metric.replace("_", " "),
             levels,
             f"{self.title} ({size}; {grid.stamp()})",
-            out / self.file,
             length_name=self.axis_name,
             log_scale=self.log_scale,
         )
-        return [_drawn(path, grid)]
+        return [_drawn(save_figure(figure, out / self.file), grid)]
 
 
 LEARNING_FIGURES = {
@@ -175,14 +175,16 @@ def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
     size = f"n = {grid.groups[0].rows[0]['hidden']}"
     drawn = [
         _drawn(
-            plot_learning_curves(
-                panels,
-                "accuracy",
-                0.1,
-                f"Fig. 3: pixel and permuted MNIST ({size}; {grid.stamp()}; chance 0.1)",
+            save_figure(
+                plot_learning_curves(
+                    panels,
+                    "accuracy",
+                    0.1,
+                    f"Fig. 3: pixel and permuted MNIST ({size}; {grid.stamp()}; chance 0.1)",
+                    length_name="",
+                    log_scale=False,
+                ),
                 out / "fig3_mnist.png",
-                length_name="",
-                log_scale=False,
             ),
             grid,
         )
@@ -193,14 +195,14 @@ def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
             steps[g.variant], margin = g.curve("train", "spectral_margin")
             margins[g.variant] = margin.mean
             gradients[g.variant] = g.curve("train", "grad_h0_norm")[1].mean
-    path = plot_training_dynamics(
+    figure = plot_training_dynamics(
         steps,
         margins,
         gradients,
         "Fig. 4: spectral margin and gradient at the first "
         f"cell, pixel MNIST 784 steps ({size}; {grid.stamp()}; mean over seeds)",
-        out / "fig4_mnist_dynamics.png",
     )
+    path = save_figure(figure, out / "fig4_mnist_dynamics.png")
     return drawn + [_drawn(path, grid, "from the pixel-MNIST 784-step trials of fig3-mnist")]
 
 
@@ -222,7 +224,8 @@ def fig5(results: Path, out: Path) -> list[Drawn]:
         f"Fig. 5: flattened MNIST, width {grid.groups[0].rows[0]['hidden']}, test accuracy (mean over "
         f"seeds) against depth ({grid.stamp()}); dashed: plain input and output layers"
     )
-    return [_drawn(plot_depth_sweep(accuracy, curves, depths[-1], title, out / "fig5_depth.png"), grid)]
+    return [_drawn(save_figure(plot_depth_sweep(accuracy, curves, depths[-1], title), out / "fig5_depth.png"),
+                   grid)]
 
 
 def analyzers(results: Path, out: Path) -> list[Drawn]:
@@ -247,24 +250,20 @@ def analyzers(results: Path, out: Path) -> list[Drawn]:
             log10_G[g.variant] = {T: bound_report(subject, length=T)["log10_G"] for T in BOUND_LENGTHS}
     size = f"n = {grid.groups[0].rows[0]['hidden']}, addition T = 100, seed 0; {grid.stamp()}"
     drawn = [
-        plot_bound_growth(
-            log10_G, f"Theorem 5's G(w) against T, trained weights ({size})", out / "bound_vs_T.png"
-        ),
-        plot_jacobian_decay(jacobians, f"Jacobian products over time ({size})", out / "jacobian_decay.png"),
-        plot_lyapunov_spectra(lyapunov, f"Lyapunov spectra ({size})", out / "lyapunov_spectra.png"),
+        save_figure(plot_bound_growth(log10_G, f"Theorem 5's G(w) against T, trained weights "
+                                              f"({size})").figure, out / "bound_vs_T.png"),
+        save_figure(plot_jacobian_decay(jacobians, f"Jacobian products over time ({size})").figure,
+                    out / "jacobian_decay.png"),
+        save_figure(plot_lyapunov_spectra(lyapunov, f"Lyapunov spectra ({size})").figure,
+                    out / "lyapunov_spectra.png"),
     ]
     for variant in ("irnn", "spectral"):
         group = grid.group(variant)
         kept = group.singular_values() if group else None
         if kept is not None:
-            drawn.append(
-                plot_singular_value_heatmap(
-                    kept[0],
-                    kept[1][0],
-                    f"{variant}: singular values of W over training ({size})",
-                    out / f"singular_values_{variant}.png",
-                )
-            )
+            axes = plot_singular_value_heatmap(kept[0], kept[1][0],
+                                               f"{variant}: singular values of W over training ({size})")
+            drawn.append(save_figure(axes.figure, out / f"singular_values_{variant}.png"))
     return [_drawn(p, grid) for p in drawn]
 
 
@@ -297,16 +296,15 @@ def kru_amplitude(results: Path, out: Path) -> list[Drawn]:
         + ", ".join(f"{m:.3g}" for m in mse)
         + f"; {grid.stamp()})"
     )
-    path = line_chart(
+    axes = line_chart(
         series,
         "amplitude of the soft unitary constraint (log scale)",
         "value (unitary W: 1)",
         title,
-        out / "kru_amplitude.png",
         style="o-",
         log_x=True,
     )
-    return [_drawn(path, grid)]
+    return [_drawn(save_figure(axes.figure, out / "kru_amplitude.png"), grid)]
 
 
 def householder_speed(results: Path, out: Path) -> list[Drawn]:
@@ -314,7 +312,7 @@ def householder_speed(results: Path, out: Path) -> list[Drawn]:
     report = Path(__file__).resolve().parents[2] / "benchmarks" / "householder_cpu.json"
     if not report.is_file():
         return []
-    path = plot_householder_benchmark(report, out / "householder_speed_cpu.png")
+    path = save_figure(plot_householder_benchmark(report).figure, out / "householder_speed_cpu.png")
     return [
         {
             "path": str(path),
