@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
+from tqdm import tqdm
 
 from spectral_analysis.analysis.corollary1 import corollary1_check
 from spectral_analysis.analysis.critical_points import KINDS, CriticalPoint, catalogue, search_critical_points
@@ -224,20 +225,26 @@ def theorem5_statement(problem: LinearRNNProblem, config: LandscapeConfig, point
                              "global minimum.")
 
 
-def landscape_report(config: LandscapeConfig) -> dict[str, Any]:
-    """Run the four checks on one realizable problem; a JSON-ready dict (``checks`` first).
+def landscape_report(config: LandscapeConfig, progress: bool = False) -> dict[str, Any]:
+    """Run the four checks on one realizable problem; a JSON-ready dict (``checks`` first); ``progress``:
+    a bar on stderr over the run's stages.
 
     Runs with one torch thread: the matrices are tiny, and torch's threads contend with scipy's BLAS
     (measured 25x slower with 2 threads on 2 cores)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _landscape_report(config)
+        with tqdm(total=STAGES, desc="landscape", disable=not progress, leave=False) as bar:
+            return _landscape_report(config, bar)
     finally:
         torch.set_num_threads(threads)
 
 
-def _landscape_report(config: LandscapeConfig) -> dict[str, Any]:
+STAGES = 5  # descent (Corollary 1), critical points (two searches and the descents), counterexample,
+# Theorem 5's inequality, Claim 1
+
+
+def _landscape_report(config: LandscapeConfig, bar: tqdm) -> dict[str, Any]:
     clock = time.perf_counter()
     gen = torch.Generator().manual_seed(config.seed)
     n, t = config.hidden, config.length
@@ -247,17 +254,22 @@ def _landscape_report(config: LandscapeConfig) -> dict[str, Any]:
     outside = random_transitions(n, config.starts, 0.0, config.e, gen)
     cor1, descent, descended = corollary1_check(problem, inside, config.e, config.high, config.iterations,
                                                 SOURCE + ", Corollary 1")
+    bar.update()
     found: list[CriticalPoint] = []
     missed: dict[str, int] = {}
     for name, starts in (("inside", inside), ("outside", outside)):
         found, missed[name] = search_critical_points(problem, starts, r_star, found, name)
     found, missed["plain descent"] = catalogue(problem, descended, r_star, found, "plain descent")
     points = [_point_dict(p) for p in found]
+    bar.update()
     found = identity_teacher_counterexample(n, t, config.e, generator=gen)
     counterexample = _counterexample_dict(found, config.e)
+    bar.update()
     inequality, samples = theorem5_inequality(problem, config, gen, counterexample)
+    bar.update()
     checks = [claim1_risk(problem, config, gen), claim1_gradient(problem, gen), inequality,
               theorem5_statement(problem, config, points, missed, counterexample), cor1]
+    bar.update()
     return {"checks": [c.as_dict() for c in checks], "config": asdict(config),
             "problem": {"n": n, "t": t, "n_y": problem.Y.shape[0], "R_star": r_star,
                         "sigma_min_Sigma": float(torch.linalg.eigvalsh(problem.Sigma).min()),

@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from spectral_analysis.cli.common import add_output_arguments
+from spectral_analysis.cli.common import add_output_arguments, show_progress
 from spectral_analysis.vocabulary import LANDSCAPE_DEFAULTS
 
 
@@ -18,7 +18,7 @@ def cmd_landscape(args: argparse.Namespace) -> int:
     config = LandscapeConfig(hidden=args.hidden, length=args.length, outputs=args.outputs, starts=args.starts,
                              seed=args.seed, e=args.e, high=args.high, iterations=args.iterations,
                              samples=args.samples)
-    report = landscape_report(config)
+    report = landscape_report(config, progress=show_progress(args))
     markdown = landscape_markdown(report)
     if args.out is not None:
         out = Path(args.out)
