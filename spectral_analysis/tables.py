@@ -20,8 +20,11 @@ TABLE_FORMATS = ("csv", "md")
 def frame(rows: Iterable[dict[str, Any]], columns: Iterable[str] | None = None) -> pd.DataFrame:
     """The rows as a DataFrame; nested dicts flattened to ``a.b`` columns, lists kept as cells.
 
+    ```python
     >>> frame([{"model": "rnn", "test": {"mse": 0.1}}]).columns.tolist()
     ['model', 'test.mse']
+
+    ```
     """
     table = pd.json_normalize(list(rows))
     if columns is not None:
@@ -32,9 +35,12 @@ def frame(rows: Iterable[dict[str, Any]], columns: Iterable[str] | None = None) 
 def render(rows: Iterable[dict[str, Any]], fmt: str, columns: Iterable[str] | None = None) -> str:
     """``csv`` (RFC 4180, header first) or ``md`` (a GitHub Markdown table) text of the rows.
 
+    ```python
     >>> print(render([{"model": "rnn", "mse": 0.5}], "csv"), end="")
     model,mse
     rnn,0.5
+
+    ```
     """
     if fmt not in TABLE_FORMATS:
         raise ValueError(f"unknown table format {fmt!r}; expected one of {TABLE_FORMATS}")

@@ -30,9 +30,9 @@ def test_the_docs_block_is_what_the_results_give():
 
 def test_write_reproduction_fills_the_file_and_the_marked_block(tmp_path):
     readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- reproduction:begin -->\nold\n<!-- reproduction:end -->\nafter\n")
+    readme.write_text("intro\n<!-- reproduction:begin -->\nSTALE-BLOCK\n<!-- reproduction:end -->\nafter\n")
     path = write_reproduction(ROOT / "results", tmp_path, readme)
     text = readme.read_text()
-    assert "old" not in text and text.startswith("intro") and text.endswith("after\n")
+    assert "STALE-BLOCK" not in text and text.startswith("intro") and text.endswith("after\n")
     table4 = [row for row in _rows(path.read_text()) if row[0].startswith("Table 4, Coffee, spectral")]
     assert table4 == [("Table 4, Coffee, spectral", "1.000 test accuracy", "", "paper, 3")]

@@ -60,8 +60,11 @@ def kl_bernoulli(q: float, p: float) -> float:
 def kl_inverse_upper(q: float, bound: float, iterations: int = 200) -> float:
     """The largest ``p >= q`` with ``kl(q || p) <= bound``, by bisection in float64.
 
+    ```python
     >>> round(kl_inverse_upper(0.0, math.log(2)), 6)  # kl(0 || p) = -ln(1 - p)
     0.5
+
+    ```
     """
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"q must lie in [0, 1], got {q}")
@@ -121,9 +124,12 @@ def pac_bayes_objective(surrogate: Tensor, kl: Tensor, m: int, delta: float,
                         objective: str = "classic") -> Tensor:
     """The training objective (module docstring) from the surrogate loss ``L`` and ``KL(Q||P)``.
 
+    ```python
     >>> value = pac_bayes_objective(torch.tensor(0.1), torch.tensor(50.0), m=10000, delta=0.025)
     >>> bool(value > kl_inverse_upper(0.1, (50 + math.log(2 * 100 / 0.025)) / 10000))
     True
+
+    ```
     """
     complexity = (kl + math.log(2 * math.sqrt(m) / delta)) / m
     if objective == "classic":

@@ -76,9 +76,13 @@ def matrix_row(name: str, kind: str, W: Tensor) -> dict[str, Any]:
 def spectral_table(model: nn.Module) -> list[dict[str, Any]]:
     """One row per weight matrix of ``model``.
 
+    ```python
     >>> from spectral_analysis.nn import build_model
     >>> rows = spectral_table(build_model("spectral", 2, 8, 3, r=0.1))
-    >>> [r["name"] for r in rows], rows[0]["sigma_max"] <= 1.1 + 1e-6
+    >>> transition = rows[0]
+    >>> [r.get("name") for r in rows], transition.get("sigma_max") <= 1.1 + 1e-6
     (['transition[0]', 'input[0]', 'output'], True)
+
+    ```
     """
     return [matrix_row(name, kind, W) for name, kind, W in weight_matrices(model)]

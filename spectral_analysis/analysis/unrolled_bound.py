@@ -195,12 +195,15 @@ def model_unrolled_bound(model: torch.nn.Module, inputs: Tensor, labels: Tensor,
     """The bound for a one-layer recurrent model of Eq. 17 on its training sequences ``(inputs, labels)``
     (``T`` is their length; margins of the last output).
 
+    ```python
     >>> from spectral_analysis.nn import build_model
     >>> _ = torch.manual_seed(0)
     >>> x, y = torch.randn(100, 5, 2), torch.randint(0, 2, (100,))
     >>> bound = model_unrolled_bound(build_model("rnn", 2, 4, 2), x, y)
     >>> bound.bound > 1  # vacuous: it grows like s_r^T
     True
+
+    ```
     """
     net = eq17_network(model, symbolic_inputs)
     if len(inputs) != len(labels):

@@ -165,11 +165,14 @@ def svd_parametrize(module: nn.Module, name: str = "weight", m1: int | None = No
     ``sigma``: ``(sigma_star, r)`` for the sigmoid range, a :class:`SigmaMap`, or ``None``;
     ``init``: see the module docstring.
 
+    ```python
     >>> import torch
     >>> layer = svd_parametrize(torch.nn.Linear(6, 4), sigma=(1.0, 0.05))
     >>> s = torch.linalg.svdvals(layer.weight.detach())
     >>> bool(s.min() >= 0.95 - 1e-6 and s.max() <= 1.05 + 1e-6)
     True
+
+    ```
     """
     weight = getattr(module, name, None)
     if not isinstance(weight, Tensor):
@@ -202,10 +205,13 @@ def svd_factors(module: nn.Module, name: str = "weight") -> dict[str, Tensor]:
     """The factors of an SVD-parametrized weight by name: masked ``u_reflectors``, ``v_reflectors``,
     ``sigma_raw`` and ``sigma`` (the diagonal of Eq. 6, differentiable).
 
+    ```python
     >>> import torch
     >>> factors = svd_factors(svd_parametrize(torch.nn.Linear(3, 5)))
     >>> sorted(factors), tuple(factors["sigma"].shape)
     (['sigma', 'sigma_raw', 'u_reflectors', 'v_reflectors'], (3,))
+
+    ```
     """
     param, plist = _svd_parametrization(module, name)
     Yu, Yv, raw = plist.original0, plist.original1, plist.original2

@@ -78,10 +78,14 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
 def build_model(name: str, input_size: int, hidden_size: int, output_size: int, **options: Any) -> nn.Module:
     """A registered model (see :data:`MODEL_NAMES`) with its options; sets ``model.config``.
 
+    ```python
     >>> import torch
     >>> model = build_model("spectral", 1, 32, 1, m1=8, m2=8, r=0.01)
-    >>> tuple(model(torch.randn(4, 10, 1)).shape), model.config["options"]["r"]
+    >>> options = model.config["options"]
+    >>> tuple(model(torch.randn(4, 10, 1)).shape), options.get("r")
     ((4, 10, 1), 0.01)
+
+    ```
     """
     resolved = resolve_options(name, options)
     model = _build(name, input_size, hidden_size, output_size, resolved)
