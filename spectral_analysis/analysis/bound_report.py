@@ -113,7 +113,16 @@ def bound_report(subject: Subject, data: str | None = None, margin: float | None
                  length: int | None = None, samples: int | None = None, seed: int = 0,
                  user_data: UserData | None = None, progress: bool = False) -> dict[str, Any]:
     """Every number of the bound for ``subject`` (see the module docstring for the defaults); with
-    ``user_data`` its labelled sequences are the training sample (T, B and margins from them)."""
+    ``user_data`` its labelled sequences are the training sample (T, B and margins from them).
+
+    ```python
+    >>> import torch, spectral_analysis
+    >>> report = bound_report(spectral_analysis.load(torch.nn.RNN(2, 4)), length=10, data_bound=1.0)
+    >>> report["T"], report["h"], report["log10_G"] > 0
+    (10, 4, True)
+
+    ```
+    """
     if margin is not None and quantile is not None:
         raise ValueError("give either a margin or a margin quantile, not both")
     if margin is not None and not (math.isfinite(margin) and margin > 0):
