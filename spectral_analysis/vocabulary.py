@@ -51,7 +51,7 @@ PRIORS = ("init", "learned")
 # the bounds (spectral_analysis.analysis.bound_report)
 DEFAULT_DELTA = 0.05
 
-# the linear-RNN landscape run's sizes and budgets (spectral_analysis.analysis.landscape.LandscapeConfig)
+# the linear-RNN landscape run's sizes and budgets (spectral_analysis.paper.landscape.LandscapeConfig)
 LANDSCAPE_DEFAULTS: dict[str, Any] = {
     "hidden": 3, "length": 3, "outputs": None, "starts": 12, "seed": 0, "e": 1.0, "high": 2.5, "noise": 0.1,
     "samples": 1000, "iterations": 1500, "monte_carlo": 200_000,

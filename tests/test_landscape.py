@@ -10,15 +10,6 @@ import numpy as np
 import pytest
 import torch
 
-from spectral_analysis.analysis.critical_points import (
-    catalogue,
-    classify_hessian,
-    gradient_descent,
-    minimize_each,
-    plain_objective,
-    search_critical_points,
-)
-from spectral_analysis.analysis.landscape import LandscapeConfig, landscape_report
 from spectral_analysis.analysis.linear_rnn import (
     LinearRNNProblem,
     optimal_risk,
@@ -29,20 +20,29 @@ from spectral_analysis.analysis.linear_rnn import (
     risk_gradient,
     stacked_powers,
 )
-from spectral_analysis.analysis.svd_descent import (
+from spectral_analysis.analysis.linear_rnn.counterexample import (
+    identity_teacher_counterexample,
+    inequality_ratios,
+    scalar_spurious_minima,
+)
+from spectral_analysis.analysis.linear_rnn.critical_points import (
+    catalogue,
+    classify_hessian,
+    gradient_descent,
+    minimize_each,
+    plain_objective,
+    search_critical_points,
+)
+from spectral_analysis.analysis.linear_rnn.svd_descent import (
     determinant_signs,
     svd_objective,
     svd_parameters,
     svd_sigma_map,
     svd_transition,
 )
-from spectral_analysis.analysis.theorem5 import (
-    identity_teacher_counterexample,
-    inequality_ratios,
-    scalar_spurious_minima,
-)
 from spectral_analysis.checks import VERDICTS, CheckRecord, checks_markdown
 from spectral_analysis.cli import main
+from spectral_analysis.paper.landscape import LandscapeConfig, landscape_report
 
 D = torch.float64
 
@@ -223,3 +223,21 @@ def test_inequality_ratio_uses_the_realizable_optimum():
         float(torch.linalg.eigvalsh(problem.Sigma).min()) ** 2 * gap)
     assert torch.allclose(inequality_ratios(W, problem, 1.0), expected)
     assert stacked_powers(W, 2).shape == (5, 2, 4)
+
+
+@pytest.mark.parametrize("old, name, new", [
+    ("landscape", "landscape_report", "spectral_analysis.paper.landscape"),
+    ("corollary1", "corollary1_check", "spectral_analysis.paper.linear_rnn_descent"),
+    ("theorem5", "identity_teacher_counterexample", "spectral_analysis.analysis.linear_rnn.counterexample"),
+    ("critical_points", "search_critical_points", "spectral_analysis.analysis.linear_rnn.critical_points"),
+    ("svd_descent", "svd_transition", "spectral_analysis.analysis.linear_rnn.svd_descent"),
+])
+def test_the_old_module_paths_warn_and_forward(old, name, new):
+    """Issue 25 moved the Section 6 measurements into analysis.linear_rnn and their verdicts into paper/;
+    the old paths stay one release, with a DeprecationWarning."""
+    import importlib
+
+    module = importlib.import_module(f"spectral_analysis.analysis.{old}")
+    with pytest.warns(DeprecationWarning, match=f"import {name} from {new}"):
+        forwarded = getattr(module, name)
+    assert forwarded is getattr(importlib.import_module(new), name)

@@ -1,60 +1,22 @@
-"""Gradient descent on the linear-RNN risk in the SVD parameterization (earlier version, Corollary 1).
-
-``W = U diag(sigma) V^T`` with ``U = H_n(u_n) ... H_1(u_1)`` and ``V`` likewise (Eq. 6-7, m1 = m2 = n)
-and ``sigma = 2 r (f(sigma_hat) - 0.5) + sigma*`` (Eq. 8), so every singular value stays in
-``[sigma* - r, sigma* + r] = [low, high]``.
-
-A property that decides what this descent can reach: each nonzero reflector has determinant -1 and a
-zero one is the identity with zero gradient (it never turns on), so ``det U`` and ``det V`` never change
-along the descent, and with ``sigma > 0`` neither does ``sign det W``. A target with the other sign is
-out of reach from that start (:func:`determinant_signs` reports the sign at every start).
+"""Deprecated: moved to :mod:`spectral_analysis.analysis.linear_rnn.svd_descent`
+(measurements of the earlier version's Section 6 live in
+:mod:`spectral_analysis.analysis.linear_rnn`, their verdicts in :mod:`spectral_analysis.paper`). This
+alias warns and forwards for one release; the import happens on use only, so the analysis layer does
+not load the faces.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import warnings
+from typing import Any
 
-import torch
-from torch import Tensor
-
-from spectral_analysis.analysis.linear_rnn import LinearRNNProblem, population_risk
-from spectral_analysis.linalg import orthogonal_to_reflectors
-from spectral_analysis.linalg.householder import trapezoid_mask
-from spectral_analysis.linalg.sigma_maps import SigmaMap
-from spectral_analysis.linalg.svd_map import svd_compose_packed
+NEW = "spectral_analysis.analysis.linear_rnn.svd_descent"
 
 
-def svd_sigma_map(low: float, high: float) -> SigmaMap:
-    """Eq. 8's map onto ``[low, high]``: ``sigma* = (low + high) / 2``, ``r = (high - low) / 2``."""
-    if not 0 < low < high:
-        raise ValueError(f"the singular-value range must satisfy 0 < low < high, got [{low}, {high}]")
-    return SigmaMap("sigmoid", (low + high) / 2, (high - low) / 2)
-
-
-def svd_parameters(starts: Tensor, sigma_map: SigmaMap) -> list[Tensor]:
-    """Packed reflectors ``Yu, Yv (K, n, n)`` and raw ``sigma_hat (K, n)`` with ``W = U diag(sigma) V^T``
-    equal to each start; singular values outside the map's range are clamped just inside it first."""
-    U, S, Vh = torch.linalg.svd(starts)
-    low, high = sigma_map.bounds
-    margin = 1e-3 * (high - low)
-    S = S.clamp(low + margin, high - margin)
-    Yu = torch.stack([orthogonal_to_reflectors(u) for u in U])
-    Yv = torch.stack([orthogonal_to_reflectors(v) for v in Vh.mT])
-    return [Yu, sigma_map.inverse(S), Yv]
-
-
-def svd_transition(params: list[Tensor], sigma_map: SigmaMap) -> Tensor:
-    """``W = U diag(sigma(sigma_hat)) V^T`` from ``[Yu, sigma_hat, Yv]`` (batched)."""
-    Yu, sigma_hat, Yv = params
-    mask = trapezoid_mask(Yu.shape[-2], Yu.shape[-1], dtype=Yu.dtype)
-    return svd_compose_packed(Yu * mask, Yv * mask, sigma_map(sigma_hat))
-
-
-def svd_objective(problem: LinearRNNProblem, sigma_map: SigmaMap) -> Callable[[list[Tensor]], Tensor]:
-    """``[Yu, sigma_hat, Yv] -> R[W]`` per run, for :func:`gradient_descent` and :func:`minimize_each`."""
-    return lambda params: population_risk(svd_transition(params, sigma_map), problem)
-
-
-def determinant_signs(W: Tensor) -> Tensor:
-    """``sign det W`` for a batch ``(K, n, n)``."""
-    return torch.sign(torch.linalg.det(W))
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):  # the import machinery's probes (__path__, ...): not a name of the module
+        raise AttributeError(name)
+    warnings.warn(f"spectral_analysis.analysis.svd_descent is deprecated; import {name} from {NEW}",
+                  DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(NEW), name)

@@ -12,7 +12,7 @@ from spectral_analysis.vocabulary import LANDSCAPE_DEFAULTS
 
 
 def cmd_landscape(args: argparse.Namespace) -> int:
-    from spectral_analysis.analysis.landscape import LandscapeConfig, landscape_markdown, landscape_report
+    from spectral_analysis.paper.landscape import LandscapeConfig, landscape_markdown, landscape_report
     from spectral_analysis.plotting.landscape import plot_landscape
 
     config = LandscapeConfig(hidden=args.hidden, length=args.length, outputs=args.outputs, starts=args.starts,

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from spectral_analysis.analysis.landscape import LandscapeConfig, landscape_report
 from spectral_analysis.checks import CheckRecord
+from spectral_analysis.paper.landscape import LandscapeConfig, landscape_report
 
 QUICK = LandscapeConfig(hidden=2, length=2, starts=6, samples=300, iterations=400, monte_carlo=50_000)
 
