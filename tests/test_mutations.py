@@ -15,9 +15,11 @@ bound_report_module = importlib.import_module("spectral_analysis.analysis.bound_
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bounds")
-    return {model: bounds._trained(model, root, quick=True) for model in ("rnn", "spectral")}
+def trained():
+    """The checkpoints the bounds check reads (the zoo's paper-scale addition models)."""
+    from spectral_analysis.io import resolve_checkpoint
+
+    return {model: resolve_checkpoint(name) for model, name in bounds.ZOO.items()}
 
 
 def _by_source(records):
