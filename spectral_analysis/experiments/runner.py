@@ -148,9 +148,11 @@ def ray_session(workers: int = 1, gpus_per_trial: float = 0.0, address: str | No
     if address:
         ray.init(address=address, log_to_driver=False, logging_level="WARNING")
     else:
-        ray.init(num_cpus=workers, num_gpus=torch.cuda.device_count() if gpus_per_trial else 0,
-                 include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
-                 logging_level="WARNING")
+        # "local" starts a fresh instance even where another sweep's Ray is up on this machine, which
+        # a bare ray.init() would join (and wait on that sweep's busy CPUs)
+        ray.init(address="local", num_cpus=workers,
+                 num_gpus=torch.cuda.device_count() if gpus_per_trial else 0, include_dashboard=False,
+                 _node_ip_address="127.0.0.1", log_to_driver=False, logging_level="WARNING")
     try:
         yield
     finally:
