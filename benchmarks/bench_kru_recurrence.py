@@ -1,11 +1,12 @@
-"""KRU's time loop at its papers' sizes: W applied factor by factor against W materialized once.
+"""KRU's time loop at its papers' sizes: three routes to the same hidden states.
 
-Forward + backward of a full sequence, float32, one thread, side by side (medians of interleaved
-repeats; read the ratios):
-- ``structured``: ``recurrence="reflector"``, W h by ``kron_matvec`` at every step, W never formed;
-- ``dense``: ``recurrence="scan"``, W formed once per pass from its factors, then the scan.
-Cases: KRU's copy problem (N = 128 complex, T = 1000, batch 20, symbol ids) and adding problem
-(N = 512 complex, T = 100 and 200, batch 50), with 2 x 2 complex factors.
+Forward + backward of a full sequence of KRU's transition (2 x 2 complex factors, real form of size
+2N), float32, one thread, side by side (medians of interleaved repeats; read the ratios):
+- ``structured``: the loop with W h by ``kron_matvec`` at every step, W never formed (Algorithm 1);
+- ``dense``: W formed once per pass from its factors, then the dense scan;
+- ``kronecker``: the two-block scan ``A X B^T`` (``nn.kronecker_scan``), W never formed.
+Cases: KRU's copy problem (N = 128 complex, T = 1000, batch 20) and adding problem (N = 512 complex,
+T = 100, 200 and 750, batch 50); plus N = 64 complex, where the dense scan should stay ahead.
 
     python benchmarks/bench_kru_recurrence.py --out benchmarks/kru_recurrence_cpu.json
 """
@@ -15,46 +16,68 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 
 import torch
 from report import write_report
 
-from spectral_analysis.nn import build_model
+from spectral_analysis.nn.kronecker_scan import kronecker_scan
+from spectral_analysis.nn.peer_transitions import KroneckerTransition
+from spectral_analysis.nn.time_loop import recurrence_loop, recurrence_scan
 
-CASES = [("copy", 128, 1000, 20), ("adding", 512, 100, 50), ("adding", 512, 200, 50)]
+CASES = [("copy", 64, 1000, 20), ("copy", 128, 1000, 20), ("adding", 512, 100, 50),
+         ("adding", 512, 200, 50), ("adding", 512, 750, 50)]
 
 
-def seconds(model: torch.nn.Module, x: torch.Tensor) -> float:
+def routes(transition: KroneckerTransition, xp: torch.Tensor, h0: torch.Tensor) -> dict[str, Callable]:
+    def structured() -> torch.Tensor:
+        return recurrence_loop(xp, h0, transition.apply_reference, "relu", 0.0)
+
+    def dense() -> torch.Tensor:
+        return recurrence_scan(xp, transition.matrix(), h0, "relu", 0.0)
+
+    def kronecker() -> torch.Tensor:
+        return kronecker_scan(xp, transition.factors(), h0, "relu", 0.0)
+
+    return {"structured": structured, "dense": dense, "kronecker": kronecker}
+
+
+def seconds(route: Callable[[], torch.Tensor]) -> float:
     start = time.perf_counter()
-    model(x).square().mean().backward()
+    route().square().mean().backward()
     return time.perf_counter() - start
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip-structured-above", type=int, default=200,
+                        help="time the factor-by-factor loop only up to this T (it is the slowest)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
     cases = []
     for task, n, T, B in CASES:
-        ni, ny = (10, 10) if task == "copy" else (2, 1)
-        x = torch.randint(0, ni, (B, T)) if task == "copy" else torch.randn(B, T, ni)
-        models = {route: build_model("kru", ni, n, ny, complex=True, recurrence=mode)
-                  for route, mode in (("structured", "reflector"), ("dense", "scan"))}
-        models["dense"].load_state_dict(models["structured"].state_dict())
-        times: dict[str, list[float]] = {route: [] for route in models}
+        transition = KroneckerTransition(n, complex_factors=True)
+        xp = torch.randn(T, B, 2 * n, requires_grad=True)
+        h0 = torch.zeros(B, 2 * n)
+        timed = routes(transition, xp, h0)
+        if args.skip_structured_above < T:
+            del timed["structured"]
+        times: dict[str, list[float]] = {route: [] for route in timed}
         for _ in range(args.repeats):
-            for route, model in models.items():
-                times[route].append(seconds(model, x))
+            for route, fn in timed.items():
+                times[route].append(seconds(fn))
         med = {route: statistics.median(v) for route, v in times.items()}
         case = {"task": task, "N": n, "T": T, "B": B, "seconds": med,
-                "structured_over_dense": med["structured"] / med["dense"]}
+                "dense_over_kronecker": med["dense"] / med["kronecker"]}
+        if "structured" in med:
+            case["structured_over_dense"] = med["structured"] / med["dense"]
         cases.append(case)
-        print(f"{task} N={n} T={T} B={B}: structured {med['structured']:.3f} s, dense {med['dense']:.3f} s "
-              f"({case['structured_over_dense']:.1f}x)", flush=True)
-    write_report(args.out, "cpu", "KRU forward + backward, full sequence, 1 thread", cases)
+        print(f"{task} N={n} T={T} B={B}: " + ", ".join(f"{k} {v:.3f} s" for k, v in med.items())
+              + f" (dense / kronecker {case['dense_over_kronecker']:.2f}x)", flush=True)
+    write_report(args.out, "cpu", "KRU transition, forward + backward, full sequence, 1 thread", cases)
 
 
 if __name__ == "__main__":

@@ -22,12 +22,15 @@ from spectral_analysis.linalg import (
     rotation_count,
 )
 from spectral_analysis.nn import build_model
+from spectral_analysis.nn.kronecker_scan import kronecker_blocks, kronecker_scan
 from spectral_analysis.nn.peer_transitions import (
+    KRONECKER_SCAN_MIN_SIZE,
     GivensSVDTransition,
     GivensTransition,
     KroneckerTransition,
     default_factor_sizes,
 )
+from spectral_analysis.nn.time_loop import recurrence_loop, recurrence_scan
 from spectral_analysis.nn.urnn import UnitaryTransition
 from spectral_analysis.train import TrainConfig, load_checkpoint, save_checkpoint, train
 
@@ -55,6 +58,74 @@ def test_kron_errors_are_named():
         kron_matvec([torch.eye(2), torch.eye(2)], torch.zeros(3))
     with pytest.raises(ValueError, match="must be a matrix"):
         kron_matrix([torch.zeros(2, 2, 2)])
+
+
+def test_kronecker_blocks_split_where_a_plus_b_is_smallest_and_multiply_back():
+    gen = torch.Generator().manual_seed(1)
+    factors = [torch.randn(p, p, generator=gen, dtype=D) for p in (2, 2, 3, 2, 2, 2)]
+    A, B = kronecker_blocks(factors)
+    assert (A.shape[0], B.shape[0]) in ((12, 8), (8, 12))  # 96 = 12 x 8 is the balanced split
+    assert torch.allclose(torch.kron(A, B), kron_matrix(factors), atol=1e-12)
+    with pytest.raises(ValueError, match="at least two factors"):
+        kronecker_blocks(factors[:1])
+    with pytest.raises(ValueError, match="square factors"):
+        kronecker_blocks([torch.zeros(2, 3), torch.zeros(3, 3)])
+
+
+@pytest.mark.parametrize("complex_factors", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "leaky_relu", "tanh", "identity"])
+def test_kronecker_scan_matches_the_dense_scan_and_the_plain_loop(complex_factors, activation):
+    """The fast two-block scan against its twins: the dense scan on the formed W and the Python loop
+    under autograd (states and every gradient), in float64."""
+    gen = torch.Generator().manual_seed(2)
+    dtype = torch.complex128 if complex_factors else D
+    factors = [(0.7 * torch.randn(2, 2, generator=gen, dtype=dtype)).requires_grad_() for _ in range(4)]
+    size = 32 if complex_factors else 16
+    xp = torch.randn(6, 3, size, generator=gen, dtype=D, requires_grad=True)
+    h0 = torch.randn(3, size, generator=gen, dtype=D, requires_grad=True)
+    weight = torch.randn(6, 3, size, generator=gen, dtype=D)
+
+    def dense_weight():
+        W = kron_matrix(factors)
+        return real_matrix(W) if complex_factors else W
+
+    fast = kronecker_scan(xp, factors, h0, activation, 0.2)
+    dense = recurrence_scan(xp, dense_weight(), h0, activation, 0.2)
+    W = dense_weight()
+    loop = recurrence_loop(xp, h0, lambda h: h @ W.mT, activation, 0.2)
+    leaves = [xp, h0, *factors]
+    grads = [torch.autograd.grad((H * weight).sum(), leaves) for H in (fast, dense, loop)]
+    for H, g in zip((dense, loop), grads[1:], strict=True):
+        assert torch.allclose(fast, H, atol=1e-10)
+        for a, b in zip(grads[0], g, strict=True):
+            assert torch.allclose(a, b, atol=1e-9)
+
+
+def test_kronecker_scan_gradcheck_and_refusals():
+    gen = torch.Generator().manual_seed(3)
+    factors = [torch.randn(2, 2, generator=gen, dtype=torch.complex128, requires_grad=True) for _ in range(3)]
+    xp = torch.randn(4, 2, 16, generator=gen, dtype=D, requires_grad=True)
+    h0 = torch.randn(2, 16, generator=gen, dtype=D, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, h, *f: kronecker_scan(x, f, h, "tanh", 0.0), (xp, h0, *factors))
+    with pytest.raises(ValueError, match="activations"):
+        kronecker_scan(xp, factors, h0, "abs", 0.0)
+
+
+def test_kru_models_take_the_kronecker_scan_from_its_size_and_match_the_other_routes(monkeypatch):
+    calls = []
+    import spectral_analysis.nn.peer_transitions as peers
+
+    monkeypatch.setattr(peers, "kronecker_scan", lambda *a: calls.append(1) or kronecker_scan(*a))
+    x = torch.randn(2, 5, 3)
+    small = build_model("kru", 3, 8, 2, complex=True)  # real form 16: the dense scan
+    small.run(x, recurrence="scan")
+    assert calls == []
+    torch.manual_seed(0)
+    large = build_model("kru", 3, KRONECKER_SCAN_MIN_SIZE // 2, 2, complex=True, activation="relu")
+    fast = large.run(x, recurrence="scan").outputs
+    assert calls == [1]
+    assert torch.allclose(fast, large.run(x, recurrence="loop").outputs, atol=1e-4)
+    assert torch.allclose(fast, large.run(x, recurrence="reflector").outputs, atol=1e-4)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 7, 8])
@@ -173,7 +244,7 @@ def test_registry_options_and_structured_route(tmp_path, monkeypatch):
     assert model.hidden_size == 16 and model.config["options"]["complex"] is True
     x = torch.randn(2, 5, 3)
     structured = model.run(x, recurrence="reflector").outputs
-    assert torch.allclose(model(x), structured, atol=1e-5)  # auto forms W (faster at KRU's sizes)
+    assert torch.allclose(model(x), structured, atol=1e-5)  # auto: the dense scan at this size
     monkeypatch.setattr(KroneckerTransition, "matrix", lambda self: (_ for _ in ()).throw(AssertionError))
     assert torch.allclose(model.run(x, recurrence="reflector").outputs, structured)  # W never formed
     monkeypatch.undo()

@@ -31,7 +31,13 @@ from spectral_analysis.linalg import (
     real_matrix,
     real_vector,
 )
+from spectral_analysis.nn.kronecker_scan import KRONECKER_SCAN_ACTIVATIONS, kronecker_scan
 from spectral_analysis.nn.transitions import Transition, _check_size
+
+# the real-form size from which the two-block Kronecker scan beats the dense one on the CPU, one thread
+# (benchmarks/kru_recurrence_cpu.json: 0.4x at 128 and 0.7x at 256 on KRU's copy sizes, 1.5-4.2x at
+# 1024 on its adding sizes)
+KRONECKER_SCAN_MIN_SIZE = 512
 
 
 def default_factor_sizes(n: int) -> list[int]:
@@ -51,9 +57,11 @@ class KroneckerTransition(Transition):
     ``self.size`` is N for real factors and 2N (the real form) for complex ones. Factors start as
     random orthogonal (real) or unitary (complex) matrices, as KRU initializes them.
 
-    The ``auto`` time loop forms W once per pass and runs the dense scan: at KRU's own sizes that
-    is 2.2-36x faster for training than applying the factors at every step
-    (``benchmarks/kru_recurrence_cpu.json``); ``recurrence="reflector"`` keeps the factor-by-factor route."""
+    The ``scan`` time loop (``auto`` on the CPU) applies W as two Kronecker blocks ``A (x) B``
+    (:mod:`~spectral_analysis.nn.kronecker_scan`) from a real-form size of
+    :data:`KRONECKER_SCAN_MIN_SIZE`, and forms W for the dense scan below it, where one GEMM per step
+    beats two (``benchmarks/kru_recurrence_cpu.json``); ``recurrence="reflector"`` keeps the
+    factor-by-factor route of Algorithm 1."""
 
     def __init__(
         self, n: int, factor_sizes: Sequence[int] | None = None, complex_factors: bool = False
@@ -94,6 +102,12 @@ class KroneckerTransition(Transition):
         if not self.complex_factors:
             return W
         return real_matrix(W)
+
+    def scan(self, xp: Tensor, h0: Tensor, activation: str, leak: float) -> Tensor:
+        if (len(self.factor_sizes) >= 2 and self.size >= KRONECKER_SCAN_MIN_SIZE
+                and activation in KRONECKER_SCAN_ACTIVATIONS):
+            return kronecker_scan(xp, self.factors(), h0, activation, leak)
+        return super().scan(xp, h0, activation, leak)
 
     def apply_reference(self, h: Tensor) -> Tensor:
         """``W h`` one factor at a time (KRU's Algorithm 1), without forming W."""

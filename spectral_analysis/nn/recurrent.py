@@ -21,7 +21,6 @@ from spectral_analysis.nn.activations import activate, check_activation, derivat
 from spectral_analysis.nn.time_loop import (
     RECURRENCES,
     recurrence_loop,
-    recurrence_scan,
     recurrence_torch,
     resolve_recurrence,
 )
@@ -325,7 +324,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
                 else:
                     xp = nn.functional.linear(layer_input.transpose(0, 1), M, b)  # (T, B, n)
                 if mode == "scan":
-                    Ht = recurrence_scan(xp, transition.matrix(), h_init, self.activation, self.leak)
+                    Ht = transition.scan(xp, h_init, self.activation, self.leak)
                 else:
                     step = transition.apply_reference if mode == "reflector" else _dense_step(transition)
                     Ht = recurrence_loop(xp, h_init, step, self.activation, self.leak)

@@ -33,6 +33,7 @@ from spectral_analysis.nn.parametrize import (
     svd_parametrize,
     svd_singular_values,
 )
+from spectral_analysis.nn.time_loop import recurrence_scan
 from spectral_analysis.vocabulary import DENSE_INITS
 
 
@@ -80,6 +81,11 @@ class Transition(nn.Module, ABC):
     def apply_reference(self, h: Tensor) -> Tensor:
         """``W h`` for ``h (..., n)`` by the structure's own per-step procedure."""
         return h @ self.matrix().mT
+
+    def scan(self, xp: Tensor, h0: Tensor, activation: str, leak: float) -> Tensor:
+        """The ``scan`` time loop's hidden states ``(T, B, n)`` from ``xp (T, B, n)``: the dense scan on
+        :meth:`matrix`, unless the structure has a faster scan of its own (KRU's Kronecker blocks)."""
+        return recurrence_scan(xp, self.matrix(), h0, activation, leak)
 
     def spectral_penalty(self) -> Tensor:
         """Soft singular-value constraint to add to the loss (zero unless the structure has one)."""
