@@ -14,6 +14,7 @@ from spectral_analysis.experiments import SCALES, load_catalog, load_experiment,
 from spectral_analysis.experiments.catalog import CONFIG_FIELDS
 from spectral_analysis.experiments.estimate import estimate_experiment, read_estimate
 from spectral_analysis.experiments.ledger import ledger_rows, write_ledger
+from spectral_analysis.experiments.results import plateaued, write_summary
 from spectral_analysis.experiments.runner import TrialSpec
 from spectral_analysis.io import resolve_checkpoint, zoo_entries
 from spectral_analysis.paper import depth, experiments, mnist_ranking
@@ -211,8 +212,20 @@ def test_the_ledger_counts_done_planned_and_failed_trials(tmp_path):
     )
     seconds = [r["seconds"] for r in rows if r["status"] == "done"]
     assert entry["total_seconds"] == pytest.approx(sum(seconds)) and entry["devices"] == ["cpu"]
+    flat = {r["trial"]: r for r in write_summary(tmp_path / "results", "tiny", "smoke")}
+    assert entry["plateaued"] == sum(bool(r["plateau"]) for r in flat.values())
+    assert all(r["plateau"] is None for r in flat.values() if r["status"] == "failed")
     text = write_ledger(tmp_path / "results", load_catalog(catalog)).read_text()
-    assert "| tiny | smoke | 4 / 6 | 2 |" in text
+    assert f"| tiny | smoke | 4 / 6 | {entry['plateaued']} / 4 | 2 |" in text
+
+
+@pytest.mark.parametrize(
+    "steps, best_step, status, expected",
+    [(1000, 800, "done", True), (1000, 801, "done", False), (1000, 100, "done", True),
+     (1000, 1000, "done", False), (1000, None, "done", None), (1000, 100, "failed", None)],
+)
+def test_a_trial_has_plateaued_when_its_last_fifth_did_not_improve(steps, best_step, status, expected):
+    assert plateaued({"steps": steps, "best_step": best_step, "status": status}) is expected
 
 
 def test_zoo_names_resolve_and_missing_ones_say_what_exists(tmp_path):

@@ -1,6 +1,8 @@
 """The compute ledger, ``results/LEDGER.md``, generated from the kept summaries: per experiment and
-scale, trials done / planned, failed, training seconds per trial (median and total), the device and
-machine they ran on, and the date of the last one. Rewritten at the end of every sweep."""
+scale, trials done / planned, how many of the done ones trained to a plateau (no improvement of the
+validation metric over their last 20% of steps), failed, training seconds per trial (median and
+total), the device and machine they ran on, and the date of the last one. Rewritten at the end of
+every sweep."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import statistics
 from pathlib import Path
 
 from spectral_analysis.experiments.catalog import Experiment
-from spectral_analysis.experiments.results import atomic_write, read_rows
+from spectral_analysis.experiments.results import atomic_write, plateaued, read_rows
 from spectral_analysis.vocabulary import SCALES
 
 LEDGER_NAME = "LEDGER.md"
@@ -28,6 +30,7 @@ def ledger_rows(results: str | Path, catalog: dict[str, Experiment]) -> list[dic
                     "experiment": name,
                     "scale": scale,
                     "done": len(done),
+                    "plateaued": sum(bool(plateaued(r)) for r in done),
                     "planned": len(experiment.trials(scale)),
                     "failed": sum(r["status"] == "failed" for r in kept),
                     "median_seconds": statistics.median(seconds) if seconds else None,
@@ -47,16 +50,18 @@ def write_ledger(results: str | Path, catalog: dict[str, Experiment]) -> Path:
         "# Compute ledger",
         "",
         "Generated from the kept summaries by `spectral-analysis run` (do not edit by hand). Seconds are "
-        "the trainer's training seconds per trial (evaluation excluded).",
+        "the trainer's training seconds per trial (evaluation excluded). Plateaued: done trials whose "
+        "best validation metric came before their last 20% of steps (the paper-scale criterion).",
         "",
-        "| experiment | scale | done / planned | failed | s per trial (median) | s in all | device | machine "
-        "| last trial |",
-        "|---|---|---|---:|---:|---:|---|---|---|",
+        "| experiment | scale | done / planned | plateaued | failed | s per trial (median) | s in all "
+        "| device | machine | last trial |",
+        "|---|---|---|---:|---:|---:|---:|---|---|---|",
     ]
     for r in rows:
         median = "-" if r["median_seconds"] is None else f"{r['median_seconds']:.1f}"
         lines.append(
-            f"| {r['experiment']} | {r['scale']} | {r['done']} / {r['planned']} | {r['failed']} | {median} "
+            f"| {r['experiment']} | {r['scale']} | {r['done']} / {r['planned']} "
+            f"| {r['plateaued']} / {r['done']} | {r['failed']} | {median} "
             f"| {r['total_seconds']:.0f} | {', '.join(r['devices'])} | {'; '.join(r['machines'])} "
             f"| {r['last']} |"
         )

@@ -54,6 +54,7 @@ SUMMARY_COLUMNS = (
     "test",
     "best_valid",
     "best_step",
+    "plateau",
     "seconds",
     "parameters",
     "device",
@@ -64,6 +65,19 @@ SUMMARY_COLUMNS = (
     "axes",
     "error",
 )
+
+
+PLATEAU_FRACTION = 0.2  # "no improvement over the last 20% of the steps" (the paper-scale criterion)
+
+
+def plateaued(row: dict[str, Any]) -> bool | None:
+    """Whether a done trial trained to a plateau: its best validation metric came no later than
+    ``1 - PLATEAU_FRACTION`` of its steps, so the last 20% of the steps did not improve on it.
+    ``None`` for a trial that is not done or has no validation record."""
+    steps, best_step = row.get("steps"), row.get("best_step")
+    if row.get("status") != "done" or steps is None or best_step is None:
+        return None
+    return best_step <= (1 - PLATEAU_FRACTION) * steps
 
 
 def machine_name(device: str) -> str:
@@ -249,7 +263,7 @@ def read_rows(results: str | Path, experiment: str, scale: str) -> list[dict[str
 
 def write_summary(results: str | Path, experiment: str, scale: str) -> list[dict[str, Any]]:
     """Gather the trial rows into ``summary.json`` and ``summary.csv``; returns the rows."""
-    rows = read_rows(results, experiment, scale)
+    rows = [{**r, "plateau": plateaued(r)} for r in read_rows(results, experiment, scale)]
     root = Path(results) / experiment / scale
     atomic_write(root / "summary.json", json.dumps(rows, indent=1))
     flat = []
