@@ -126,6 +126,13 @@ def test_kru_models_take_the_kronecker_scan_from_its_size_and_match_the_other_ro
     assert calls == [1]
     assert torch.allclose(fast, large.run(x, recurrence="loop").outputs, atol=1e-4)
     assert torch.allclose(fast, large.run(x, recurrence="reflector").outputs, atol=1e-4)
+    grads = []
+    for route in ("scan", "loop"):  # backward through the model: its gradients arrive strided
+        large.zero_grad()
+        large.run(x, recurrence=route).outputs[:, -1].square().sum().backward()
+        grads.append([p.grad.clone() for p in large.parameters()])
+    for fast_grad, loop_grad in zip(*grads, strict=True):
+        assert torch.allclose(fast_grad, loop_grad, atol=1e-4, rtol=1e-3)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 7, 8])

@@ -47,7 +47,9 @@ def _to_blocks(v: Tensor, a: int, b: int, complex_factors: bool) -> Tensor:
     """``(..., N')`` real (the real form ``(Re; Im)`` for complex factors) -> ``(..., a, b)`` states."""
     if complex_factors:
         v = torch.complex(v[..., : a * b], v[..., a * b:])
-    return v.reshape(*v.shape[:-1], a, b)
+    # contiguous: the steps view each state as (batch a, b), and a gradient arriving through the
+    # model's batch-first transpose is strided
+    return v.reshape(*v.shape[:-1], a, b).contiguous()
 
 
 def _from_blocks(z: Tensor) -> Tensor:
