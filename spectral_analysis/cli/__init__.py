@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from spectral_analysis import __version__
+from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.cli import analysis, experiments, landscape, matrix, models, paper, symbolic, training
 from spectral_analysis.cli.common import CommandError
 from spectral_analysis.threads import set_threads
@@ -41,6 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         set_threads(args.threads)
+        keep_freed_memory()
         return args.func(args)
     except BrokenPipeError:  # the reader went away (``| head``): end quietly, as a filter does
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.experiments.catalog import Experiment
 from spectral_analysis.experiments.results import machine_name
 from spectral_analysis.train import Trainer, TrainingDivergedError
@@ -69,6 +70,7 @@ def estimate_experiment(
 ) -> dict[str, Any]:
     """Time every distinct paper-scale configuration of ``experiment`` on ``device``; write the estimate."""
     torch.set_num_threads(1)  # as the runner's trials run
+    keep_freed_memory()
     seeds = experiment.seeds("paper")
     configs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.experiments.catalog import Experiment, Trial, load_catalog
 from spectral_analysis.experiments.ledger import write_ledger
 from spectral_analysis.experiments.results import keep_trial, read_rows, write_summary
@@ -86,6 +87,7 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
     """Run (or resume) one trial and keep its results; the same on a Ray worker or in this process."""
     spec = spec if isinstance(spec, TrialSpec) else TrialSpec(**spec)
     torch.set_num_threads(spec.threads)
+    keep_freed_memory()  # a Ray worker is its own process: the memory policy is set in each
     trial, run_dir = Trial(**spec.trial), Path(spec.run_dir)
     if spec.deadline is not None and time.time() >= spec.deadline:
         return {"trial": trial.key, "status": "unfinished", "step": 0}
