@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from spectral_analysis.linalg import kron_matrix
+from spectral_analysis.linalg import complex_vector, kron_matrix, real_vector
 from spectral_analysis.nn.activations import activate_, derivative_from_output
 
 KRONECKER_SCAN_ACTIVATIONS = ("identity", "relu", "leaky_relu", "tanh")  # derivative from the output
@@ -46,7 +46,7 @@ def _real_view(z: Tensor) -> Tensor:
 def _to_blocks(v: Tensor, a: int, b: int, complex_factors: bool) -> Tensor:
     """``(..., N')`` real (the real form ``(Re; Im)`` for complex factors) -> ``(..., a, b)`` states."""
     if complex_factors:
-        v = torch.complex(v[..., : a * b], v[..., a * b:])
+        v = complex_vector(v)
     # contiguous: the steps view each state as (batch a, b), and a gradient arriving through the
     # model's batch-first transpose is strided
     return v.reshape(*v.shape[:-1], a, b).contiguous()
@@ -55,7 +55,7 @@ def _to_blocks(v: Tensor, a: int, b: int, complex_factors: bool) -> Tensor:
 def _from_blocks(z: Tensor) -> Tensor:
     """The inverse of :func:`_to_blocks`."""
     z = z.flatten(-2)
-    return torch.cat([z.real, z.imag], dim=-1) if z.is_complex() else z
+    return real_vector(z) if z.is_complex() else z
 
 
 class _KroneckerScan(torch.autograd.Function):
