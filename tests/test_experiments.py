@@ -215,8 +215,13 @@ def test_the_ledger_counts_done_planned_and_failed_trials(tmp_path):
     flat = {r["trial"]: r for r in write_summary(tmp_path / "results", "tiny", "smoke")}
     assert entry["plateaued"] == sum(bool(r["plateau"]) for r in flat.values())
     assert all(r["plateau"] is None for r in flat.values() if r["status"] == "failed")
-    text = write_ledger(tmp_path / "results", load_catalog(catalog)).read_text()
-    assert f"| tiny | smoke | 4 / 6 | {entry['plateaued']} / 4 | 2 |" in text
+    ledger = write_ledger(tmp_path / "results", load_catalog(catalog)).read_text()
+    assert f"| tiny | smoke | 4 / 6 | {entry['plateaued']} / 4 | 2 | 0 |" in ledger
+    # a cap given afterwards: the done trials that ended without a plateau are to be trained on
+    smoke = "hidden = 4\nsteps = 8"
+    capped = tiny_catalog(tmp_path, text.replace(smoke, smoke + "\nmax_steps = 80"))
+    (entry,) = ledger_rows(tmp_path / "results", load_catalog(capped))
+    assert entry["to_train_on"] == sum(r["plateau"] is False for r in flat.values()) > 0
 
 
 @pytest.mark.parametrize(
@@ -313,6 +318,20 @@ def test_estimate_times_paper_configurations(tmp_path):
     diverging = load_experiment(tiny_catalog(tmp_path, TINY.replace("lr = 1e-2", "lr = 1e30")) / "tiny.toml")
     probe = estimate_experiment(diverging, tmp_path / "results", steps=2)["configurations"]["rnn_length5"]
     assert probe["seconds_per_step"] is None and "training diverged" in probe["diverged"]
+
+
+def test_estimate_of_a_grid_trained_until_plateau_bounds_it_at_its_cap(tmp_path):
+    text = TINY.replace("hidden = 6\nsteps = 8", "hidden = 6\nsteps = 8\nmax_steps = 40")
+    capped = load_experiment(tiny_catalog(tmp_path, text) / "tiny.toml")
+    estimate = estimate_experiment(capped, tmp_path, steps=2)
+    for config in estimate["configurations"].values():
+        assert config["total_steps"] == 8 and config["max_steps"] == 40
+        extra = config["estimated_seconds_at_cap"] - config["estimated_seconds"]
+        assert extra >= 32 * config["seconds_per_step"]
+    assert estimate["total_seconds_at_cap"] == pytest.approx(
+        3 * sum(c["estimated_seconds_at_cap"] for c in estimate["configurations"].values()))
+    assert "total_seconds_at_cap" not in estimate_experiment(
+        load_experiment(tiny_catalog(tmp_path) / "tiny.toml"), tmp_path, steps=2)
 
 
 def test_experiments_command_estimates_and_lists_the_catalog(tmp_path, capsys):

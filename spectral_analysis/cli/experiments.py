@@ -29,9 +29,11 @@ def cmd_experiments(args: argparse.Namespace) -> int:
                 raise CommandError(f"unknown experiment {name!r}; the catalog has {sorted(catalog)}")
             estimate = estimate_experiment(catalog[name], results, device=args.device)
             if not args.json:
+                cap = estimate.get("total_seconds_at_cap")
+                at_cap = "" if cap is None else f", at most {cap / 3600:.1f} h to the max_steps cap"
                 print(
                     f"{name}: {estimate['total_seconds'] / 3600:.1f} {args.device} hours at paper scale "
-                    f"({estimate['trials']} trials)",
+                    f"({estimate['trials']} trials{at_cap})",
                     flush=True,
                 )
     rows = []

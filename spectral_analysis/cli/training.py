@@ -68,6 +68,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise CommandError("--config takes the run's own model and task: drop --model and --task")
         config = config_from_file(args.config, args.out, args.device)
         config.progress, config.tensorboard = progress, args.tensorboard or config.tensorboard
+        config.max_steps = config.max_steps if args.max_steps is None else args.max_steps
     else:
         if args.model is None or args.task is None or args.out is None:
             raise CommandError("train needs --model, --task and --out (or --config RUN/config.json)")
@@ -75,7 +76,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             model=args.model, task=args.task, out=args.out, hidden=args.hidden,
             model_options=model_options(args), task_options=_task_options(args), optimizer=args.optimizer,
             lr=args.lr, lr_decay=args.lr_decay, batch_size=args.batch_size, steps=args.steps,
-            epochs=args.epochs, clip=args.clip, penalty=args.penalty, seed=args.seed,
+            epochs=args.epochs, max_steps=args.max_steps, clip=args.clip, penalty=args.penalty,
+            seed=args.seed,
             device=args.device or "auto", record_every=args.record_every, eval_every=args.eval_every,
             checkpoint_every=args.checkpoint_every, eval_batches=args.eval_batches, progress=progress,
             tensorboard=args.tensorboard)
@@ -229,6 +231,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     budget = tr.add_mutually_exclusive_group()
     budget.add_argument("--steps", type=int, default=None, help="optimizer steps (default 1000)")
     budget.add_argument("--epochs", type=int, default=None)
+    tr.add_argument("--max-steps", type=int, default=None, help="train on past --steps/--epochs until the "
+                    "validation metric plateaus (no improvement over the last 20%% of the steps), at most "
+                    "this many steps; with --config --resume it extends a finished run")
     tr.add_argument("--clip", type=float, default=None, help="clip the gradient norm to this value")
     tr.add_argument("--penalty", type=float, default=0.0, help="weight of ||sigma - sigma*||^2 (map none)")
     tr.add_argument("--seed", type=int, default=0, help="model init seed (and batch order)")

@@ -2,7 +2,8 @@
 
 Each distinct configuration of the grid (seed 0) is built at its paper size and trained for a few steps
 after one warm-up step; one validation batch is timed the same way. The estimate is
-``steps x seconds per step + evaluations x batches x seconds per batch``, times the seeds. Data loading
+``steps x seconds per step + evaluations x batches x seconds per batch``, times the seeds; for a grid
+trained until plateau, also at its ``max_steps`` cap (what the sweep costs at most). Data loading
 and checkpoint writes are left out. Written to ``results/<experiment>/paper/estimate_<device>.json``
 (``cpu`` or ``cuda``).
 """
@@ -55,14 +56,21 @@ def time_trial_config(trainer: Trainer, steps: int = 3) -> dict[str, Any]:
                 "estimated_seconds": stamps[-1] - stamps[0]}
     per_step = statistics.median(b - a for a, b in zip(stamps[1:], stamps[2:], strict=False))
     per_batch, valid_batches, test_batches = _eval_batch_seconds(trainer)
-    evaluations = trainer.total_steps // trainer.config.eval_every
-    seconds = trainer.total_steps * per_step + per_batch * (evaluations * valid_batches + test_batches)
-    return {
+
+    def seconds(steps: int) -> float:
+        evaluations = steps // trainer.config.eval_every
+        return steps * per_step + per_batch * (evaluations * valid_batches + test_batches)
+
+    timing = {
         "seconds_per_step": per_step,
         "seconds_per_eval_batch": per_batch,
         "total_steps": trainer.total_steps,
-        "estimated_seconds": seconds,
+        "estimated_seconds": seconds(trainer.total_steps),
     }
+    if trainer.config.max_steps is not None:
+        cap = trainer.config.max_steps
+        timing.update(max_steps=cap, estimated_seconds_at_cap=seconds(cap))
+    return timing
 
 
 def estimate_experiment(
@@ -87,6 +95,9 @@ def estimate_experiment(
         "seeds": seeds,
         "trials": seeds * len(configs),
         "total_seconds": total,
+        **({"total_seconds_at_cap": seeds * sum(c.get("estimated_seconds_at_cap", c["estimated_seconds"])
+                                                for c in configs.values())}
+           if any("max_steps" in c for c in configs.values()) else {}),
         "configurations": configs,
     }
     path = Path(results) / experiment.name / "paper" / f"estimate_{device.split(':')[0]}.json"

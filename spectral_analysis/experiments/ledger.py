@@ -1,6 +1,7 @@
 """The compute ledger, ``results/LEDGER.md``, generated from the kept summaries: per experiment and
 scale, trials done / planned, how many of the done ones trained to a plateau (no improvement of the
-validation metric over their last 20% of steps), failed, training seconds per trial (median and
+validation metric over their last 20% of steps), failed, how many done ones the catalog now asks to
+train on (a ``max_steps`` given after they ended without a plateau), training seconds per trial (median and
 total), the device and machine they ran on, and the date of the last one. Rewritten at the end of
 every sweep."""
 
@@ -10,7 +11,7 @@ import statistics
 from pathlib import Path
 
 from spectral_analysis.experiments.catalog import Experiment
-from spectral_analysis.experiments.results import atomic_write, plateaued, read_rows
+from spectral_analysis.experiments.results import atomic_write, kept_row_stands, plateaued, read_rows
 from spectral_analysis.vocabulary import SCALES
 
 LEDGER_NAME = "LEDGER.md"
@@ -24,6 +25,8 @@ def ledger_rows(results: str | Path, catalog: dict[str, Experiment]) -> list[dic
             if not kept:
                 continue
             done = [r for r in kept if r["status"] == "done"]
+            trials = {t.key: t for t in experiment.trials(scale)}
+            stale = [r for r in done if r["trial"] in trials and not kept_row_stands(r, trials[r["trial"]])]
             seconds = [r["seconds"] for r in done if r.get("seconds") is not None]
             rows.append(
                 {
@@ -31,8 +34,9 @@ def ledger_rows(results: str | Path, catalog: dict[str, Experiment]) -> list[dic
                     "scale": scale,
                     "done": len(done),
                     "plateaued": sum(bool(plateaued(r)) for r in done),
-                    "planned": len(experiment.trials(scale)),
+                    "planned": len(trials),
                     "failed": sum(r["status"] == "failed" for r in kept),
+                    "to_train_on": len(stale),
                     "median_seconds": statistics.median(seconds) if seconds else None,
                     "total_seconds": sum(seconds),
                     "devices": sorted({r["device"] for r in done}),
@@ -51,17 +55,19 @@ def write_ledger(results: str | Path, catalog: dict[str, Experiment]) -> Path:
         "",
         "Generated from the kept summaries by `spectral-analysis run` (do not edit by hand). Seconds are "
         "the trainer's training seconds per trial (evaluation excluded). Plateaued: done trials whose "
-        "best validation metric came before their last 20% of steps (the paper-scale criterion).",
+        "best validation metric came before their last 20% of steps (the paper-scale criterion). "
+        "To train on: done trials that the catalog now trains until plateau (`max_steps`), which ended "
+        "without one; the next `spectral-analysis run` resumes them.",
         "",
-        "| experiment | scale | done / planned | plateaued | failed | s per trial (median) | s in all "
-        "| device | machine | last trial |",
-        "|---|---|---|---:|---:|---:|---:|---|---|---|",
+        "| experiment | scale | done / planned | plateaued | failed | to train on | s per trial (median) "
+        "| s in all | device | machine | last trial |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|---|---|",
     ]
     for r in rows:
         median = "-" if r["median_seconds"] is None else f"{r['median_seconds']:.1f}"
         lines.append(
             f"| {r['experiment']} | {r['scale']} | {r['done']} / {r['planned']} "
-            f"| {r['plateaued']} / {r['done']} | {r['failed']} | {median} "
+            f"| {r['plateaued']} / {r['done']} | {r['failed']} | {r['to_train_on']} | {median} "
             f"| {r['total_seconds']:.0f} | {', '.join(r['devices'])} | {'; '.join(r['machines'])} "
             f"| {r['last']} |"
         )

@@ -35,11 +35,11 @@ from spectral_analysis.experiments.catalog import Trial
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, RESULT_NAME, trial_results_dir
 from spectral_analysis.train import load_checkpoint, save_checkpoint
 from spectral_analysis.train.evaluation import RunLog
+from spectral_analysis.train.plateau import best_validation, is_plateau
 
 TRAIN_ROWS, VALID_ROWS, SINGULAR_VALUE_ROWS = 100, 50, 50
 MAX_KEPT_CHECKPOINT_BYTES = 1 << 19
 CURVES_NAME, SINGULAR_VALUES_NAME = "curves.csv", "singular_values.safetensors"
-LOWER_IS_BETTER = ("mse", "cross_entropy", "perplexity", "loss")
 SUMMARY_COLUMNS = (
     "trial",
     "status",
@@ -67,17 +67,31 @@ SUMMARY_COLUMNS = (
 )
 
 
-PLATEAU_FRACTION = 0.2  # "no improvement over the last 20% of the steps" (the paper-scale criterion)
-
-
 def plateaued(row: dict[str, Any]) -> bool | None:
-    """Whether a done trial trained to a plateau: its best validation metric came no later than
-    ``1 - PLATEAU_FRACTION`` of its steps, so the last 20% of the steps did not improve on it.
-    ``None`` for a trial that is not done or has no validation record."""
+    """Whether a done trial trained to a plateau (:func:`~spectral_analysis.train.plateau.is_plateau` of
+    its best and last steps); ``None`` for a trial that is not done or has no validation record."""
     steps, best_step = row.get("steps"), row.get("best_step")
     if row.get("status") != "done" or steps is None or best_step is None:
         return None
-    return best_step <= (1 - PLATEAU_FRACTION) * steps
+    return is_plateau(best_step, steps)
+
+
+def kept_row_stands(kept: dict[str, Any], trial: Trial, retry_failed: bool = False) -> bool:
+    """Whether a kept row stands for ``trial``, so that a sweep skips it: with the same configuration, a
+    done row or (unless retried) a failed one. With the same configuration but for ``max_steps``, which
+    only lengthens a run past its minimum: a done row that plateaued within the trial's ``max_steps``
+    (the trial stops at the same step) or a failed row that had no or a smaller ``max_steps`` (the trial
+    fails at the same step); a row that stopped at a smaller cap without plateauing trains on."""
+    config = kept.get("config") or {}
+    if config == trial.config:
+        return kept["status"] == "done" or (kept["status"] == "failed" and not retry_failed)
+    without_cap = {k: v for k, v in config.items() if k != "max_steps"}
+    cap = trial.config.get("max_steps")
+    if cap is None or without_cap != {k: v for k, v in trial.config.items() if k != "max_steps"}:
+        return False
+    if kept["status"] == "failed":
+        return not retry_failed and (config.get("max_steps") or 0) <= cap
+    return kept["status"] == "done" and bool(plateaued(kept)) and kept["steps"] <= cap
 
 
 def machine_name(device: str) -> str:
@@ -162,14 +176,6 @@ def read_curves(trial_dir: str | Path) -> dict[str, dict[str, np.ndarray]]:
     return phases
 
 
-def _best(valid: list[dict[str, Any]], metric: str) -> tuple[float | None, int | None]:
-    scored = [x for x in valid if isinstance(x.get(metric), int | float)]
-    if not scored:
-        return None, None
-    pick = (min if metric in LOWER_IS_BETTER else max)(scored, key=lambda x: x[metric])
-    return pick[metric], pick["step"]
-
-
 def keep_trial(
     trial: Trial,
     run_dir: str | Path,
@@ -213,7 +219,7 @@ def keep_trial(
         metric = PRIMARY_METRIC[meta["task"]["kind"]]
         valid = [x for x in lines if x["phase"] == "valid"]
         test = next((x for x in lines if x["phase"] == "test"), {})
-        best, best_step = _best(valid, metric)
+        best, best_step = best_validation(valid, metric)
         size = sum(t.numel() * t.element_size() for t in checkpoint.model.state_dict().values())
         if trial.seed == 0 and size <= MAX_KEPT_CHECKPOINT_BYTES:
             keep = {

@@ -2,8 +2,9 @@
 
 Every trial has its own run directory ``<out>/<experiment>/<scale>/<trial>/`` (config, metrics.jsonl,
 checkpoints) and, once finished or failed, its kept results in ``<results>/<experiment>/<scale>/``
-(:mod:`spectral_analysis.experiments.results`). Rerunning a sweep skips the trials whose kept row is
-``done`` with the same configuration, and resumes the others from their last checkpoint; the trainer
+(:mod:`spectral_analysis.experiments.results`). Rerunning a sweep skips the trials whose kept row
+stands for them (``results.kept_row_stands``: ``done`` with the same configuration, or plateaued
+within a newly given ``max_steps``), and resumes the others from their last checkpoint; the trainer
 resumes bit-identically (batches depend only on seed and step), so an interrupted sweep ends where an
 uninterrupted one does. A trial that raises (a NaN loss, a bad configuration) is kept as ``failed``
 with its error line, and the rest of the grid goes on.
@@ -32,7 +33,7 @@ import torch
 from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.experiments.catalog import Experiment, Trial, load_catalog
 from spectral_analysis.experiments.ledger import write_ledger
-from spectral_analysis.experiments.results import keep_trial, read_rows, write_summary
+from spectral_analysis.experiments.results import keep_trial, kept_row_stands, read_rows, write_summary
 from spectral_analysis.io.zoo import RESULT_NAME, default_results_dir, trial_results_dir
 from spectral_analysis.train import Trainer
 
@@ -241,11 +242,7 @@ def run_sweep(
     revision, specs = git_revision(), []
     for trial in trials:
         kept = _kept_row(results, trial)
-        if (
-            kept
-            and kept.get("config") == trial.config
-            and (kept["status"] == "done" or (kept["status"] == "failed" and not retry_failed))
-        ):
+        if kept and kept_row_stands(kept, trial, retry_failed):
             outcome.skipped.append(trial.key)
             continue
         run_dir = Path(out) / experiment.name / scale / trial.key

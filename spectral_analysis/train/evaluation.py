@@ -68,6 +68,13 @@ class RunLog:
         kept = [row for row in self.read() if row["step"] <= step]
         self.path.write_text("".join(json.dumps(row) + "\n" for row in kept))
 
+    def drop_phase(self, phase: str) -> None:
+        """Drop the lines of ``phase`` (a finished run's ``test`` line when it trains on)."""
+        rows = self.read()
+        kept = [row for row in rows if row["phase"] != phase]
+        if len(kept) < len(rows):
+            self.path.write_text("".join(json.dumps(row) + "\n" for row in kept))
+
     def write(self, record: dict[str, Any]) -> None:
         with open(self.path, "a") as f:
             f.write(json.dumps(record) + "\n")

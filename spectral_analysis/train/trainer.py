@@ -8,6 +8,12 @@ of them, per matrix), ``grad_h0_norm`` (the Frobenius norm of dL/dh^(0) over the
 batch-mean loss; recurrent models only) and ``time`` (training seconds so far). Every
 ``eval_every`` steps a ``valid`` line; a ``test`` line at the end.
 
+With ``max_steps`` a run trains until its validation metric plateaus: past ``steps`` (or ``epochs``) it
+goes on, and stops at the first validation step where the best value came no later than 80% of the
+steps so far (:mod:`spectral_analysis.train.plateau`), or at ``max_steps``. A run that plateaus at its
+minimum is the same run with or without ``max_steps``; a finished run resumed with a larger
+``max_steps`` goes on from its last checkpoint (its ``test`` line is written again at the new end).
+
 Resuming reloads ``last.safetensors`` (model, optimizer state, carried hidden state, step) and
 drops log lines past it. Batches depend only on (seed, step) and the learning rate only on the
 epoch, so a resumed run repeats the uninterrupted one exactly.
@@ -37,12 +43,13 @@ from spectral_analysis.nn import LSTMNet, RecurrentModel, build_model
 from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
 from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
 from spectral_analysis.train.evaluation import RunLog, evaluate, model_outputs
+from spectral_analysis.train.plateau import best_validation, is_plateau
 from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
 from spectral_analysis.train.tensorboard import TensorBoardMirror
 from spectral_analysis.vocabulary import OPTIMIZER_NAMES
 
 OPTIMIZERS = dict(zip(OPTIMIZER_NAMES, (torch.optim.Adam, torch.optim.RMSprop, torch.optim.SGD), strict=True))
-RESUMABLE_CHANGES = ("steps", "epochs", "device", "progress", "tensorboard")
+RESUMABLE_CHANGES = ("steps", "epochs", "max_steps", "device", "progress", "tensorboard")
 
 
 @dataclass
@@ -60,6 +67,7 @@ class TrainConfig:
     batch_size: int = 50
     steps: int | None = None
     epochs: int | None = None
+    max_steps: int | None = None  # past steps/epochs, train on until validation plateaus, at most this
     clip: float | None = None  # max gradient norm
     penalty: float = 0.0  # weight of the models' spectral penalty (sigma map "none")
     seed: int = 0
@@ -77,11 +85,13 @@ class TrainConfig:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; expected one of {tuple(OPTIMIZERS)}")
         if (self.steps is None) == (self.epochs is None):
             raise ValueError("give exactly one of steps and epochs")
-        for name in ("steps", "epochs", "batch_size", "hidden", "record_every", "eval_every",
+        for name in ("steps", "epochs", "max_steps", "batch_size", "hidden", "record_every", "eval_every",
                      "checkpoint_every", "eval_batches", "test_batches"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.max_steps is not None and self.steps is not None and self.max_steps < self.steps:
+            raise ValueError(f"max_steps ({self.max_steps}) must be at least steps ({self.steps})")
         if not self.lr > 0:
             raise ValueError(f"learning rate must be > 0, got {self.lr}")
         if not 0 < self.lr_decay <= 1:
@@ -224,7 +234,12 @@ class Trainer:
         self.batches = (StreamBatches(self.task.train, self.task.length) if self.task.stream
                         else ShuffledBatches(self.task.train, config.batch_size, config.seed))
         self.total_steps = config.steps or config.epochs * self.batches.steps_per_epoch
+        if config.max_steps is not None and config.max_steps < self.total_steps:
+            raise ValueError(f"max_steps ({config.max_steps}) must be at least the {config.epochs} epochs' "
+                             f"{self.total_steps} steps")
         self.step, self.elapsed, self.carry = 0, 0.0, None
+        self.primary = PRIMARY_METRIC[self.task.kind]
+        self.valid_lines: list[dict[str, Any]] = []  # the validation lines so far (the plateau criterion)
         self.latest: dict[str, dict[str, Any]] = {}
         if resume:
             self._resume(last)
@@ -255,6 +270,9 @@ class Trainer:
         self.step, self.elapsed = checkpoint.metadata["step"], checkpoint.metadata["elapsed"]
         self.latest = checkpoint.metadata.get("metrics", {})
         self.log.truncate_after(self.step)
+        self.valid_lines = [row for row in self.log.read() if row["phase"] == "valid"]
+        if not self.finished:  # a finished run given a larger max_steps: its test line moves to the new end
+            self.log.drop_phase("test")
 
     def task_metadata(self) -> dict[str, Any]:
         task = self.task
@@ -330,15 +348,31 @@ class Trainer:
         line = {"step": self.step, "phase": phase, **metrics, "time": round(self.elapsed, 3)}
         self.log.write(line)
         self.latest[phase] = line
+        if phase == "valid":
+            self.valid_lines.append(line)
         return line
 
     @property
+    def last_step(self) -> int:
+        """The step the run ends at unless it plateaus first: ``max_steps``, else the minimum."""
+        return self.config.max_steps or self.total_steps
+
+    @property
     def finished(self) -> bool:
-        return self.step >= self.total_steps
+        """The minimum is trained and, with ``max_steps``, the validation metric has plateaued (checked
+        at a validation step) or ``max_steps`` is reached."""
+        if self.step < self.total_steps:
+            return False
+        if self.config.max_steps is None or self.step >= self.config.max_steps:
+            return True
+        if not self.valid_lines or self.valid_lines[-1]["step"] != self.step:
+            return False
+        best_step = best_validation(self.valid_lines, self.primary)[1]
+        return best_step is not None and is_plateau(best_step, self.step)
 
     def run(self, callback: Callable[[int], None] | None = None,
             stop: Callable[[int], bool] | None = None) -> dict[str, Any]:
-        """Train up to ``total_steps``; ``callback(step)`` runs after each step (a test can stop the run
+        """Train until :attr:`finished`; ``callback(step)`` runs after each step (a test can stop the run
         there as a kill would). When ``stop(step)`` returns true the run checkpoints and returns early
         (a time budget); :attr:`finished` tells which. Returns the last train, valid and test lines."""
         try:
@@ -354,13 +388,15 @@ class Trainer:
             config = {"train": asdict(cfg), "model": self.model.config, "task": self.task_metadata(),
                       "device": str(self.device), "total_steps": self.total_steps}
             (self.out / "config.json").write_text(json.dumps(config, indent=2))
-        primary = PRIMARY_METRIC[self.task.kind]
-        bar = tqdm(total=self.total_steps, initial=self.step, disable=not cfg.progress,
+        primary = self.primary
+        bar = tqdm(total=self.last_step, initial=self.step, disable=not cfg.progress,
                    desc=f"{cfg.model} on {self.task.name}", dynamic_ncols=True)
         self.model.train()
-        while self.step < self.total_steps:
+        while not self.finished:
             started = time.perf_counter()
-            record = (self.step + 1) % cfg.record_every == 0 or self.step + 1 == self.total_steps
+            may_end = self.step + 1 in (self.total_steps, self.last_step) or (
+                self.step + 1 > self.total_steps and (self.step + 1) % cfg.eval_every == 0)
+            record = (self.step + 1) % cfg.record_every == 0 or may_end  # a run's last step is recorded
             line = self._train_step(record)
             self.step += 1
             self.elapsed += time.perf_counter() - started
@@ -369,11 +405,11 @@ class Trainer:
                 self.log.write(line)
                 self.latest["train"] = line
                 bar.set_postfix({"loss": f"{line['loss']:.4g}", primary: f"{line[primary]:.4g}"})
-            if self.step % cfg.eval_every == 0 or self.step == self.total_steps:
+            if self.step % cfg.eval_every == 0 or self.step in (self.total_steps, self.last_step):
                 self._evaluate("valid")
-            if self.step == self.total_steps:
+            if self.finished:
                 self._evaluate("test")
-            if self.step % cfg.checkpoint_every == 0 or self.step == self.total_steps:
+            if self.step % cfg.checkpoint_every == 0 or self.finished:
                 self._save()
             bar.update(1)
             if callback:

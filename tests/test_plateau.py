@@ -1,0 +1,192 @@
+"""Training until the validation metric plateaus (``max_steps``) and the kept rows that stand for it."""
+
+import json
+
+import pytest
+import torch
+
+from spectral_analysis.cli import main
+from spectral_analysis.experiments.catalog import Trial
+from spectral_analysis.experiments.results import kept_row_stands
+from spectral_analysis.train import TrainConfig, Trainer, load_checkpoint, train
+from spectral_analysis.train.plateau import best_validation, is_plateau
+
+
+def _config(out, **overrides) -> TrainConfig:
+    base = dict(model="rnn", task="addition", out=str(out), hidden=8, batch_size=16,
+                task_options={"length": 10, "train_size": 160, "valid_size": 32, "test_size": 32},
+                steps=24, record_every=4, eval_every=8, checkpoint_every=8, progress=False)
+    base.update(overrides)
+    return TrainConfig(**base)
+
+
+@pytest.fixture
+def scripted_validation(monkeypatch):
+    """The validation mse as a function of the trainer's step (``script[0](step)``); the test split's
+    metrics stay real."""
+    from spectral_analysis.train import trainer as trainer_module
+
+    script, trainers = [lambda step: 1.0 / step], []
+    real_evaluate, real_init = trainer_module.evaluate, Trainer.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        trainers.append(self)
+
+    def evaluate(model, task, split, batch_size, device, limit=None):
+        metrics = real_evaluate(model, task, split, batch_size, device, limit)
+        if split is task.valid:
+            metrics["mse"] = script[0](trainers[-1].step)
+        return metrics
+
+    monkeypatch.setattr(Trainer, "__init__", init)
+    monkeypatch.setattr(trainer_module, "evaluate", evaluate)
+    return script
+
+
+def _phases(out):
+    rows = map(json.loads, (out / "metrics.jsonl").read_text().splitlines())
+    return [(row["phase"], row["step"]) for row in rows if row["phase"] in ("valid", "test")]
+
+
+def test_best_validation_takes_the_direction_of_the_metric_and_the_earliest_tie():
+    lines = [{"step": 8, "mse": 0.5, "accuracy": 0.2}, {"step": 16, "mse": 0.3, "accuracy": 0.9},
+             {"step": 24, "mse": 0.3, "accuracy": 0.9}, {"step": 32, "mse": 0.4, "accuracy": 0.1}]
+    assert best_validation(lines, "mse") == (0.3, 16)
+    assert best_validation(lines, "accuracy") == (0.9, 16)
+    assert best_validation([{"step": 8}], "mse") == (None, None)
+    assert is_plateau(16, 20) and not is_plateau(17, 20)
+
+
+def test_a_run_stops_at_the_first_validation_step_past_its_minimum_where_it_has_plateaued(
+        tmp_path, scripted_validation):
+    # improving until step 40, flat after: 40 <= 0.8 s first holds for s >= 50, so at validation step 56
+    scripted_validation[0] = lambda step: 1.0 / min(step, 40)
+    summary = train(_config(tmp_path / "run", max_steps=400))
+    assert summary["test"]["step"] == 56 and summary["train"]["step"] == 56
+    assert _phases(tmp_path / "run") == [("valid", s) for s in range(8, 57, 8)] + [("test", 56)]
+    assert load_checkpoint(tmp_path / "run" / "last.safetensors").metadata["step"] == 56
+
+
+def test_a_run_that_never_plateaus_stops_at_max_steps_with_a_last_validation(tmp_path, scripted_validation):
+    summary = train(_config(tmp_path / "run", max_steps=60))  # always improving; 60 is no validation step
+    assert summary["test"]["step"] == 60 and summary["valid"]["step"] == 60
+    assert _phases(tmp_path / "run")[-3:] == [("valid", 56), ("valid", 60), ("test", 60)]
+
+
+def test_a_run_that_plateaus_at_its_minimum_is_the_same_run_without_max_steps(tmp_path, scripted_validation):
+    scripted_validation[0] = lambda step: 1.0 if step > 8 else 0.5  # best at 8 <= 0.8 * 24
+    train(_config(tmp_path / "capped", max_steps=400))
+    train(_config(tmp_path / "plain"))
+    a = load_checkpoint(tmp_path / "capped" / "last.safetensors")
+    b = load_checkpoint(tmp_path / "plain" / "last.safetensors")
+    assert a.metadata["step"] == b.metadata["step"] == 24
+    assert a.tensors.keys() == b.tensors.keys()
+    assert all(torch.equal(a.tensors[k], b.tensors[k]) for k in a.tensors)
+    assert _phases(tmp_path / "capped") == _phases(tmp_path / "plain")
+
+
+def test_a_finished_run_resumed_with_max_steps_trains_on_as_one_run_would(
+        tmp_path, scripted_validation, capsys):
+    scripted_validation[0] = lambda step: 1.0 / min(step, 32)  # plateau from 40 on: stops at 40
+    whole = train(_config(tmp_path / "whole", max_steps=400))
+    train(_config(tmp_path / "extended"))
+    assert _phases(tmp_path / "extended")[-1] == ("test", 24)
+    assert main(["train", "--config", str(tmp_path / "extended" / "config.json"), "--resume",
+                 "--max-steps", "400", "--no-progress", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["test"]["step"] == whole["test"]["step"] == 40
+    assert _phases(tmp_path / "extended") == _phases(tmp_path / "whole")  # one test line, at the new end
+    a = load_checkpoint(tmp_path / "whole" / "last.safetensors").tensors
+    b = load_checkpoint(tmp_path / "extended" / "last.safetensors").tensors
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    # resuming the finished run again trains nothing and keeps its test line
+    assert train(_config(tmp_path / "extended", max_steps=400), resume=True)["test"]["step"] == 40
+    assert _phases(tmp_path / "extended") == _phases(tmp_path / "whole")
+
+
+def test_max_steps_below_the_minimum_is_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"max_steps \(10\) must be at least steps \(24\)"):
+        train(_config(tmp_path / "a", max_steps=10))
+    with pytest.raises(ValueError, match=r"max_steps \(5\) must be at least the 1 epochs' 10 steps"):
+        train(_config(tmp_path / "b", steps=None, epochs=1, max_steps=5))
+    with pytest.raises(ValueError, match="max_steps must be a positive integer"):
+        train(_config(tmp_path / "c", max_steps=0))
+
+
+def _trial(**config) -> Trial:
+    return Trial("e", "paper", "rnn_s0", "rnn", {}, 0, {"model": "rnn", "steps": 100, **config})
+
+
+def _row(status="done", steps=100, best_step=50, **config) -> dict:
+    return {"status": status, "steps": steps, "best_step": best_step,
+            "config": {"model": "rnn", "steps": 100, **config}}
+
+
+@pytest.mark.parametrize(("row", "trial", "stands"), [
+    (_row(), _trial(), True),  # same configuration, done
+    (_row(status="failed"), _trial(), True),  # same configuration, failed (not retried)
+    (_row(lr=0.1), _trial(), False),  # another configuration
+    (_row(best_step=50), _trial(max_steps=300), True),  # plateaued at its minimum: the same run
+    (_row(best_step=90), _trial(max_steps=300), False),  # not plateaued: trains on to the new cap
+    (_row(steps=250, best_step=150, max_steps=300), _trial(max_steps=200), False),  # plateaued past the cap
+    (_row(steps=200, best_step=190, max_steps=200), _trial(max_steps=400), False),  # capped, a larger cap
+    (_row(status="failed"), _trial(max_steps=300), True),  # failed within its minimum: fails the same
+    (_row(status="failed", max_steps=500), _trial(max_steps=300), False),  # may have failed past 300
+    (_row(best_step=50, max_steps=300), _trial(), False),  # the trial asks for the fixed budget only
+])
+def test_a_kept_row_stands_for_a_trial_when_the_trial_would_end_the_same(row, trial, stands):
+    assert kept_row_stands(row, trial) is stands
+    if row["status"] == "failed":
+        assert kept_row_stands(row, trial, retry_failed=True) is False
+
+
+GRID = """
+name = "grid"
+source = "test"
+description = "four short trials: two plateau at step 4 of 8, two improve to the end"
+[base]
+task = "addition"
+lr = 0.1
+batch_size = 8
+record_every = 2
+eval_every = 2
+checkpoint_every = 4
+hidden = 4
+task_options = { length = 5, train_size = 32, valid_size = 16, test_size = 16 }
+[[variants]]
+label = "rnn"
+model = "rnn"
+[[variants]]
+label = "spectral"
+model = "spectral"
+[scales.paper]
+stated = "unused"
+steps = 8
+[scales.smoke]
+seeds = 2
+steps = 8
+"""
+
+
+def test_a_sweep_given_max_steps_keeps_the_plateaued_trials_and_trains_the_others_on(tmp_path):
+    pytest.importorskip("ray.tune")
+    from spectral_analysis.experiments import load_experiment, run_sweep
+
+    def sweep(text: str):
+        (tmp_path / "grid.toml").write_text(text)
+        return run_sweep(load_experiment(tmp_path / "grid.toml"), "smoke", out=tmp_path / "runs",
+                         results=tmp_path / "results", report=lambda _line: None)
+
+    first = {r["trial"]: r for r in sweep(GRID).rows}
+    plateaued = {key for key, r in first.items() if r["best_step"] <= 0.8 * r["steps"]}
+    assert plateaued and plateaued != set(first)  # both kinds, so both paths below are taken
+    second = sweep(GRID.replace("seeds = 2\nsteps = 8", "seeds = 2\nsteps = 8\nmax_steps = 40"))
+    assert set(second.skipped) == plateaued and set(second.ran) == set(first) - plateaued
+    for row in second.rows:
+        if row["trial"] in plateaued:
+            assert row == {**first[row["trial"]], "plateau": True}
+        else:
+            assert row["config"]["max_steps"] == 40 and 8 < row["steps"] <= 40
+            assert row["plateau"] or row["steps"] == 40
+            lines = (tmp_path / "runs" / "grid" / "smoke" / row["trial"] / "metrics.jsonl").read_text()
+            assert [json.loads(x)["step"] for x in lines.splitlines() if '"test"' in x] == [row["steps"]]
