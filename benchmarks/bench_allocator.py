@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 
+import torch
 from report import write_report
 
 CASES = [
@@ -72,6 +73,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="interleaved subprocess pairs per case")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
+    torch.set_num_threads(1)  # as each measuring subprocess runs; the report's machine line records it
     cases = []
     for case in CASES:
         runs: dict[str, list[dict]] = {"keep": [], "release": []}
