@@ -154,9 +154,40 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_zoo_check(args: argparse.Namespace) -> int:
+    import sys
+
+    from spectral_analysis.analysis.zoo_check import check_zoo
+
+    def tick(row: dict[str, Any]) -> None:
+        if show_progress(args):
+            outcome = "ok" if row["ok"] else row["error"]
+            print(f"{row['name']}: {outcome} ({row['seconds']} s)", file=sys.stderr)
+
+    rows = check_zoo(_results(args), args.experiment, samples=args.samples, report=tick)
+
+    def text(p: dict[str, Any]) -> str:
+        lines = [f"{'name':<52} {'model':<15} {'checked':<24} {'log10 G':>8} {'s':>6}"]
+        for r in p["entries"]:
+            checked = r.get("analyzed", "") if r["ok"] else "FAILED: " + r["error"]
+            log_g = "-" if r.get("log10_G") is None else f"{r['log10_G']:.2f}"
+            lines.append(
+                f"{r['name']:<52} {r['model'] or '?':<15} {checked:<24} {log_g:>8} {r['seconds']:>6.2f}"
+            )
+        failed = sum(not r["ok"] for r in p["entries"])
+        lines.append(f"{len(p['entries']) - failed} of {len(p['entries'])} entries load and analyze"
+                     + (f"; {failed} failed" if failed else ""))
+        return "\n".join(lines)
+
+    emit(args, {"results": str(_results(args)), "entries": rows}, text, lambda p: p["entries"])
+    return 1 if any(not r["ok"] for r in rows) else 0
+
+
 def cmd_zoo(args: argparse.Namespace) -> int:
     from spectral_analysis.io import zoo_entries
 
+    if args.check:
+        return cmd_zoo_check(args)
     entries = [
         e for e in zoo_entries(_results(args)) if not args.experiment or e["experiment"] == args.experiment
     ]
@@ -298,6 +329,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "zoo", help="list the kept models (zoo:<experiment>/<trial> names for the analyzers)"
     )
     zoo.add_argument("--experiment", default=None)
+    zoo.add_argument("--check", action="store_true", help="load every entry and run the analyzers on it "
+                     "(spectra; analyze with G(w) for recurrent models); exit 1 if any fails")
+    zoo.add_argument("--samples", type=int, default=2, help="with --check: test sequences per analysis")
     common(zoo, catalog=False)
     zoo.set_defaults(func=cmd_zoo)
 
