@@ -1,7 +1,8 @@
 """KRU's time loop at its papers' sizes: three routes to the same hidden states.
 
 Forward + backward of a full sequence of KRU's transition (2 x 2 complex factors, real form of size
-2N), float32, one thread, side by side (medians of interleaved repeats; read the ratios):
+2N), float32, one thread, freed memory kept (``allocator.keep_freed_memory``, as in training), side by
+side (medians of interleaved repeats; read the ratios):
 - ``structured``: the loop with W h by ``kron_matvec`` at every step, W never formed (Algorithm 1);
 - ``dense``: W formed once per pass from its factors, then the dense scan;
 - ``kronecker``: the two-block scan ``A X B^T`` (``nn.kronecker_scan``), W never formed.
@@ -21,6 +22,7 @@ from collections.abc import Callable
 import torch
 from report import write_report
 
+from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.nn.kronecker_scan import kronecker_scan
 from spectral_analysis.nn.peer_transitions import KroneckerTransition
 from spectral_analysis.nn.time_loop import recurrence_loop, recurrence_scan
@@ -56,6 +58,7 @@ def main() -> None:
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
+    keep_freed_memory()  # as the trainer runs: otherwise page faults, not the routes, are timed
     torch.manual_seed(0)
     cases = []
     for task, n, T, B in CASES:

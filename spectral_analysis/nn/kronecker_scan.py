@@ -7,8 +7,10 @@ length ``N = a b`` read as an ``a x b`` matrix X (``torch.kron``'s index order),
 (for N = 512 with 2 x 2 factors, 48 against 512 per unit). :class:`_KroneckerScan` runs the whole
 sequence as one autograd node, as :func:`~spectral_analysis.nn.time_loop.recurrence_scan` does for a
 dense W: backward walks ``W^H`` (``A^H X conj(B)``) down the steps and forms ``dL/dA`` and ``dL/dB``
-once at the end. Complex factors run in complex arithmetic; the activation acts on the real and
-imaginary parts (the real form's elementwise activation). Its twin is the dense scan on
+along the way. Complex factors never leave the real form: a state ``(Re h; Im h)`` is read as two
+planes of ``a x b`` (a view, no copy), ``A`` acts through its real form ``[[Re A, -Im A], [Im A,
+Re A]]`` and ``B`` plane by plane, so every product is a real GEMM and the activation acts on the
+real and imaginary parts as the real form's elementwise activation does. Its twin is the dense scan on
 ``kron_matrix`` (tests hold them together, float64 gradcheck included).
 """
 
@@ -21,7 +23,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from spectral_analysis.linalg import complex_vector, kron_matrix, real_vector
+from spectral_analysis.linalg import kron_matrix
 from spectral_analysis.nn.activations import activate_, derivative_from_output
 
 KRONECKER_SCAN_ACTIVATIONS = ("identity", "relu", "leaky_relu", "tanh")  # derivative from the output
@@ -39,75 +41,115 @@ def kronecker_blocks(factors: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
     return kron_matrix(factors[:split]), kron_matrix(factors[split:])
 
 
-def _real_view(z: Tensor) -> Tensor:
-    return torch.view_as_real(z) if z.is_complex() else z
+def _left_real_form(A: Tensor) -> Tensor:
+    """The real matrix acting on stacked planes ``(Re X; Im X)`` as ``A`` acts on ``X``:
+    ``[[Re A, -Im A], [Im A, Re A]]`` (``A`` itself when real)."""
+    if not A.is_complex():
+        return A
+    return torch.cat([torch.cat([A.real, -A.imag], 1), torch.cat([A.imag, A.real], 1)], 0)
 
 
-def _to_blocks(v: Tensor, a: int, b: int, complex_factors: bool) -> Tensor:
-    """``(..., N')`` real (the real form ``(Re; Im)`` for complex factors) -> ``(..., a, b)`` states."""
-    if complex_factors:
-        v = complex_vector(v)
-    # contiguous: the steps view each state as (batch a, b), and a gradient arriving through the
-    # model's batch-first transpose is strided
-    return v.reshape(*v.shape[:-1], a, b).contiguous()
+class _RightProduct:
+    """``X -> X C`` on planar states ``(batch, P a, b)`` (``P = 2`` planes ``Re; Im`` for complex ``C``),
+    in real GEMMs: ``X_p [Re C | Im C]`` for both planes at once, then the planes recombined."""
+
+    def __init__(self, C: Tensor, batch: int, a: int, b: int) -> None:
+        self.complex, self.batch, self.a, self.b = C.is_complex(), batch, a, b
+        self.C = torch.cat([C.real, C.imag], 1).contiguous() if self.complex else C.contiguous()
+        self.scratch = self.C.new_empty(batch, 2, a, 2 * b) if self.complex else None
+
+    def __call__(self, X: Tensor, out: Tensor, add: Tensor | None = None) -> None:
+        """``out = X C`` (``+ add``); ``X``, ``out`` and ``add`` are ``(batch, P a, b)``."""
+        b = self.b
+        if not self.complex:
+            if add is None:
+                torch.mm(X.view(-1, b), self.C, out=out.view(-1, b))
+            else:
+                torch.addmm(add.view(-1, b), X.view(-1, b), self.C, out=out.view(-1, b))
+            return
+        S = self.scratch  # S[:, p, :, :b] = X_p Re C, S[:, p, :, b:] = X_p Im C
+        torch.mm(X.view(-1, b), self.C, out=S.view(-1, 2 * b))
+        real, imag = out.view(self.batch, 2, self.a, b).unbind(1)
+        if add is None:
+            torch.sub(S[:, 0, :, :b], S[:, 1, :, b:], out=real)  # Re: X_r C_r - X_i C_i
+            torch.add(S[:, 0, :, b:], S[:, 1, :, :b], out=imag)  # Im: X_r C_i + X_i C_r
+        else:
+            add_real, add_imag = add.view(self.batch, 2, self.a, b).unbind(1)
+            torch.add(add_real, S[:, 0, :, :b], out=real).sub_(S[:, 1, :, b:])
+            torch.add(add_imag, S[:, 0, :, b:], out=imag).add_(S[:, 1, :, :b])
 
 
-def _from_blocks(z: Tensor) -> Tensor:
-    """The inverse of :func:`_to_blocks`."""
-    z = z.flatten(-2)
-    return real_vector(z) if z.is_complex() else z
+def _rows_by_plane(X: Tensor, planes: int, a: int, b: int) -> Tensor:
+    """``(batch, P a, b)`` -> ``(batch a, P b)``: row ``(n, i)`` holds ``X_p[n, i, :]`` for each plane."""
+    return X.view(-1, planes, a, b).transpose(1, 2).reshape(-1, planes * b)
+
+
+def _complex_from_planes(M: Tensor, size: int) -> Tensor:
+    """``sum_n G_n Y_n^H`` from the plane products ``M = sum_n [G_r; G_i] [Y_r; Y_i]^T``, blocks
+    ``[[rr, ri], [ir, ii]]``: ``(rr + ii) + i (ir - ri)``."""
+    rr, ri, ir, ii = M[:size, :size], M[:size, size:], M[size:, :size], M[size:, size:]
+    return torch.complex(rr + ii, ir - ri)
 
 
 class _KroneckerScan(torch.autograd.Function):
-    """Real-form tensors in and out; complex arithmetic inside for complex blocks."""
+    """Real-form tensors in and out. A state of the real form ``(Re h; Im h)`` is read, without a copy,
+    as planes ``(P a, b)``: ``A`` acts on them through its real form, ``B`` through
+    :class:`_RightProduct`, so every product is a real GEMM."""
 
     @staticmethod
     def forward(ctx, xp: Tensor, A: Tensor, B: Tensor, h0: Tensor, activation: str, leak: float) -> Tensor:
-        a, b, complex_factors = A.shape[0], B.shape[0], A.is_complex()
-        xp = _to_blocks(xp, a, b, complex_factors)
+        a, b, planes = A.shape[0], B.shape[0], 2 if A.is_complex() else 1
         T, batch = xp.shape[:2]
-        H = xp.new_empty((T + 1, batch, a, b))
-        H[0] = _to_blocks(h0, a, b, complex_factors)
-        Y = xp.new_empty((T, batch, a, b))  # X_t B^T, kept for dL/dA
-        A_batch, B_t = A.expand(batch, a, a), B.mT
+        xp = xp.reshape(T, batch, planes * a, b)
+        H = xp.new_empty((T + 1, batch, planes * a, b))
+        H[0] = h0.reshape(batch, planes * a, b)
+        Y = torch.empty_like(xp)  # X_t B^T, kept for dL/dA
+        A_batch = _left_real_form(A).expand(batch, planes * a, planes * a)
+        times_B_transposed = _RightProduct(B.mT, batch, a, b)
         for t in range(T):
-            torch.mm(H[t].view(batch * a, b), B_t, out=Y[t].view(batch * a, b))
+            times_B_transposed(H[t], Y[t])
             torch.baddbmm(xp[t], A_batch, Y[t], out=H[t + 1])  # xp_t + A X_t B^T
-            activate_(_real_view(H[t + 1]), activation, leak)
+            activate_(H[t + 1], activation, leak)
         ctx.activation, ctx.leak = activation, leak
         ctx.save_for_backward(A, B, H, Y)
-        return _from_blocks(H[1:])
+        return H[1:].view(T, batch, -1)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g: Tensor):
         A, B, H, Y = ctx.saved_tensors
-        T, batch, a, b = Y.shape
-        g = _to_blocks(g, a, b, A.is_complex())
-        D = None if ctx.activation == "identity" else derivative_from_output(
-            _real_view(H[1:]), ctx.activation, ctx.leak)
-        # conj() and mH are lazy views: resolved once here, not copied again at every step
-        AH_batch = A.mH.resolve_conj().contiguous().expand(batch, a, a)
-        B_conj = B.conj().resolve_conj()
-        GZ = torch.empty_like(H[1:])  # dL/dz_t, z_t = W h_(t-1) + xp_t
-        K = torch.empty_like(GZ)  # A^H GZ_t, kept for dL/dB
+        T, batch, rows, b = Y.shape
+        planes = 2 if A.is_complex() else 1
+        a = rows // planes
+        g = g.reshape(T, batch, rows, b)
+        D = None if ctx.activation == "identity" else derivative_from_output(H[1:], ctx.activation, ctx.leak)
+        AH_batch = _left_real_form(A).mT.contiguous().expand(batch, rows, rows)  # the real form of A^H
+        times_B_conj = _RightProduct(B.conj().resolve_conj(), batch, a, b)
+        want_A, want_B = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
+        M_A = Y.new_zeros(rows, rows)  # sum_n G_n Y_n^T over planes: dL/dA
+        M_B = Y.new_zeros(planes * b, planes * b)  # sum_n (A^H G_n)^T X_n over planes: dL/dB
+        GZ = torch.empty_like(Y)  # dL/dz_t, z_t = W h_(t-1) + xp_t
+        K = torch.empty_like(GZ[0])  # A^H GZ_t
         GZ[T - 1] = g[T - 1]
+        grad_h0 = None
         for t in range(T - 1, -1, -1):
             if D is not None:
-                _real_view(GZ[t]).mul_(D[t])
-            torch.bmm(AH_batch, GZ[t], out=K[t])
+                GZ[t].mul_(D[t])
+            torch.bmm(AH_batch, GZ[t], out=K)
+            if want_A:
+                M_A.addmm_(GZ[t].transpose(0, 1).reshape(rows, -1), Y[t].transpose(0, 1).reshape(rows, -1).mT)
+            if want_B:
+                M_B.addmm_(_rows_by_plane(K, planes, a, b).mT, _rows_by_plane(H[t], planes, a, b))
             if t > 0:  # GZ_(t-1) before its mask: g_(t-1) + W^H GZ_t, W^H X = A^H X conj(B)
-                torch.addmm(g[t - 1].view(batch * a, b), K[t].view(batch * a, b), B_conj,
-                            out=GZ[t - 1].view(batch * a, b))
-        rows = T * batch
+                times_B_conj(K, GZ[t - 1], add=g[t - 1])
+            elif ctx.needs_input_grad[3]:
+                grad_h0 = torch.empty_like(K)
+                times_B_conj(K, grad_h0)
         # Z_n = A X_n B^T: dL/dA = sum_n G_n (X_n B^T)^H, dL/dB = sum_n (A^H G_n)^T conj(X_n)
-        grad_A = torch.bmm(GZ.view(rows, a, b), Y.view(rows, a, b).mH).sum(0) \
-            if ctx.needs_input_grad[1] else None
-        grad_B = K.view(rows * a, b).mT @ H[:-1].reshape(rows * a, b).conj() \
-            if ctx.needs_input_grad[2] else None
-        grad_h0 = _from_blocks(torch.mm(K[0].view(batch * a, b), B_conj).view(batch, a, b)) \
-            if ctx.needs_input_grad[3] else None
-        return _from_blocks(GZ), grad_A, grad_B, grad_h0, None, None
+        grad_A = (_complex_from_planes(M_A, a) if planes == 2 else M_A) if want_A else None
+        grad_B = (_complex_from_planes(M_B, b) if planes == 2 else M_B) if want_B else None
+        grad_h0 = None if grad_h0 is None else grad_h0.view(batch, -1)
+        return GZ.view(T, batch, -1), grad_A, grad_B, grad_h0, None, None
 
 
 def kronecker_scan(xp: Tensor, factors: Sequence[Tensor], h0: Tensor, activation: str, leak: float) -> Tensor:
