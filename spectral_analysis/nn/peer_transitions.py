@@ -35,7 +35,7 @@ from spectral_analysis.nn.kronecker_scan import KRONECKER_SCAN_ACTIVATIONS, kron
 from spectral_analysis.nn.transitions import Transition, _check_size
 
 # the real-form size from which the two-block Kronecker scan beats the dense one on the CPU, one thread
-# (benchmarks/kru_recurrence_cpu.json: 0.4x at 128 and 0.7x at 256 on KRU's copy sizes, 1.5-4.2x at
+# (benchmarks/kru_recurrence_cpu.json: 0.27x at 128 and 0.58x at 256 on KRU's copy sizes, 4.1-4.5x at
 # 1024 on its adding sizes)
 KRONECKER_SCAN_MIN_SIZE = 512
 
