@@ -48,6 +48,7 @@ class CheckRecord:
     quote: str | None = None
     scale: str | None = None
     seeds: int | None = None
+    plateaued: str | None = None  # "k/n": the grid's done trials that trained to a plateau
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:

@@ -190,3 +190,26 @@ def test_a_sweep_given_max_steps_keeps_the_plateaued_trials_and_trains_the_other
             assert row["plateau"] or row["steps"] == 40
             lines = (tmp_path / "runs" / "grid" / "smoke" / row["trial"] / "metrics.jsonl").read_text()
             assert [json.loads(x)["step"] for x in lines.splitlines() if '"test"' in x] == [row["steps"]]
+
+
+def _kept_curve(directory, steps, values):
+    directory.mkdir(parents=True)
+    lines = ["phase,step,mse"] + [f"valid,{s},{v}" for s, v in zip(steps, values, strict=True)]
+    (directory / "curves.csv").write_text("\n".join(lines) + "\n")
+    return directory
+
+
+def test_seeds_that_stopped_at_different_steps_are_read_on_the_union_of_their_steps(tmp_path):
+    from spectral_analysis.experiments.reading import Group
+
+    long = _kept_curve(tmp_path / "s0", range(10, 101, 10), [float(s) for s in range(10, 101, 10)])
+    short = _kept_curve(tmp_path / "s1", range(15, 61, 15), [2.0 * s for s in range(15, 61, 15)])
+    group = Group("rnn", {}, [{}, {}], [long, short])
+    steps, curve = group.curve("valid", "mse")
+    assert list(steps) == [10, 15, 20, 30, 40, 45, 50, 60, 70, 80, 90, 100]
+    at = dict(zip(steps.tolist(), zip(curve.mean, curve.low, curve.high, strict=True), strict=True))
+    assert at[30] == (45.0, 30.0, 60.0)  # both recorded step 30
+    assert at[20] == (30.0, 20.0, 40.0)  # the short seed interpolated between its steps 15 and 30
+    assert at[10] == (10.0, 10.0, 10.0) and at[70] == (70.0, 70.0, 70.0)  # outside the short seed's range
+    end = group.last("valid", "mse", records=2)  # each seed's own last two records
+    assert (end.mean, end.low, end.high, end.seeds) == (100.0, 95.0, 105.0, 2)

@@ -12,12 +12,13 @@ from spectral_analysis.plotting.reproduction import (
 ROOT = Path(__file__).resolve().parents[1]
 
 
-ROW = re.compile(r"^\| (.+?) \| (.+?) \| (.+?) \| (.+?) \| (.+?) \|$", flags=re.M)
+ROW = re.compile(r"^\| (.+?) \| (.+?) \| (.+?) \| (.+?) \| (.+?) \| (.+?) \|$", flags=re.M)
 
 
-def _rows(text: str) -> list[tuple[str, str, str, str]]:
-    """(source, the paper's value, the verdict of a figure row, scale and seeds) of every table row."""
-    return [(m[0], m[1], m[2] if m[2].startswith("**") else "", m[3]) for m in ROW.findall(text)
+def _rows(text: str) -> list[tuple[str, str, str, str, str]]:
+    """(source, the paper's value, the verdict of a figure row, scale and seeds, plateaued) of every table
+    row."""
+    return [(m[0], m[1], m[2] if m[2].startswith("**") else "", m[3], m[4]) for m in ROW.findall(text)
             if m[0] != "source" and not m[0].startswith("-")]
 
 
@@ -35,4 +36,4 @@ def test_write_reproduction_fills_the_file_and_the_marked_block(tmp_path):
     text = readme.read_text()
     assert "STALE-BLOCK" not in text and text.startswith("intro") and text.endswith("after\n")
     table4 = [row for row in _rows(path.read_text()) if row[0].startswith("Table 4, Coffee, spectral")]
-    assert table4 == [("Table 4, Coffee, spectral", "1.000 test accuracy", "", "paper, 3")]
+    assert table4 == [("Table 4, Coffee, spectral", "1.000 test accuracy", "", "paper, 3", "3/3")]

@@ -7,6 +7,7 @@ still under way is not drawn half), else at ``smoke`` scale (and says so).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,18 @@ import numpy as np
 from spectral_analysis.experiments.catalog import find_experiment
 from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, trial_results_dir
+
+
+def _on_steps(steps: np.ndarray, values: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """``values`` recorded at ``steps``, linearly interpolated onto ``grid`` between their first and last
+    finite record, NaN outside it."""
+    finite = np.isfinite(values)
+    if not finite.any():
+        return np.full(grid.shape, np.nan)
+    known, at = steps[finite], values[finite]
+    out = np.interp(grid, known, at)
+    out[(grid < known[0]) | (grid > known[-1])] = np.nan
+    return out
 
 
 @dataclass
@@ -42,17 +55,34 @@ class Group:
         return len(self.rows)
 
     def curve(self, phase: str, column: str) -> tuple[np.ndarray, Spread]:
-        """``column`` of the ``phase`` curves at the steps every seed recorded, as mean and min-max."""
+        """``column`` of the ``phase`` curves as mean and min-max over seeds. Seeds may record different
+        steps (a run trained until plateau stops when it plateaus; kept curves are thinned evenly): the
+        curve is read on the union of their steps, each seed interpolated linearly inside its own range
+        and missing outside it, so past a seed's last step the spread is over the seeds still training."""
         curves = [read_curves(d)[phase] for d in self.dirs]
         usable = [c for c in curves if column in c and len(c["step"])]
         if not usable:
             return np.array([]), Spread(np.array([]), np.array([]), np.array([]), 0)
-        steps = usable[0]["step"]
-        for c in usable[1:]:
-            steps = np.intersect1d(steps, c["step"])
-        stack = np.stack([c[column][np.isin(c["step"], steps)] for c in usable])
-        with np.errstate(all="ignore"):
+        steps = np.unique(np.concatenate([c["step"] for c in usable]))
+        stack = np.stack([_on_steps(c["step"], c[column], steps) for c in usable])
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a step no seed has a value at stays NaN
             return steps, Spread(np.nanmean(stack, 0), np.nanmin(stack, 0), np.nanmax(stack, 0), len(usable))
+
+    def last(self, phase: str, column: str, records: int = 5) -> Spread:
+        """The end of training: each seed's median of ``column`` over its own last ``records`` records of
+        ``phase`` (seeds trained until plateau end at different steps), as mean and min-max over seeds."""
+        values = []
+        for d in self.dirs:
+            curve = read_curves(d)[phase]
+            column_values = curve.get(column, np.array([]))
+            finite = column_values[np.isfinite(column_values)]
+            values.append(float(np.median(finite[-records:])) if len(finite) else np.nan)
+        array = np.array(values)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return Spread(float(np.nanmean(array)), float(np.nanmin(array)), float(np.nanmax(array)),
+                          int(np.isfinite(array).sum()))
 
     def final(self, source: str = "test_metrics", metric: str | None = None) -> Spread:
         """A final metric of each seed's row (``source``: ``test_metrics``, ``final_valid``, ``final_train``

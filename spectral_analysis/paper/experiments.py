@@ -36,8 +36,7 @@ def gradient_record() -> CheckRecord:
     for model in EXPECTED_ALIVE:
         group = grid.group(model, length=300)
         if group is not None:
-            _, grad = group.curve("train", "grad_h0_norm")
-            gradient[model] = float(np.nanmedian(grad.mean[-5:]))
+            gradient[model] = group.last("train", "grad_h0_norm").mean
             seeds.append(group.seeds)
     alive = {m: g >= VANISHED for m, g in gradient.items()}
     verdict = "holds" if alive and all(alive[m] == EXPECTED_ALIVE[m] for m in alive) else "differs"

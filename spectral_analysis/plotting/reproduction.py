@@ -1,8 +1,9 @@
 """What is reproduced, in one table drawn from kept results: the paper's number beside ours.
 
 One row per printed row of Tables 2-4 (the paper's value, the measured mean [min, max] over seeds,
-the scale and seeds it comes from, the median training seconds per trial) and one per figure's
-headline statement (the paper's words, the paper check's verdict on them, its scale and seeds).
+the scale and seeds it comes from, how many of its trials trained to a plateau, the median training
+seconds per trial) and one per figure's headline statement (the paper's words, the paper check's
+verdict on them, its scale and seeds, how many of the grid's trials plateaued).
 Written to ``figures/reproduction.md``; ``spectral-analysis figures --readme docs/figures.md`` copies it
 between the page's ``reproduction`` markers. Nothing trains here.
 """
@@ -14,9 +15,10 @@ from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord, replace_marked_block
 from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid
+from spectral_analysis.paper.kept import plateau_count
 from spectral_analysis.plotting.results_tables import TABLE2, TABLE3, TABLE4, _spread
 
-HEADER = ["source", "the paper", "ours (mean [min, max])", "scale, seeds", "s per trial"]
+HEADER = ["source", "the paper", "ours (mean [min, max])", "scale, seeds", "plateaued", "s per trial"]
 
 
 def _seconds(group: Group) -> str:
@@ -37,19 +39,20 @@ def table_rows(results: Path) -> list[list[str]]:
         if g.variant in TABLE2:
             rows.append([f"Table 2, {g.variant} (n_h = {g.rows[0]['hidden']})",
                          f"{TABLE2[g.variant]:.1f}% test", _spread(g.final(), 100, 1) + "%", _where(grid, g),
-                         _seconds(g)])
+                         plateau_count(g.rows), _seconds(g)])
     grid = read_grid(results, "table3-ptb")
     for g in grid.groups if grid else []:
         if g.variant in TABLE3:
             rows.append([f"Table 3, {g.variant}", f"{TABLE3[g.variant][1]:.1f} test ppl",
-                         _spread(g.final("test_metrics", "perplexity"), 1, 1), _where(grid, g), _seconds(g)])
+                         _spread(g.final("test_metrics", "perplexity"), 1, 1), _where(grid, g),
+                         plateau_count(g.rows), _seconds(g)])
     grid = read_grid(results, "table4-ucr")
     for dataset in grid.values("dataset") if grid else []:
         for g in grid.groups:
             printed = TABLE4.get(dataset, {}).get(g.variant)
             if g.axes.get("dataset") == dataset and printed is not None:
                 rows.append([f"Table 4, {dataset}, {g.variant}", f"{printed:.3f} test accuracy",
-                             _spread(g.final()), _where(grid, g), _seconds(g)])
+                             _spread(g.final()), _where(grid, g), plateau_count(g.rows), _seconds(g)])
     return rows
 
 
@@ -58,7 +61,8 @@ def figure_rows(records: list[CheckRecord]) -> list[list[str]]:
     for r in records:
         where = f"{r.scale or '-'}{'' if r.scale == 'paper' else ' (not the paper scale)'}, {r.seeds or '-'}"
         source = r.source if r.claim == r.quote else f"{r.source}: {r.claim}"
-        rows.append([source, f'"{r.quote}"' if r.quote else r.claim, f"**{r.verdict}**", where, "-"])
+        rows.append([source, f'"{r.quote}"' if r.quote else r.claim, f"**{r.verdict}**", where,
+                     r.plateaued or "-", "-"])
     return rows
 
 
