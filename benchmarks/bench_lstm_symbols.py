@@ -1,0 +1,80 @@
+"""The LSTM on symbol inputs: two ways to hand ``torch.lstm`` the input projection.
+
+Forward + backward of a full sequence through ``torch.lstm`` (n = 128, float32, one thread, freed
+memory kept as in training), side by side (medians of interleaved repeats; read the ratios):
+- ``columns``: the symbols select columns of ``w_ih`` and ``torch.lstm`` gets ``w_ih = I`` (4n x 4n);
+- ``one_hot``: the symbols go in one-hot against ``w_ih`` itself (n_i x 4n), what ``nn.lstm`` does
+  when the alphabet has at most 4n symbols.
+Cases: the papers' copy problems (10 symbols): ICML Fig. 2 (T = 200, batch 50), DizzyRNN (lag 90,
+batch 100), KRU (T = 1000, batch 20).
+
+    python benchmarks/bench_lstm_symbols.py --out benchmarks/lstm_symbols_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+from report import write_report
+from torch import nn
+
+from spectral_analysis.allocator import keep_freed_memory
+
+CASES = [("ICML Fig. 2 copy", 10, 220, 50), ("DizzyRNN copy", 10, 110, 100), ("KRU copy", 10, 1020, 20)]
+HIDDEN = 128
+
+
+def routes(symbols: int, length: int, batch: int) -> dict:
+    w_ih = torch.randn(4 * HIDDEN, symbols, requires_grad=True)
+    w_hh = torch.randn(4 * HIDDEN, HIDDEN, requires_grad=True)
+    bias = torch.zeros(4 * HIDDEN, requires_grad=True)
+    ids = torch.randint(0, symbols, (batch, length))
+    h0 = torch.zeros(1, batch, HIDDEN)
+
+    def run(x: torch.Tensor, weight: torch.Tensor) -> None:
+        out, _, _ = torch.lstm(x, (h0, h0), [weight, w_hh, bias, torch.zeros_like(bias)], True, 1, 0.0, True,
+                               False, True)
+        out.square().sum().backward()
+
+    def columns() -> None:
+        run(nn.functional.embedding(ids, w_ih.T), torch.eye(4 * HIDDEN))
+
+    def one_hot() -> None:
+        run(nn.functional.one_hot(ids, symbols).float(), w_ih)
+
+    return {"columns": columns, "one_hot": one_hot}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    keep_freed_memory()
+    torch.manual_seed(0)
+    cases = []
+    for name, symbols, length, batch in CASES:
+        timed = routes(symbols, length, batch)
+        for fn in timed.values():
+            fn()  # warm-up
+        times: dict[str, list[float]] = {route: [] for route in timed}
+        for _ in range(args.repeats):
+            for route, fn in timed.items():
+                start = time.perf_counter()
+                fn()
+                times[route].append(time.perf_counter() - start)
+        med = {route: statistics.median(v) for route, v in times.items()}
+        case = {"case": name, "symbols": symbols, "T": length, "B": batch, "n": HIDDEN, "seconds": med,
+                "columns_over_one_hot": med["columns"] / med["one_hot"]}
+        cases.append(case)
+        print(f"{name} (T = {length}, batch {batch}): columns {med['columns']:.3f} s, one-hot "
+              f"{med['one_hot']:.3f} s ({case['columns_over_one_hot']:.2f}x)", flush=True)
+    write_report(args.out, "cpu", "torch.lstm on symbol inputs, forward + backward, 1 thread", cases)
+
+
+if __name__ == "__main__":
+    main()
