@@ -17,7 +17,7 @@ from spectral_analysis.experiments.ledger import ledger_rows, write_ledger
 from spectral_analysis.experiments.results import plateaued, write_summary
 from spectral_analysis.experiments.runner import TrialSpec
 from spectral_analysis.io import resolve_checkpoint, zoo_entries
-from spectral_analysis.paper import depth, experiments, mnist_ranking
+from spectral_analysis.paper import depth, experiments, mnist_ranking, synthetic_tasks
 from spectral_analysis.paper.kept import MIN_SEEDS, beats, gate
 from spectral_analysis.plotting.results_figures import READERS, draw_figures
 from spectral_analysis.train import Trainer, load_checkpoint
@@ -460,7 +460,7 @@ def test_a_comparison_over_seeds_is_inconclusive_when_the_spreads_overlap():
 
 
 def test_experimental_checks_read_the_committed_results_through_the_gate():
-    records = experiments.run() + mnist_ranking.run() + depth.run()
+    records = experiments.run() + mnist_ranking.run() + depth.run() + synthetic_tasks.run()
     for record in records:
         scale, seeds = record.scale, int(re.search(r"; (\d+) seeds?", record.evidence).group(1))
         assert record.seeds == seeds
@@ -530,3 +530,29 @@ def test_the_r_claims_of_the_earlier_fig2a():
     spread["ornn"] = (0.95, 0.94, 0.96)
     assert svdrnn_r.best_verdict(spread) == "differs"
     assert svdrnn_r.r_verdict({"spectral-r1": (0.9, 0.9, 0.9), "rnn": (0.8, 0.8, 0.8)}) == "unverified"
+
+
+def test_the_baseline_claims_of_section_7_1():
+    import math
+
+    assert synthetic_tasks.copy_baseline(100) == pytest.approx(10 * math.log(8) / 120)
+    line = 0.98 * 0.1
+    assert synthetic_tasks.against_baseline((0.05, 0.04, line - 1e-9), 0.1) == "beats"
+    assert synthetic_tasks.against_baseline((0.2, line, 0.3), 0.1) == "fails"
+    assert synthetic_tasks.against_baseline((0.1, 0.05, 0.15), 0.1) == "undecided"
+    assert synthetic_tasks.against_baseline((0.05, 0.04, math.inf), 0.1) == "undecided"  # a seed diverged
+    spreads = {"spectral": (0.05, 0.04, 0.06), "ornn": (0.07, 0.06, 0.08), "lstm": (0.3, 0.2, 0.4)}
+    assert synthetic_tasks.only_these_beat(spreads, 0.167, {"spectral", "ornn"}) == "holds"
+    assert synthetic_tasks.only_these_beat(spreads, 0.167, set(spreads)) == "differs"  # lstm fails
+    spreads["lstm"] = (0.01, 0.005, 0.02)  # lstm beats it too
+    assert synthetic_tasks.only_these_beat(spreads, 0.167, {"spectral", "ornn"}) == "differs"
+    assert synthetic_tasks.only_these_beat(spreads, 0.167, set(spreads)) == "holds"
+    spreads["ornn"] = (0.15, 0.1, 0.2)  # ornn undecided
+    assert synthetic_tasks.only_these_beat(spreads, 0.167, set(spreads)) == "inconclusive"
+    panels = {50: {"spectral": (0.1, 0.09, 0.11), "rnn": (0.3, 0.2, math.inf)},
+              200: {"spectral": (0.05, 0.04, 0.06), "lstm": (0.08, 0.07, 0.09)}}
+    assert synthetic_tasks.best_everywhere(panels) == "holds"
+    panels[200]["lstm"] = (0.05, 0.045, 0.055)
+    assert synthetic_tasks.best_everywhere(panels) == "inconclusive"
+    panels[200]["lstm"] = (0.02, 0.01, 0.03)
+    assert synthetic_tasks.best_everywhere(panels) == "differs"

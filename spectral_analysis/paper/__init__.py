@@ -16,6 +16,7 @@ PAPER_CHECKS: dict[str, str] = {
     "parameter-counts": "parameter_counts",
     "bounds": "bounds",
     "experiments": "experiments",
+    "synthetic-tasks": "synthetic_tasks",
     "mnist": "mnist_ranking",
     "svdrnn-r": "svdrnn_r",
     "depth": "depth",

@@ -78,9 +78,9 @@ def reproduction_markdown(results: Path, records: list[CheckRecord]) -> str:
 
 def experimental_records() -> list[CheckRecord]:
     """The figures' headline checks (they read ``results/``, never train)."""
-    from spectral_analysis.paper import depth, experiments, mnist_ranking, svdrnn_r
+    from spectral_analysis.paper import depth, experiments, mnist_ranking, svdrnn_r, synthetic_tasks
 
-    return experiments.run() + mnist_ranking.run() + depth.run() + svdrnn_r.run()
+    return experiments.run() + synthetic_tasks.run() + mnist_ranking.run() + depth.run() + svdrnn_r.run()
 
 
 def write_reproduction(results: Path, out: Path, readme: Path | None = None) -> Path:
