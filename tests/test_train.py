@@ -330,3 +330,28 @@ def test_a_sweep_trial_writes_tensorboard_events_when_asked(tmp_path):
                                       "cpu", "test", tensorboard=tensorboard))
         assert outcome["status"] == "done"
         assert any((run_dir / "tensorboard").glob("events.out.tfevents.*")) == tensorboard
+
+
+def test_evaluation_forms_parametrized_weights_once_per_split_and_scores_as_uncached():
+    from spectral_analysis.data.base import Split, TaskData
+    from spectral_analysis.nn import build_model
+    from spectral_analysis.nn.parametrize import SVDParametrization
+    from spectral_analysis.train.evaluation import evaluate
+
+    torch.manual_seed(0)
+    model = build_model("spectral-mlp", 6, 5, 3, num_layers=2)
+    split = Split(torch.randn(40, 6), torch.randint(0, 3, (40,)))
+    task = TaskData("flat", "classification", 6, 3, 1, split, split, split)
+    calls = []
+    original = SVDParametrization.forward
+    try:
+        SVDParametrization.forward = lambda self, *a: calls.append(1) or original(self, *a)
+        metrics = evaluate(model, task, split, 8, torch.device("cpu"))  # 5 batches
+    finally:
+        SVDParametrization.forward = original
+    assert len(calls) == 4  # input, two hidden and output layers: once each, not once per batch
+    with torch.no_grad():
+        logits = model(split.inputs)
+    assert metrics["accuracy"] == pytest.approx((logits.argmax(-1) == split.targets).float().mean().item())
+    assert metrics["cross_entropy"] == pytest.approx(
+        torch.nn.functional.cross_entropy(logits, split.targets).item(), rel=1e-6)

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.utils import parametrize
 
 from spectral_analysis.data import Split, TaskData
 from spectral_analysis.data.objectives import loss_and_metrics, weighted_mean
@@ -28,9 +29,18 @@ def model_outputs(model: nn.Module, inputs: torch.Tensor, h0=None):
 @torch.no_grad()
 def evaluate(model: nn.Module, task: TaskData, split: Split, batch_size: int, device: torch.device,
              max_batches: int | None = None) -> dict[str, float]:
-    """Metrics of ``model`` on ``split``: mean over batches (stream tasks: windows carrying the state)."""
+    """Metrics of ``model`` on ``split``: mean over batches (stream tasks: windows carrying the state).
+    Parametrized weights (the SVD map) are formed once for the whole split, not once per batch."""
     was_training = model.training
     model.eval()
+    with parametrize.cached():
+        parts = _batch_metrics(model, task, split, batch_size, device, max_batches)
+    model.train(was_training)
+    return weighted_mean(parts)
+
+
+def _batch_metrics(model: nn.Module, task: TaskData, split: Split, batch_size: int, device: torch.device,
+                   max_batches: int | None) -> list[tuple[dict[str, float], int]]:
     parts: list[tuple[dict[str, float], int]] = []
     if task.stream:
         state = None
@@ -50,8 +60,7 @@ def evaluate(model: nn.Module, task: TaskData, split: Split, batch_size: int, de
             parts.append((loss_and_metrics(task.kind, outputs, y, task.recall_steps)[1], len(x)))
             if max_batches and len(parts) >= max_batches:
                 break
-    model.train(was_training)
-    return weighted_mean(parts)
+    return parts
 
 
 class RunLog:
