@@ -1,0 +1,77 @@
+"""The training configuration: what a run trains, on what, for how long, and what may change on resume."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
+
+import torch
+
+from spectral_analysis.vocabulary import OPTIMIZER_NAMES
+
+OPTIMIZERS = dict(zip(OPTIMIZER_NAMES, (torch.optim.Adam, torch.optim.RMSprop, torch.optim.SGD), strict=True))
+RESUMABLE_CHANGES = ("steps", "epochs", "max_steps", "device", "progress", "tensorboard")
+
+
+@dataclass
+class TrainConfig:
+    """One training run: the model and task (registry names and options), the optimizer, the budget
+    (``steps`` or ``epochs``, and ``max_steps`` to train on until the validation metric plateaus), the
+    seed, and how often to record, evaluate and checkpoint."""
+
+    model: str
+    task: str
+    out: str
+    hidden: int = 128
+    model_options: dict[str, Any] = field(default_factory=dict)
+    task_options: dict[str, Any] = field(default_factory=dict)
+    optimizer: str = "adam"
+    optimizer_options: dict[str, Any] = field(default_factory=dict)  # e.g. RMSprop's alpha (KRU's "decay")
+    lr: float = 1e-3
+    lr_decay: float = 1.0  # multiplied in once per epoch
+    batch_size: int = 50
+    steps: int | None = None
+    epochs: int | None = None
+    max_steps: int | None = None  # past steps/epochs, train on until validation plateaus, at most this
+    clip: float | None = None  # max gradient norm
+    penalty: float = 0.0  # weight of the models' spectral penalty (sigma map "none")
+    seed: int = 0
+    device: str = "auto"
+    record_every: int = 10
+    eval_every: int = 100
+    checkpoint_every: int = 100
+    eval_batches: int | None = None
+    test_batches: int | None = None  # limit the final test evaluation (smoke-scale sweeps)
+    progress: bool = True
+    tensorboard: bool = False  # also write TensorBoard event files into out/tensorboard
+
+    def validate(self) -> None:
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; expected one of {tuple(OPTIMIZERS)}")
+        if (self.steps is None) == (self.epochs is None):
+            raise ValueError("give exactly one of steps and epochs")
+        for name in ("steps", "epochs", "max_steps", "batch_size", "hidden", "record_every", "eval_every",
+                     "checkpoint_every", "eval_batches", "test_batches"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.max_steps is not None and self.steps is not None and self.max_steps < self.steps:
+            raise ValueError(f"max_steps ({self.max_steps}) must be at least steps ({self.steps})")
+        if not self.lr > 0:
+            raise ValueError(f"learning rate must be > 0, got {self.lr}")
+        if not 0 < self.lr_decay <= 1:
+            raise ValueError(f"lr decay must lie in (0, 1], got {self.lr_decay}")
+        if self.clip is not None and not self.clip > 0:
+            raise ValueError(f"gradient clip must be > 0, got {self.clip}")
+        if not 0 <= self.penalty < math.inf:
+            raise ValueError(f"penalty weight must be finite and >= 0, got {self.penalty}")
+        if not isinstance(self.optimizer_options, dict) or "lr" in self.optimizer_options:
+            raise ValueError(f"optimizer_options must be a table of the optimizer's options other than lr, "
+                             f"got {self.optimizer_options!r}")
+
+
+def field_default(name: str) -> Any:
+    """The default of a :class:`TrainConfig` field (what a run written before the field existed had)."""
+    spec = next(f for f in fields(TrainConfig) if f.name == name)
+    return spec.default_factory() if spec.default is MISSING else spec.default
