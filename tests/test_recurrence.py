@@ -86,8 +86,8 @@ def test_renamed_modules_and_functions_keep_deprecated_aliases():
     from spectral_analysis.nn import time_loop
 
     sys.modules.pop("spectral_analysis.nn.recurrence", None)
-    with pytest.warns(DeprecationWarning, match="now spectral_analysis.nn.time_loop"):
-        old = importlib.import_module("spectral_analysis.nn.recurrence")
-    assert old.recurrence_scan is time_loop.recurrence_scan
+    old = importlib.import_module("spectral_analysis.nn.recurrence")
+    with pytest.warns(DeprecationWarning, match="import recurrence_scan from spectral_analysis.nn.time_loop"):
+        assert old.recurrence_scan is time_loop.recurrence_scan
     with pytest.warns(DeprecationWarning, match="now packed_reflector_product"):
         assert linalg.householder_product is linalg.packed_reflector_product

@@ -1,14 +1,5 @@
 """Deprecated name of :mod:`spectral_analysis.nn.time_loop` (the time-loop kernels), kept one release."""
 
-import warnings
+from spectral_analysis.deprecation import forwarding_getattr
 
-from spectral_analysis.nn.time_loop import (  # noqa: F401 -- re-exported under the old name
-    RECURRENCES,
-    recurrence_loop,
-    recurrence_scan,
-    recurrence_torch,
-    resolve_recurrence,
-)
-
-warnings.warn("spectral_analysis.nn.recurrence is now spectral_analysis.nn.time_loop; the old name goes "
-              "in the next release", DeprecationWarning, stacklevel=2)
+__getattr__ = forwarding_getattr(__name__, "spectral_analysis.nn.time_loop")
