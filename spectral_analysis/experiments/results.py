@@ -76,6 +76,12 @@ def plateaued(row: dict[str, Any]) -> bool | None:
     return is_plateau(best_step, steps)
 
 
+def plateau_count(rows: list[dict[str, Any]]) -> str:
+    """``k/n``: how many of the done trials among ``rows`` trained to a plateau."""
+    done = [row for row in rows if row.get("status") == "done"]
+    return f"{sum(bool(plateaued(row)) for row in done)}/{len(done)}"
+
+
 def kept_row_stands(kept: dict[str, Any], trial: Trial, retry_failed: bool = False) -> bool:
     """Whether a kept row stands for ``trial``, so that a sweep skips it: with the same configuration, a
     done row or (unless retried) a failed one. With the same configuration but for ``max_steps``, which

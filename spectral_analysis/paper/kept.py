@@ -9,11 +9,10 @@ which command would produce the evidence.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import KeptGrid, read_grid
-from spectral_analysis.experiments.results import plateaued
+from spectral_analysis.experiments.results import plateau_count
 from spectral_analysis.io import default_results_dir
 
 MIN_SEEDS = 3
@@ -63,11 +62,6 @@ def judged(grid: KeptGrid, record: CheckRecord, seeds: int | None = None) -> Che
     record.plateaued = plateau_count([row for group in grid.groups for row in group.rows])
     return record
 
-
-def plateau_count(rows: list[dict[str, Any]]) -> str:
-    """``k/n``: how many of the done trials ``rows`` trained to a plateau (the paper-scale criterion)."""
-    done = [row for row in rows if row.get("status") == "done"]
-    return f"{sum(bool(plateaued(row)) for row in done)}/{len(done)}"
 
 
 def beats(winner: list[float], loser: list[float], higher_is_better: bool = True) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord, replace_marked_block
 from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid
-from spectral_analysis.paper.kept import plateau_count
+from spectral_analysis.experiments.results import plateau_count
 from spectral_analysis.plotting.results_tables import TABLE2, TABLE3, TABLE4, _spread
 
 HEADER = ["source", "the paper", "ours (mean [min, max])", "scale, seeds", "plateaued", "s per trial"]
