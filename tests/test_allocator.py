@@ -13,7 +13,7 @@ from spectral_analysis.allocator import keep_freed_memory
 
 GLIBC = hasattr(os, "confstr") and (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
 
-# a few training steps of an RNN (n = 128, T = 300, batch 64): page faults of steps 4 to 10
+# training steps of an RNN (n = 128, T = 300, batch 64): page faults of steps 4 to 18
 PROGRAM = """
 import json, resource, sys
 import torch
@@ -30,16 +30,18 @@ def step():
 for _ in range(3):
     step()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(7):
+for _ in range(15):
     step()
 print(json.dumps({"applied": applied,
                   "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before}))
 """
 
 
-def _faults(mode: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", PROGRAM, mode], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
+def _faults(mode: str, runs: int = 2) -> dict:
+    """The fewest faults of ``runs`` processes: a one-off heap growth in one run is not the policy."""
+    outs = [json.loads(subprocess.run([sys.executable, "-c", PROGRAM, mode], capture_output=True,
+                                      text=True, check=True).stdout) for _ in range(runs)]
+    return min(outs, key=lambda out: out["faults"])
 
 
 @pytest.mark.skipif(not GLIBC, reason="the policy is glibc's mallopt")
