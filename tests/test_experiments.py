@@ -17,7 +17,7 @@ from spectral_analysis.experiments.ledger import ledger_rows, write_ledger
 from spectral_analysis.experiments.results import plateaued, write_summary
 from spectral_analysis.experiments.runner import TrialSpec
 from spectral_analysis.io import resolve_checkpoint, zoo_entries
-from spectral_analysis.paper import depth, experiments, mnist_ranking, synthetic_tasks
+from spectral_analysis.paper import depth, experiments, mnist_ranking, svdrnn_leak, synthetic_tasks
 from spectral_analysis.paper.kept import MIN_SEEDS, beats, gate
 from spectral_analysis.plotting.results_figures import READERS, draw_figures
 from spectral_analysis.train import Trainer, load_checkpoint
@@ -460,7 +460,8 @@ def test_a_comparison_over_seeds_is_inconclusive_when_the_spreads_overlap():
 
 
 def test_experimental_checks_read_the_committed_results_through_the_gate():
-    records = experiments.run() + mnist_ranking.run() + depth.run() + synthetic_tasks.run()
+    records = (experiments.run() + mnist_ranking.run() + depth.run() + synthetic_tasks.run()
+               + svdrnn_leak.run())
     for record in records:
         scale, seeds = record.scale, int(re.search(r"; (\d+) seeds?", record.evidence).group(1))
         assert record.seeds == seeds
@@ -556,3 +557,30 @@ def test_the_baseline_claims_of_section_7_1():
     assert synthetic_tasks.best_everywhere(panels) == "inconclusive"
     panels[200]["lstm"] = (0.02, 0.01, 0.03)
     assert synthetic_tasks.best_everywhere(panels) == "differs"
+
+
+def test_the_leak_claims_of_the_earlier_fig2c_f():
+    per_leak = {0.0: ([0.92, 0.93], [0.90, 0.91]), 1.0: ([0.88, 0.89], [0.84, 0.85])}
+    assert svdrnn_leak.every_leak_beats(per_leak) == "holds"
+    per_leak[0.5] = ([0.90, 0.92], [0.91, 0.93])  # overlapping seeds at one leak
+    assert svdrnn_leak.every_leak_beats(per_leak) == "inconclusive"
+    per_leak[0.2] = ([0.80, 0.81], [0.90, 0.91])  # RNN ahead at one leak
+    assert svdrnn_leak.every_leak_beats(per_leak) == "differs"
+    linear = [0.04, 0.05]
+    assert svdrnn_leak.vanishing([0.001, 0.003], linear) == "vanishes"  # every seed below 0.1 x 0.04
+    assert svdrnn_leak.vanishing([0.01, 0.02], linear) == "kept"
+    assert svdrnn_leak.vanishing([0.003, 0.02], linear) == "undecided"
+    claimed = {"spectral": {0.0: "kept", 0.5: "kept"}, "rnn": {0.0: "vanishes", 0.5: "kept"}}
+    assert svdrnn_leak.gradient_verdict(claimed) == "holds"
+    assert svdrnn_leak.gradient_verdict({**claimed, "rnn": {0.0: "kept", 0.5: "vanishes"}}) == "differs"
+    assert svdrnn_leak.gradient_verdict({**claimed, "spectral": {0.0: "vanishes"}}) == "differs"
+    assert svdrnn_leak.gradient_verdict({**claimed, "rnn": {0.0: "undecided"}}) == "inconclusive"
+    assert svdrnn_leak.gradient_verdict({"spectral": {0.0: "kept"}}) == "unverified"
+
+
+def test_the_leak_check_reads_the_committed_grid_with_every_leak_and_both_models():
+    records = svdrnn_leak.run()
+    assert len(records) == 3 and all(r.quote for r in records)
+    gradients = records[2].numbers
+    assert set(gradients) == {"spectral", "rnn"} and set(gradients["rnn"]) == {"0.0", "0.2", "0.5", "1.0"}
+    assert all(g > 0 for seeds in gradients["rnn"].values() for g in seeds)

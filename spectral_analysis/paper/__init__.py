@@ -19,6 +19,7 @@ PAPER_CHECKS: dict[str, str] = {
     "synthetic-tasks": "synthetic_tasks",
     "mnist": "mnist_ranking",
     "svdrnn-r": "svdrnn_r",
+    "svdrnn-leak": "svdrnn_leak",
     "depth": "depth",
     "linear-rnn": "linear_rnn",
     "symbolic": "symbolic",
