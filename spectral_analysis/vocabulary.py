@@ -41,7 +41,8 @@ SIGMA_MAP_KINDS = ("sigmoid", "clip", "none")  # Eq. 7's sigmoid map, a clip, or
 MNIST_VARIANTS = ("mnist", "permuted-mnist", "mnist-flat")
 TASK_NAMES = ("addition", "copy", *MNIST_VARIANTS, "ucr", "ptb")
 OPTIMIZER_NAMES = ("adam", "rmsprop", "sgd")
-SCALES = ("paper", "smoke")  # experiment scales of the catalog
+SCALES = ("paper", "budget", "smoke")  # experiment scales of the catalog, in the order their evidence is read
+REQUIRED_SCALES = ("paper", "smoke")  # every experiment declares these; "budget" only the GPU tier
 
 # subjects and certificates (spectral_analysis.io, spectral_analysis.analysis.certify)
 ARCHITECTURES = ("rnn_tanh", "rnn_relu", "gru", "lstm")  # plain PyTorch cells the importers read

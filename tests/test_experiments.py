@@ -85,8 +85,9 @@ def test_every_catalog_entry_loads_with_both_scales_and_the_same_grid():
         "dizzy-copy",
     } <= set(catalog)
     for experiment in catalog.values():
-        keys = {s: [t.key.rsplit("_s", 1)[0] for t in experiment.trials(s, seeds=1)] for s in SCALES}
-        assert keys["paper"] == keys["smoke"], experiment.name
+        keys = {s: [t.key.rsplit("_s", 1)[0] for t in experiment.trials(s, seeds=1)]
+                for s in SCALES if s in experiment.scales}
+        assert all(k == keys["paper"] for k in keys.values()), experiment.name
         assert experiment.seeds("smoke") == 1 and experiment.seeds("paper") >= MIN_SEEDS
         assert all(set(t.config) <= set(CONFIG_FIELDS) for t in experiment.trials("paper"))
 
@@ -468,6 +469,76 @@ def test_experimental_checks_read_the_committed_results_through_the_gate():
         judged = scale == "paper" and seeds >= MIN_SEEDS
         assert (record.verdict != "unverified") == judged, record.evidence[:120]
     assert "gradient w.r.t. first cell of oRNN/Spectral-RNN does not vanish" in records[0].claim
+
+
+BUDGET = """[scales.budget]
+seeds = 2
+budget = "2 of the paper's 8 steps"
+steps = 2
+
+[scales.smoke]"""
+
+
+def test_a_budget_scale_keeps_the_paper_sizes_and_sets_its_own_training_length(tmp_path):
+    text = TINY.replace("steps = 8\ntask_options = { train_size = 64", "steps = 8\nmax_steps = 16\n"
+                        "task_options = { train_size = 64").replace("[scales.smoke]", BUDGET)
+    experiment = load_experiment(tiny_catalog(tmp_path, text) / "tiny.toml")
+    paper = {t.key: t.config for t in experiment.trials("paper", seeds=2)}
+    budget = experiment.trials("budget")
+    assert len(budget) == 2 * 2 * 2 and experiment.budget == "2 of the paper's 8 steps"
+    for trial in budget:
+        expected = {k: v for k, v in paper[trial.key].items() if k != "max_steps"} | {"steps": 2}
+        assert trial.config == expected, trial.key  # hidden 6, m1/m2 of [variants.paper], the paper's data
+    assert "budget" not in load_experiment(tiny_catalog(tmp_path) / "tiny.toml").scales
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (('budget = "2 of the paper\'s 8 steps"\n', ""), r"\[scales.budget\] needs 'budget'"),
+        (("steps = 2\n\n[scales.smoke]", "\n[scales.smoke]"), "its own 'steps' or 'epochs'"),
+        (("[scales.budget]", "[scales.huge]"), r"unknown scale\(s\) \['huge'\]"),
+    ],
+)
+def test_a_budget_scale_must_state_its_budget_and_length(tmp_path, edit, message):
+    text = TINY.replace("[scales.smoke]", BUDGET).replace(*edit)
+    with pytest.raises(ValueError, match=message):
+        load_experiment(tiny_catalog(tmp_path, text) / "tiny.toml")
+
+
+def test_run_all_at_the_budget_scale_sweeps_only_the_experiments_that_have_one(tmp_path, capsys):
+    from spectral_analysis.cli.common import CommandError
+    from spectral_analysis.cli.experiments import sweep_names
+
+    catalog = load_catalog()
+    having = sweep_names(catalog, ["all"], "budget")
+    assert set(having) == {"table2-mnist", "fig3-mnist", "table3-ptb"}
+    assert sweep_names(catalog, ["all"], "paper") == list(catalog)
+    with pytest.raises(CommandError, match=r"\['fig1-addition'\] have no 'budget' scale; those that do"):
+        sweep_names(catalog, ["table2-mnist", "fig1-addition"], "budget")
+    assert main(["run", "fig1-addition", "--scale", "budget"]) == 1
+    assert "have no 'budget' scale" in capsys.readouterr().err
+
+
+def test_a_complete_budget_grid_is_read_before_smoke_and_after_a_complete_paper_grid(tmp_path):
+    def fake(scale: str, variant: str, accuracy: float) -> None:
+        _fake_trial(tmp_path, "table2-mnist", scale, f"{variant}_s0", variant, {}, 0,
+                    [f"valid,1,{accuracy},,"], accuracy)
+
+    for variant in ("spectral", "rnn"):
+        fake("smoke", variant, 0.1)
+    fake("budget", "rnn", 0.5)
+    assert read_grid(tmp_path, "table2-mnist").scale == "smoke"  # the budget grid is under way
+    variants = ("spectral", "ornn", "urnn", "lstm")
+    for variant in variants:
+        fake("budget", variant, 0.5)
+    grid = read_grid(tmp_path, "table2-mnist")
+    assert grid.scale == "budget" and grid.stamp().startswith("budget scale (4 of the paper grid's 20 epochs")
+    verdict, evidence = gate(grid, "holds", "e")
+    assert verdict == "unverified" and "the paper's sizes but not its training length" in evidence
+    for variant in ("rnn", *variants):
+        fake("paper", variant, 0.9)
+    assert read_grid(tmp_path, "table2-mnist").scale == "paper"
 
 
 def test_a_paper_grid_under_way_is_not_read_until_every_configuration_has_a_trial(tmp_path):

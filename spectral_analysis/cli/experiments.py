@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spectral_analysis.cli.common import CommandError, add_output_arguments, emit, show_progress
 from spectral_analysis.vocabulary import SCALES
+
+if TYPE_CHECKING:
+    from spectral_analysis.experiments import Experiment
 
 
 def _results(args: argparse.Namespace) -> Path:
@@ -47,7 +50,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
                 "source": experiment.source,
                 "description": experiment.description,
                 "file": str(experiment.path),
-                "trials": {s: len(experiment.trials(s)) for s in SCALES},
+                "trials": {s: len(experiment.trials(s)) for s in SCALES if s in experiment.scales},
                 "paper_done": sum(r["status"] == "done" for r in paper),
                 "smoke_seconds": round(sum(r.get("wall_seconds", 0.0) for r in smoke), 1) if smoke else None,
                 "paper_cpu_seconds": None if estimate is None else round(estimate["total_seconds"], 1),
@@ -92,14 +95,25 @@ def _only(pairs: list[str] | None) -> dict[str, str] | None:
     return only
 
 
+def sweep_names(catalog: dict[str, Experiment], names: list[str], scale: str) -> list[str]:
+    """The experiments a ``run`` sweeps: ``names``, or with ``all`` every one that has ``scale``."""
+    having = [n for n in catalog if scale in catalog[n].scales]
+    if names == ["all"]:
+        return having
+    unknown = [n for n in names if n not in catalog]
+    if unknown:
+        raise CommandError(f"unknown experiment(s) {unknown}; the catalog has {sorted(catalog)} (or all)")
+    lacking = [n for n in names if n not in having]
+    if lacking:
+        raise CommandError(f"experiment(s) {lacking} have no {scale!r} scale; those that do: {having}")
+    return names
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from spectral_analysis.experiments import load_catalog, ray_session, run_sweep
 
     catalog = load_catalog(args.catalog)
-    names = list(catalog) if args.names == ["all"] else args.names
-    unknown = [n for n in names if n not in catalog]
-    if unknown:
-        raise CommandError(f"unknown experiment(s) {unknown}; the catalog has {sorted(catalog)} (or all)")
+    names = sweep_names(catalog, args.names, args.scale)
     report = (lambda _line: None) if args.json else (lambda line: print(line, flush=True))
     sweeps = []
     with ray_session(args.workers, args.gpus_per_trial, args.address):
@@ -294,7 +308,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="experiment name(s), or all (spectral-analysis "
         "experiments lists them); several run in one Ray session",
     )
-    run.add_argument("--scale", choices=SCALES, default="smoke")
+    run.add_argument("--scale", choices=SCALES, default="smoke",
+                     help="smoke (CI's sizes), paper (the papers' sizes, until plateau) or budget (the "
+                     "paper's sizes for a stated CPU budget, where the paper scale needs a GPU); all: every "
+                     "experiment that has the scale")
     run.add_argument("--seeds", type=int, default=None, help="seeds per configuration (default: the scale's)")
     run.add_argument(
         "--only",

@@ -8,6 +8,11 @@ table of :class:`~spectral_analysis.train.TrainConfig` fields shared by every tr
 words for its sizes), ``unstated`` (what the paper leaves out and what was chosen) and the fields that
 make the sizes of that scale. A variant may carry its own ``[variants.<scale>]`` overrides.
 
+An experiment whose paper scale needs a GPU may add ``[scales.budget]``: the paper's sizes trained for a
+stated CPU budget. It names the budget in ``budget`` (e.g. "4 of the paper's 20 epochs, on the CPU")
+and gives the training length (``steps`` or ``epochs``); every other field comes from the paper scale
+(the paper's ``steps``, ``epochs`` and ``max_steps`` do not carry over), then its own overrides.
+
 A trial's configuration is resolved in this order, later winning, with ``model_options`` and
 ``task_options`` merged key by key: base, variant, scale, the variant's scale overrides, the axis
 values, the seed. Its key, ``<label>[_<axis><value>...]_s<seed>``, names its run directory and its
@@ -26,14 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from spectral_analysis.train import TrainConfig
-from spectral_analysis.vocabulary import SCALES
+from spectral_analysis.vocabulary import REQUIRED_SCALES, SCALES
 
 # TrainConfig fields a catalog may set; out, seed, device and progress belong to the runner.
 CONFIG_FIELDS = tuple(
     f.name for f in fields(TrainConfig) if f.name not in ("out", "seed", "device", "progress")
 )
 MERGED_FIELDS = ("model_options", "task_options", "optimizer_options")
-_SCALE_KEYS = ("seeds", "stated", "unstated")
+_SCALE_KEYS = ("seeds", "stated", "unstated", "budget")
+TRAINING_LENGTH = ("steps", "epochs", "max_steps")  # what a budget scale sets itself
 _KEY_SAFE = re.compile(r"[^A-Za-z0-9.-]+")
 
 
@@ -79,6 +85,23 @@ class Experiment:
     def seeds(self, scale: str) -> int:
         return int(self.scales[scale].get("seeds", 1))
 
+    @property
+    def budget(self) -> str | None:
+        """The stated CPU budget of the ``budget`` scale (``None``: the experiment has none)."""
+        return self.scales.get("budget", {}).get("budget")
+
+    def _scale_layers(self, scale: str, variant: dict[str, Any]) -> list[dict[str, Any]]:
+        """The scale's fields and the variant's overrides of them, in merge order: a budget scale lies on
+        the paper scale without the paper's training length."""
+        def own(name: str) -> dict[str, Any]:
+            return {k: v for k, v in self.scales[name].items() if k not in _SCALE_KEYS}
+
+        if scale != "budget":
+            return [own(scale), variant.get(scale, {})]
+        paper = [{k: v for k, v in layer.items() if k not in TRAINING_LENGTH}
+                 for layer in (own("paper"), variant.get("paper", {}))]
+        return [*paper, own("budget"), variant.get("budget", {})]
+
     def trials(self, scale: str, seeds: int | None = None, only: dict[str, str] | None = None) -> list[Trial]:
         """Every trial of the grid at ``scale`` (``seeds`` overrides the scale's count; ``only`` keeps the
         trials whose variant label or axis values match, compared as text)."""
@@ -87,14 +110,13 @@ class Experiment:
         count = self.seeds(scale) if seeds is None else seeds
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ValueError(f"seeds must be a positive integer, got {count!r}")
-        scale_fields = {k: v for k, v in self.scales[scale].items() if k not in _SCALE_KEYS}
         names = list(self.axes)
         trials = []
         for variant in self.variants:
             own = {k: v for k, v in variant.items() if k not in ("label", *SCALES)}
             for values in itertools.product(*(self.axes[a] for a in names)):
                 axes = dict(zip(names, values, strict=True))
-                config = _merge({}, self.base, own, scale_fields, variant.get(scale, {}))
+                config = _merge({}, self.base, own, *self._scale_layers(scale, variant))
                 for path, value in axes.items():
                     _set_dotted(config, path, value)
                 suffix = "".join(f"_{_short(a)}{_key_text(v)}" for a, v in axes.items())
@@ -202,11 +224,20 @@ def load_experiment(path: str | Path) -> Experiment:
         if not isinstance(values, list) or not values:
             raise ValueError(f"{path}: axis {name!r} needs a non-empty list of values")
     scales = _table(data, "scales", path)
-    missing = [s for s in SCALES if s not in scales]
+    missing = [s for s in REQUIRED_SCALES if s not in scales]
     if missing:
-        raise ValueError(f"{path}: scale(s) {missing} missing; every experiment declares {list(SCALES)}")
+        raise ValueError(f"{path}: scale(s) {missing} missing; every experiment declares "
+                         f"{list(REQUIRED_SCALES)}")
+    unknown = [s for s in scales if s not in SCALES]
+    if unknown:
+        raise ValueError(f"{path}: unknown scale(s) {unknown}; the scales are {list(SCALES)}")
     if not isinstance(scales["paper"].get("stated"), str):
         raise ValueError(f"{path}: [scales.paper] needs 'stated', the paper's words for its sizes")
+    budget = scales.get("budget")
+    if budget is not None and (not isinstance(budget.get("budget"), str)
+                               or not any(k in budget for k in ("steps", "epochs"))):
+        raise ValueError(f"{path}: [scales.budget] needs 'budget' (what the CPU budget is, in words) and "
+                         "its own 'steps' or 'epochs'")
     experiment = Experiment(
         data["name"],
         data["source"],

@@ -2,7 +2,8 @@
 
 Figures and paper checks read results only through :func:`read_grid`; they never train. A grid is read
 at ``paper`` scale once every configuration of the catalog's paper grid has a finished trial (a sweep
-still under way is not drawn half), else at ``smoke`` scale (and says so).
+still under way is not drawn half), else at the ``budget`` scale (the paper's sizes for a stated CPU
+budget) once that is complete, else at ``smoke`` scale; a grid says which (:meth:`KeptGrid.stamp`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from spectral_analysis.experiments.catalog import find_experiment
 from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, trial_results_dir
+from spectral_analysis.vocabulary import SCALES
 
 
 def _on_steps(steps: np.ndarray, values: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -147,10 +149,27 @@ class KeptGrid:
     def variants(self) -> list[str]:
         return list(dict.fromkeys(g.variant for g in self.groups))
 
+    @property
+    def scale_label(self) -> str:
+        """The scale in words: ``paper scale``, the budget scale with its stated budget, or smoke."""
+        return scale_label(self.experiment, self.scale)
+
     def stamp(self) -> str:
         """What a figure title says of the evidence: the scale and the seeds."""
-        scale = "paper scale" if self.scale == "paper" else "smoke scale, not the paper's"
-        return f"{scale}; {self.seeds} seed{'s' if self.seeds != 1 else ''}"
+        return f"{self.scale_label}; {self.seeds} seed{'s' if self.seeds != 1 else ''}"
+
+
+def scale_label(experiment: str, scale: str) -> str:
+    """``scale`` of ``experiment`` in words, naming a budget scale's stated CPU budget."""
+    if scale == "paper":
+        return "paper scale"
+    if scale == "budget":
+        try:
+            budget = find_experiment(experiment).budget
+        except ValueError:
+            budget = None
+        return f"budget scale ({budget or 'a CPU budget'}), the paper's sizes but not its training length"
+    return f"{scale} scale, not the paper's"
 
 
 def _catalog_configurations(experiment: str) -> list[str] | None:
@@ -163,8 +182,9 @@ def _catalog_configurations(experiment: str) -> list[str] | None:
 
 def read_grid(results: str | Path, experiment: str, scale: str | None = None) -> KeptGrid | None:
     """The finished trials of ``experiment`` grouped by configuration, at ``scale`` or (by default) at
-    ``paper`` scale when every configuration has one, else ``smoke``; ``None`` when neither has any."""
-    for candidate in [scale] if scale else ["paper", "smoke"]:
+    the first of ``paper`` and ``budget`` whose every configuration has one, else ``smoke``; ``None``
+    when none has any."""
+    for candidate in [scale] if scale else SCALES:
         rows = read_rows(results, experiment, candidate)
         done = [r for r in rows if r["status"] == "done"]
         if not done:
@@ -177,8 +197,8 @@ def read_grid(results: str | Path, experiment: str, scale: str | None = None) ->
             group.rows.append(row)
             group.dirs.append(trial_results_dir(results, experiment, candidate, row["trial"]))
         order = _catalog_configurations(experiment)
-        if order is not None and candidate == "paper" and not scale and len(by_config) < len(order):
-            continue  # a paper grid still under way
+        if order is not None and candidate != "smoke" and not scale and len(by_config) < len(order):
+            continue  # a paper or budget grid still under way
         rank = {key: i for i, key in enumerate(order or [])}
         grid.groups = [by_config[k] for k in sorted(by_config, key=lambda k: (rank.get(k, len(rank)), k))]
         return grid

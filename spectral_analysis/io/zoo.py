@@ -7,8 +7,9 @@ Layout (one format, written by :mod:`spectral_analysis.experiments.results`)::
     results/<experiment>/<scale>/<trial>/curves.csv               downsampled training curves
     results/<experiment>/<scale>/<trial>/model.safetensors        the final checkpoint (model only)
 
-A zoo name is ``zoo:<experiment>/<trial>`` (the ``paper`` scale when it holds the trial, else
-``smoke``) or ``zoo:<experiment>/<scale>/<trial>``; every analyzer takes one wherever it takes a path.
+A zoo name is ``zoo:<experiment>/<trial>`` (the first of the ``paper``, ``budget`` and ``smoke``
+scales that holds the trial) or ``zoo:<experiment>/<scale>/<trial>``; every analyzer takes one
+wherever it takes a path.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from spectral_analysis.vocabulary import SCALES
+
 ZOO_PREFIX = "zoo:"
-SCALE_ORDER = ("paper", "smoke")
 CHECKPOINT_NAME = "model.safetensors"
 RESULT_NAME = "result.json"
 
@@ -45,7 +47,7 @@ def resolve_checkpoint(name: str | Path, results: str | Path | None = None) -> P
     if len(parts) == 3:
         candidates = [trial_results_dir(root, parts[0], parts[1], parts[2])]
     elif len(parts) == 2:
-        candidates = [trial_results_dir(root, parts[0], scale, parts[1]) for scale in SCALE_ORDER]
+        candidates = [trial_results_dir(root, parts[0], scale, parts[1]) for scale in SCALES]
     else:
         raise ValueError(
             f"bad zoo name {text!r}: expected zoo:<experiment>/<trial> or zoo:<experiment>/<scale>/<trial>"

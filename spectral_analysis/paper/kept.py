@@ -40,7 +40,7 @@ def gate(grid: KeptGrid, verdict: str, evidence: str, seeds: int | None = None) 
     those of the configurations the claim reads, default every configuration's), else ``unverified``
     with the evidence prefixed by why."""
     seeds = grid.seeds if seeds is None else seeds
-    stamp = f"{grid.scale} scale; {seeds} seed{'s' if seeds != 1 else ''}"
+    stamp = f"{grid.scale_label}; {seeds} seed{'s' if seeds != 1 else ''}"
     if grid.scale == "paper" and seeds >= MIN_SEEDS:
         return verdict, f"{stamp}: {evidence}"
     why = (

@@ -26,10 +26,14 @@ def _seconds(group: Group) -> str:
     return f"{statistics.median(values):.0f}" if values else "-"
 
 
+def _scale_cell(scale: str | None) -> str:
+    notes = {"paper": "", "budget": " (the paper's sizes, a stated CPU budget)", None: ""}
+    return f"{scale or '-'}{notes.get(scale, ' (not the paper scale)')}"
+
+
 def _where(grid: KeptGrid, group: Group | None = None) -> str:
     seeds = group.seeds if group is not None else grid.seeds
-    note = "" if grid.scale == "paper" else " (not the paper's scale)"
-    return f"{grid.scale}{note}, {seeds}"
+    return f"{_scale_cell(grid.scale)}, {seeds}"
 
 
 def table_rows(results: Path) -> list[list[str]]:
@@ -59,7 +63,7 @@ def table_rows(results: Path) -> list[list[str]]:
 def figure_rows(records: list[CheckRecord]) -> list[list[str]]:
     rows = []
     for r in records:
-        where = f"{r.scale or '-'}{'' if r.scale == 'paper' else ' (not the paper scale)'}, {r.seeds or '-'}"
+        where = f"{_scale_cell(r.scale)}, {r.seeds or '-'}"
         source = r.source if r.claim == r.quote else f"{r.source}: {r.claim}"
         rows.append([source, f'"{r.quote}"' if r.quote else r.claim, f"**{r.verdict}**", where,
                      r.plateaued or "-", "-"])
@@ -78,9 +82,17 @@ def reproduction_markdown(results: Path, records: list[CheckRecord]) -> str:
 
 def experimental_records() -> list[CheckRecord]:
     """The figures' headline checks (they read ``results/``, never train)."""
-    from spectral_analysis.paper import depth, experiments, mnist_ranking, svdrnn_r, synthetic_tasks
+    from spectral_analysis.paper import (
+        depth,
+        experiments,
+        mnist_ranking,
+        svdrnn_leak,
+        svdrnn_r,
+        synthetic_tasks,
+    )
 
-    return experiments.run() + synthetic_tasks.run() + mnist_ranking.run() + depth.run() + svdrnn_r.run()
+    return (experiments.run() + synthetic_tasks.run() + mnist_ranking.run() + depth.run() + svdrnn_r.run()
+            + svdrnn_leak.run())
 
 
 def write_reproduction(results: Path, out: Path, readme: Path | None = None) -> Path:
