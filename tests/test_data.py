@@ -44,6 +44,30 @@ def test_copy_layout_and_memoryless_baseline():
     assert task.data_bound() == 1.0 and task.recall_steps == 10
 
 
+def test_copy_with_dizzyrnns_recall_loss_scores_only_the_copied_steps():
+    from spectral_analysis.data.objectives import task_loss_and_metrics
+
+    T = 30
+    every, recall = (load_task("copy", length=T, train_size=64, valid_size=5, test_size=5, recall_loss=r)
+                     for r in (False, True))
+    assert torch.equal(every.train.inputs, recall.train.inputs) and recall.loss_steps == 10
+    y = recall.train.targets
+    # the memoryless strategy: the blank with certainty, then a uniform guess among the 8 data symbols
+    logits = torch.full((*y.shape, 10), -1e9)
+    logits[:, :-10, BLANK] = 0.0
+    logits[:, -10:, :8] = 0.0
+    assert recall.baselines["cross_entropy_memoryless"] == pytest.approx(math.log(8))
+    for task in (every, recall):
+        loss, metrics = task_loss_and_metrics(task, logits, y)
+        assert float(loss) == pytest.approx(task.baselines["cross_entropy_memoryless"], rel=1e-6)
+        assert metrics["cross_entropy"] == pytest.approx(float(loss))
+    outputs = torch.randn(*y.shape, 10, requires_grad=True)
+    task_loss_and_metrics(recall, outputs, y)[0].backward()
+    assert float(outputs.grad[:, :-10].abs().max()) == 0.0 and float(outputs.grad[:, -10:].abs().max()) > 0
+    with pytest.raises(ValueError, match="recall_loss must be true or false"):
+        load_task("copy", length=T, recall_loss="yes")
+
+
 def test_packaged_mnist_pixel_two_pixel_permuted_and_flat():
     pixel = load_task("mnist", train_size=100)
     assert pixel.train.inputs.shape == (100, 784, 1) and pixel.length == 784

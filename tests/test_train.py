@@ -271,14 +271,14 @@ def test_divergence_stops_with_the_failing_step_logged_and_the_last_good_checkpo
                                                                                          monkeypatch):
     from spectral_analysis.train import TrainingDivergedError, trainer
 
-    real, calls = trainer.loss_and_metrics, {"n": 0}
+    real, calls = trainer.task_loss_and_metrics, {"n": 0}
 
     def nan_at_step_5(*args, **kwargs):
         loss, metrics = real(*args, **kwargs)
         calls["n"] += 1
         return (loss * float("nan") if calls["n"] == 5 else loss), metrics
 
-    monkeypatch.setattr(trainer, "loss_and_metrics", nan_at_step_5)
+    monkeypatch.setattr(trainer, "task_loss_and_metrics", nan_at_step_5)
     config = TrainConfig(model="rnn", task="addition", out=str(tmp_path / "run"), hidden=8, steps=20,
                          task_options={"length": 6, "train_size": 64, "valid_size": 8, "test_size": 8},
                          batch_size=16, record_every=1, eval_every=1000, checkpoint_every=1, progress=False)

@@ -95,11 +95,11 @@ def analyze_subject(subject: Subject, samples: int = 8, trials: int = 20, seed: 
         kind = "classification-last" if user_data.labels is not None else None
         x = user_data.inputs[:samples]
         y = None if user_data.labels is None else user_data.labels[:samples]
-        recall = None
+        recall = loss_steps = None
     else:
         task = checkpoint_task(subject.metadata)
         name, length, symbolic, kind = task.name, task.length, task.symbolic, task.kind
-        recall = task.recall_steps
+        recall, loss_steps = task.recall_steps, task.loss_steps
         x, y = sample_batch(task, task.test, samples, seed)
     report: dict[str, Any] = {"checkpoint": subject.source, "subject": subject.describe(),
                               "model": _model_summary(subject), "task": name, "T": length,
@@ -127,7 +127,7 @@ def analyze_subject(subject: Subject, samples: int = 8, trials: int = 20, seed: 
                                       bool(np.all(products.log10_norms <= bound + 1e-9)))
 
     def loss_fn(outputs: torch.Tensor) -> torch.Tensor:
-        return loss_and_metrics(kind, outputs, y, recall)[0]
+        return loss_and_metrics(kind, outputs, y, recall, loss_steps)[0]
 
     report["grad_norms"] = None if y is None else hidden_gradient_norms(model64, x64, loss_fn)
     exponents = lyapunov_exponents(model64, x64, burn_in=burn_in, progress=progress)

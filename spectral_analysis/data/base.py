@@ -48,6 +48,7 @@ class TaskData:
     baselines: dict[str, float] = field(default_factory=dict)
     stream: bool = False  # successive batches continue each other (carry the hidden state)
     recall_steps: int | None = None  # sequence tasks scored on their last steps too (copy: 10)
+    loss_steps: int | None = None  # a sequence task whose loss covers only its last steps
     domain_bound: float | None = None  # a-priori bound on ||x_t|| over the whole input domain, if any
     domain: str = ""  # what the domain bound rests on, e.g. "pixels in [0, 1]"
 

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from torch import Tensor
 from torch.nn import functional as F
+
+if TYPE_CHECKING:
+    from spectral_analysis.data.base import TaskData
 
 PRIMARY_METRIC = {"regression-last": "mse", "classification-last": "accuracy", "classification": "accuracy",
                   "sequence": "cross_entropy"}
 
 
-def loss_and_metrics(kind: str, outputs: Tensor, targets: Tensor,
-                     recall_steps: int | None = None) -> tuple[Tensor, dict[str, float]]:
+def loss_and_metrics(kind: str, outputs: Tensor, targets: Tensor, recall_steps: int | None = None,
+                     loss_steps: int | None = None) -> tuple[Tensor, dict[str, float]]:
     """The training loss and the batch's metrics (means over the batch); ``recall_steps`` adds
-    ``accuracy_recall``, the accuracy on the last steps of a sequence (the copy task's symbols)."""
+    ``accuracy_recall``, the accuracy on the last steps of a sequence (the copy task's symbols);
+    ``loss_steps`` scores a sequence's cross entropy on its last steps only (DizzyRNN's copy loss)."""
     if kind == "regression-last":
         loss = F.mse_loss(outputs[:, -1], targets)
         return loss, {"mse": loss.item()}
@@ -24,7 +29,8 @@ def loss_and_metrics(kind: str, outputs: Tensor, targets: Tensor,
         accuracy = (logits.argmax(-1) == targets).float().mean().item()
         return loss, {"cross_entropy": loss.item(), "accuracy": accuracy}
     if kind == "sequence":
-        loss = F.cross_entropy(outputs.flatten(0, 1), targets.flatten())
+        scored = slice(-loss_steps, None) if loss_steps else slice(None)
+        loss = F.cross_entropy(outputs[:, scored].flatten(0, 1), targets[:, scored].flatten())
         accuracy = (outputs.argmax(-1) == targets).float().mean().item()
         ce = loss.item()
         metrics = {"cross_entropy": ce, "accuracy": accuracy, "perplexity": math.exp(min(ce, 700.0))}
@@ -33,6 +39,12 @@ def loss_and_metrics(kind: str, outputs: Tensor, targets: Tensor,
             metrics["accuracy_recall"] = recalled.float().mean().item()
         return loss, metrics
     raise ValueError(f"unknown task kind {kind!r}")
+
+
+def task_loss_and_metrics(task: TaskData, outputs: Tensor,
+                          targets: Tensor) -> tuple[Tensor, dict[str, float]]:
+    """:func:`loss_and_metrics` as ``task`` scores itself (its kind, recall and loss steps)."""
+    return loss_and_metrics(task.kind, outputs, targets, task.recall_steps, task.loss_steps)
 
 
 def weighted_mean(parts: list[tuple[dict[str, float], int]]) -> dict[str, float]:

@@ -38,7 +38,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from spectral_analysis.data import TaskData, load_task
-from spectral_analysis.data.objectives import PRIMARY_METRIC, loss_and_metrics
+from spectral_analysis.data.objectives import PRIMARY_METRIC, task_loss_and_metrics
 from spectral_analysis.nn import LSTMNet, RecurrentModel, build_model
 from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
 from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
@@ -255,7 +255,7 @@ class Trainer:
             group["lr"] = self.config.lr * self.config.lr_decay ** epoch
         h0 = self._initial_state(fresh, x.shape[0], record and self.recurrent) if self.recurrent else None
         outputs, run = model_outputs(self.model, x, h0)
-        loss, metrics = loss_and_metrics(self.task.kind, outputs, y, self.task.recall_steps)
+        loss, metrics = task_loss_and_metrics(self.task, outputs, y)
         objective = loss
         if self.config.penalty:
             objective = loss + self.config.penalty * self.model.spectral_penalty()
