@@ -17,8 +17,15 @@ from spectral_analysis.experiments.ledger import ledger_rows, write_ledger
 from spectral_analysis.experiments.results import plateaued, write_summary
 from spectral_analysis.experiments.runner import TrialSpec
 from spectral_analysis.io import resolve_checkpoint, zoo_entries
-from spectral_analysis.paper import depth, experiments, mnist_ranking, svdrnn_leak, synthetic_tasks
-from spectral_analysis.paper.kept import MIN_SEEDS, beats, gate
+from spectral_analysis.paper import (
+    depth,
+    dizzy_copy,
+    experiments,
+    mnist_ranking,
+    svdrnn_leak,
+    synthetic_tasks,
+)
+from spectral_analysis.paper.kept import MIN_SEEDS, beats, every, gate
 from spectral_analysis.plotting.results_figures import READERS, draw_figures
 from spectral_analysis.train import Trainer, load_checkpoint
 
@@ -462,7 +469,7 @@ def test_a_comparison_over_seeds_is_inconclusive_when_the_spreads_overlap():
 
 def test_experimental_checks_read_the_committed_results_through_the_gate():
     records = (experiments.run() + mnist_ranking.run() + depth.run() + synthetic_tasks.run()
-               + svdrnn_leak.run())
+               + svdrnn_leak.run() + dizzy_copy.run())
     for record in records:
         scale, seeds = record.scale, int(re.search(r"; (\d+) seeds?", record.evidence).group(1))
         assert record.seeds == seeds
@@ -655,3 +662,20 @@ def test_the_leak_check_reads_the_committed_grid_with_every_leak_and_both_models
     gradients = records[2].numbers
     assert set(gradients) == {"spectral", "rnn"} and set(gradients["rnn"]) == {"0.0", "0.2", "0.5", "1.0"}
     assert all(g > 0 for seeds in gradients["rnn"].values() for g in seeds)
+
+
+def test_several_comparisons_make_one_claim_and_dizzyrnns_near_perfect_rule():
+    assert every(["holds", "holds"]) == "holds"
+    assert every(["holds", "inconclusive"]) == "inconclusive"
+    assert every(["holds", "differs", "inconclusive"]) == "differs"
+    assert every([]) == "inconclusive"  # nothing compared is no evidence
+    assert dizzy_copy.reaches([0.96, 0.99]) == "holds"
+    assert dizzy_copy.reaches([0.5, 0.96]) == "inconclusive"
+    assert dizzy_copy.reaches([0.5, 0.94]) == "differs"
+
+
+def test_the_dizzyrnn_check_reads_every_model_of_the_committed_grid():
+    reached, ahead = dizzy_copy.run()
+    assert set(ahead.numbers["test_accuracy"]) == {"dizzy", "rnn", "irnn", "lstm"}
+    assert len(reached.numbers["best_validation"]) == reached.seeds
+    assert all(0.0 <= v <= 1.0 for v in reached.numbers["best_validation"])

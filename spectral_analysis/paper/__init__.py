@@ -20,6 +20,7 @@ PAPER_CHECKS: dict[str, str] = {
     "mnist": "mnist_ranking",
     "svdrnn-r": "svdrnn_r",
     "svdrnn-leak": "svdrnn_leak",
+    "dizzy": "dizzy_copy",
     "depth": "depth",
     "linear-rnn": "linear_rnn",
     "symbolic": "symbolic",

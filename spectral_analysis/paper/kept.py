@@ -63,7 +63,6 @@ def judged(grid: KeptGrid, record: CheckRecord, seeds: int | None = None) -> Che
     return record
 
 
-
 def beats(winner: list[float], loser: list[float], higher_is_better: bool = True) -> str:
     """A comparison over seeds: ``holds`` when the claimed winner's worst seed beats the other's best,
     ``differs`` when the other's worst beats the winner's best, else ``inconclusive``."""
@@ -74,3 +73,11 @@ def beats(winner: list[float], loser: list[float], higher_is_better: bool = True
     if min(lo) > max(w):
         return "differs"
     return "inconclusive"
+
+
+def every(outcomes: list[str]) -> str:
+    """Several :func:`beats` outcomes as one claim: ``differs`` when any differs, ``holds`` when all
+    hold (and there is at least one), else ``inconclusive``."""
+    if "differs" in outcomes:
+        return "differs"
+    return "holds" if outcomes and all(o == "holds" for o in outcomes) else "inconclusive"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import KeptGrid
-from spectral_analysis.paper.kept import beats, judged, kept_grid, missing_record
+from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record
 
 SOURCE = "ICML Section 7.2 (Fig. 3)"
 CLAIM = "Spectral-RNN constantly yields the highest test accuracy"
@@ -35,9 +35,7 @@ def ranking_verdict(accuracy: dict[str, tuple[float, float, float]]) -> str:
         return "unverified"
     _, low, high = accuracy["spectral"]
     outcomes = [beats([low, high], [a[1], a[2]]) for m, a in accuracy.items() if m != "spectral"]
-    if "differs" in outcomes:
-        return "differs"
-    return "holds" if all(o == "holds" for o in outcomes) else "inconclusive"
+    return every(outcomes)
 
 
 def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:

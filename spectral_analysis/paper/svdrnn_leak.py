@@ -19,7 +19,7 @@ import numpy as np
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import Group, KeptGrid
 from spectral_analysis.experiments.results import read_curves
-from spectral_analysis.paper.kept import beats, judged, kept_grid, missing_record
+from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record
 
 SOURCE = "svdRNN (earlier version) Section 7 (Fig. 2(c, f))"
 EXPERIMENT = "svdrnn-fig2-leak"
@@ -52,10 +52,7 @@ def gradient_medians(group: Group) -> list[float]:
 def every_leak_beats(per_leak: dict[float, tuple[list[float], list[float]]]) -> str:
     """``holds`` when svdRNN's seeds beat RNN's at every leak, ``differs`` when RNN's beat svdRNN's at
     some leak, else ``inconclusive`` (``per_leak``: leak -> (svdRNN's seeds, RNN's seeds))."""
-    outcomes = [beats(svd, rnn) for svd, rnn in per_leak.values()]
-    if "differs" in outcomes:
-        return "differs"
-    return "holds" if outcomes and all(o == "holds" for o in outcomes) else "inconclusive"
+    return every([beats(svd, rnn) for svd, rnn in per_leak.values()])
 
 
 def vanishing(gradients: list[float], linear: list[float]) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import KeptGrid
-from spectral_analysis.paper.kept import beats, judged, kept_grid, missing_record
+from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record
 
 SOURCE = "svdRNN (earlier version) Section 7.2 (Fig. 2(a))"
 EXPERIMENT = "svdrnn-fig2-r"
@@ -35,9 +35,7 @@ def best_verdict(accuracy: dict[str, tuple[float, float, float]]) -> str:
         return "unverified"
     _, low, high = max(svd.values())
     outcomes = [beats([low, high], [v[1], v[2]]) for v in others.values()]
-    if "differs" in outcomes:
-        return "differs"
-    return "holds" if all(o == "holds" for o in outcomes) else "inconclusive"
+    return every(outcomes)
 
 
 def r_verdict(accuracy: dict[str, tuple[float, float, float]]) -> str:

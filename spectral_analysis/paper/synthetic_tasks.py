@@ -16,7 +16,7 @@ import math
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.data.synthetic import COPY_LENGTH, DATA_SYMBOLS
 from spectral_analysis.experiments.reading import KeptGrid
-from spectral_analysis.paper.kept import beats, judged, kept_grid, missing_record
+from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record
 
 BEAT_MARGIN = 0.02
 ADDITION_BASELINE = 2.0 / 12.0
@@ -62,9 +62,7 @@ def best_everywhere(panels: dict[int, dict[str, Spread]], best: str = "spectral"
                 for s in panels.values() if best in s for m, v in s.items() if m != best]
     if not outcomes:
         return "unverified"
-    if "differs" in outcomes:
-        return "differs"
-    return "holds" if all(o == "holds" for o in outcomes) else "inconclusive"
+    return every(outcomes)
 
 
 def panels_of(grid: KeptGrid) -> tuple[dict[int, dict[str, Spread]], dict[int, dict[str, int]]]:
