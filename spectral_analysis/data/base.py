@@ -1,11 +1,12 @@
 """What a task is for the trainer: tensors for train / valid / test, its sizes and its baselines.
 
-Every task is one of four kinds, which fix the loss and the metric (``spectral_analysis.train``):
+Every task is one of five kinds, which fix the loss and the metric (``spectral_analysis.train``):
 
 - ``regression-last``: one real target per sequence, read off the last step (addition);
 - ``classification-last``: one class per sequence, read off the last step (MNIST, UCR);
 - ``classification``: one class per flat vector, for the feed-forward nets (flat MNIST);
-- ``sequence``: one class per step (copy; word-level language modelling reads the same way).
+- ``sequence``: one class per step (copy; word-level language modelling reads the same way);
+- ``multilabel-sequence``: a binary vector per step, padded steps marked (the chorales' piano rolls).
 
 Inputs are float tensors ``(N, T, n_i)`` (``(N, n_i)`` for ``classification``) or integer symbol
 ids ``(N, T)``; a recurrent model multiplies an id by ``M`` as the one-hot vector it stands for.
@@ -20,7 +21,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-TASK_KINDS = ("regression-last", "classification-last", "classification", "sequence")
+TASK_KINDS = ("regression-last", "classification-last", "classification", "sequence", "multilabel-sequence")
 
 
 @dataclass

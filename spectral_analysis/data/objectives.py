@@ -12,14 +12,17 @@ if TYPE_CHECKING:
     from spectral_analysis.data.base import TaskData
 
 PRIMARY_METRIC = {"regression-last": "mse", "classification-last": "accuracy", "classification": "accuracy",
-                  "sequence": "cross_entropy"}
+                  "sequence": "cross_entropy", "multilabel-sequence": "nll"}
+PADDED = -1.0  # a multilabel-sequence target frame that is padding, left out of the loss
 
 
 def loss_and_metrics(kind: str, outputs: Tensor, targets: Tensor, recall_steps: int | None = None,
                      loss_steps: int | None = None) -> tuple[Tensor, dict[str, float]]:
     """The training loss and the batch's metrics (means over the batch); ``recall_steps`` adds
     ``accuracy_recall``, the accuracy on the last steps of a sequence (the copy task's symbols);
-    ``loss_steps`` scores a sequence's cross entropy on its last steps only (DizzyRNN's copy loss)."""
+    ``loss_steps`` scores a sequence's cross entropy on its last steps only (DizzyRNN's copy loss).
+    ``multilabel-sequence``: the negative log-likelihood of each unpadded target frame under independent
+    Bernoulli outputs (logits), summed over its labels and averaged over frames."""
     if kind == "regression-last":
         loss = F.mse_loss(outputs[:, -1], targets)
         return loss, {"mse": loss.item()}
@@ -38,7 +41,20 @@ def loss_and_metrics(kind: str, outputs: Tensor, targets: Tensor, recall_steps: 
             recalled = outputs[:, -recall_steps:].argmax(-1) == targets[:, -recall_steps:]
             metrics["accuracy_recall"] = recalled.float().mean().item()
         return loss, metrics
+    if kind == "multilabel-sequence":
+        frames = targets[..., 0] != PADDED
+        nll = F.binary_cross_entropy_with_logits(outputs[frames], targets[frames], reduction="sum")
+        loss = nll / frames.sum().clamp(min=1)
+        return loss, {"nll": loss.item()}
     raise ValueError(f"unknown task kind {kind!r}")
+
+
+def scored_count(task: TaskData, targets: Tensor) -> int:
+    """What a batch's metrics are a mean over, to weigh batches: its unpadded frames for a
+    multilabel sequence, every target of a stream, else its sequences."""
+    if task.kind == "multilabel-sequence":
+        return int((targets[..., 0] != PADDED).sum())
+    return targets.numel() if task.stream else int(targets.shape[0])
 
 
 def task_loss_and_metrics(task: TaskData, outputs: Tensor,

@@ -35,7 +35,8 @@ from spectral_analysis.experiments.catalog import Experiment, Trial, load_catalo
 from spectral_analysis.experiments.ledger import write_ledger
 from spectral_analysis.experiments.results import keep_trial, kept_row_stands, read_rows, write_summary
 from spectral_analysis.io.zoo import RESULT_NAME, default_results_dir, trial_results_dir
-from spectral_analysis.train import Trainer
+from spectral_analysis.train import TrainConfig, Trainer
+from spectral_analysis.train.trainer import resume_conflicts
 
 
 @dataclass
@@ -84,6 +85,14 @@ def git_revision() -> str:
     return head + ("-dirty" if dirty else "")
 
 
+def _same_run(config: TrainConfig) -> bool:
+    """Whether the run directory holds this trial's run (the catalog entry may have changed since)."""
+    try:
+        return not resume_conflicts(config)
+    except ValueError:  # no readable configuration: not a run this trial can continue
+        return False
+
+
 def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
     """Run (or resume) one trial and keep its results; the same on a Ray worker or in this process."""
     spec = spec if isinstance(spec, TrialSpec) else TrialSpec(**spec)
@@ -92,14 +101,14 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
     trial, run_dir = Trial(**spec.trial), Path(spec.run_dir)
     if spec.deadline is not None and time.time() >= spec.deadline:
         return {"trial": trial.key, "status": "unfinished", "step": 0}
-    resume = (run_dir / "last.safetensors").is_file()
+    config = trial.train_config(run_dir, spec.device)
+    config.tensorboard = spec.tensorboard
+    resume = (run_dir / "last.safetensors").is_file() and _same_run(config)
     if not resume and run_dir.exists():
-        shutil.rmtree(run_dir)  # killed before its first checkpoint: nothing to keep
+        shutil.rmtree(run_dir)  # killed before its first checkpoint, or a run of an older catalog entry
     started = time.perf_counter()
     stop = None if spec.deadline is None else (lambda _step: time.time() >= spec.deadline)
     try:
-        config = trial.train_config(run_dir, spec.device)
-        config.tensorboard = spec.tensorboard
         trainer = Trainer(config, resume=resume)
         trainer.run(stop=stop)
         status, error = ("done" if trainer.finished else "unfinished"), None

@@ -21,6 +21,7 @@ PAPER_CHECKS: dict[str, str] = {
     "svdrnn-r": "svdrnn_r",
     "svdrnn-leak": "svdrnn_leak",
     "dizzy": "dizzy_copy",
+    "kru-amplitude": "kru_amplitude",
     "depth": "depth",
     "linear-rnn": "linear_rnn",
     "symbolic": "symbolic",

@@ -268,12 +268,13 @@ def analyzers(results: Path, out: Path) -> list[Drawn]:
 
 
 def kru_amplitude(results: Path, out: Path) -> list[Drawn]:
-    """KRU Fig. 6's trend: ||W||_2 and rho(W) of the kept checkpoints against the amplitude."""
+    """KRU Fig. 6: ||W||_2 and rho(W) of the kept checkpoints against the amplitude, with the validation
+    metric (NLL on the chorales) in the title."""
     grid = read_grid(results, "kru-amplitude")
     if grid is None:
         return []
     amplitudes = sorted(grid.values("penalty"))
-    norms, radii, mse = [], [], []
+    norms, radii, validation = [], [], []
     for a in amplitudes:
         group = grid.group("kru", penalty=a)
         W = (
@@ -285,15 +286,15 @@ def kru_amplitude(results: Path, out: Path) -> list[Drawn]:
         )
         norms.append(float(torch.linalg.matrix_norm(W, ord=2)))
         radii.append(float(torch.linalg.eigvals(W).abs().max()))
-        mse.append(group.final("final_valid").mean)
+        validation.append(group.final("final_valid").mean)
     series = {
         "spectral norm ||W||_2": (np.array(amplitudes), np.array(norms)),
         "spectral radius rho(W)": (np.array(amplitudes), np.array(radii)),
     }
+    row = grid.groups[0].rows[0]
     title = (
-        f"KRU Fig. 6's trend on the addition stand-in: complex 2 x 2 factors, N = "
-        f"{grid.groups[0].rows[0]['hidden']} (seed 0; final validation MSE "
-        + ", ".join(f"{m:.3g}" for m in mse)
+        f"KRU Fig. 6 on {row['task']}: n = {row['hidden']} (seed 0; final validation {row['metric']} "
+        + ", ".join(f"{m:.3g}" for m in validation)
         + f"; {grid.stamp()})"
     )
     axes = line_chart(

@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from spectral_analysis.data import Split, TaskData
-from spectral_analysis.data.objectives import task_loss_and_metrics, weighted_mean
+from spectral_analysis.data.objectives import scored_count, task_loss_and_metrics, weighted_mean
 from spectral_analysis.nn import RecurrentModel
 from spectral_analysis.train.schema import validate_log_row
 
@@ -49,7 +49,7 @@ def _batch_metrics(model: nn.Module, task: TaskData, split: Split, batch_size: i
             y = split.targets[:, start:start + task.length].to(device)
             outputs, run = model_outputs(model, x, state)
             state = run.state
-            parts.append((task_loss_and_metrics(task, outputs, y)[1], y.numel()))
+            parts.append((task_loss_and_metrics(task, outputs, y)[1], scored_count(task, y)))
             if max_batches and len(parts) >= max_batches:
                 break
     else:
@@ -57,7 +57,7 @@ def _batch_metrics(model: nn.Module, task: TaskData, split: Split, batch_size: i
             x = split.inputs[start:start + batch_size].to(device)
             y = split.targets[start:start + batch_size].to(device)
             outputs, _ = model_outputs(model, x)
-            parts.append((task_loss_and_metrics(task, outputs, y)[1], len(x)))
+            parts.append((task_loss_and_metrics(task, outputs, y)[1], scored_count(task, y)))
             if max_batches and len(parts) >= max_batches:
                 break
     return parts

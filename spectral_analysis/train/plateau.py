@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 PLATEAU_FRACTION = 0.2  # "no improvement over the last 20% of the steps"
-LOWER_IS_BETTER = ("mse", "cross_entropy", "perplexity", "loss")
+LOWER_IS_BETTER = ("mse", "cross_entropy", "perplexity", "loss", "nll")
 
 
 def best_validation(valid: Iterable[dict[str, Any]], metric: str) -> tuple[float | None, int | None]:

@@ -184,21 +184,9 @@ class Trainer:
             self._resume(last)
 
     def _resume(self, last: Path) -> None:
-        config_file = self.out / "config.json"
-        try:
-            stored = json.loads(config_file.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise ValueError(f"cannot resume: {config_file} is unreadable ({error})") from None
-        if not isinstance(stored, dict) or not isinstance(stored.get("train"), dict):
-            raise ValueError(f"cannot resume: {config_file} holds no training configuration "
-                             "(no 'train' object)")
-        stored = stored["train"]
-        current = asdict(self.config)
-        for key, value in current.items():
-            before = stored[key] if key in stored else field_default(key)
-            same = Path(before) == Path(value) if key == "out" else before == value  # run/ is run
-            if key not in RESUMABLE_CHANGES and not same:
-                raise ValueError(f"cannot resume: {key} was {before!r} in this run, now {value!r}")
+        conflicts = resume_conflicts(self.config)
+        if conflicts:
+            raise ValueError(f"cannot resume: {conflicts[0]}")
         checkpoint = load_checkpoint(last, self.device)
         self.model.load_state_dict(checkpoint.model.state_dict())
         _restore_optimizer(self.optimizer, checkpoint.tensors)
@@ -358,6 +346,26 @@ class Trainer:
                 break
         bar.close()
         return dict(self.latest)
+
+
+def resume_conflicts(config: TrainConfig) -> list[str]:
+    """What keeps the run in ``config.out`` from being resumed with ``config``: the fields that changed
+    (beyond :data:`RESUMABLE_CHANGES`), each as "key was X in this run, now Y"; ``ValueError`` when
+    its ``config.json`` is unreadable or holds no training configuration."""
+    config_file = Path(config.out) / "config.json"
+    try:
+        stored = json.loads(config_file.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"cannot resume: {config_file} is unreadable ({error})") from None
+    if not isinstance(stored, dict) or not isinstance(stored.get("train"), dict):
+        raise ValueError(f"cannot resume: {config_file} holds no training configuration (no 'train' object)")
+    conflicts = []
+    for key, value in asdict(config).items():
+        before = stored["train"][key] if key in stored["train"] else field_default(key)
+        same = Path(before) == Path(value) if key == "out" else before == value  # run/ is run
+        if key not in RESUMABLE_CHANGES and not same:
+            conflicts.append(f"{key} was {before!r} in this run, now {value!r}")
+    return conflicts
 
 
 def train(config: TrainConfig, resume: bool = False,
