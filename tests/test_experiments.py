@@ -729,3 +729,25 @@ def test_a_run_directory_of_an_older_catalog_entry_is_started_over_not_resumed(t
     assert row["status"] == "done" and row["hidden"] == 5, row.get("error")
     stored = json.loads((tmp_path / "runs" / trial.key / "config.json").read_text())
     assert stored["train"]["hidden"] == 5
+
+
+def test_the_kru_table4_claims_read_test_nll_and_the_overfitting_gap(tmp_path, monkeypatch):
+    from spectral_analysis.paper import kru_music
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+    runs = {"kru": ([8.6, 8.5, 8.55], 8.3), "rnn": ([9.1, 9.0, 9.2], 8.2), "lstm": ([8.7, 8.8, 8.75], 7.9)}
+    for variant, (tests, train) in runs.items():
+        for seed, test in enumerate(tests):
+            directory = tmp_path / "kru-music" / "paper" / f"{variant}_s{seed}"
+            directory.mkdir(parents=True)
+            row = {"experiment": "kru-music", "scale": "paper", "trial": f"{variant}_s{seed}",
+                   "status": "done", "variant": variant, "axes": {}, "seed": seed, "hidden": 100,
+                   "metric": "nll", "test_metrics": {"nll": test}, "config": {}}
+            (directory / "result.json").write_text(json.dumps(row))
+            (directory / "curves.csv").write_text(
+                "phase,step,nll\n" + "".join(f"train,{s},{train + (9 - s) * 0.1}\n" for s in range(1, 10)))
+    better, less = kru_music.run()
+    assert better.verdict == "holds" and less.verdict == "holds"  # gaps: kru 0-0.1, rnn 0.6-0.8, lstm 0.6-0.7
+    assert less.numbers["kru"][0] == pytest.approx(8.6 - 8.5)  # median of the last five: 8.3 + 0.2

@@ -22,6 +22,7 @@ PAPER_CHECKS: dict[str, str] = {
     "svdrnn-leak": "svdrnn_leak",
     "dizzy": "dizzy_copy",
     "kru-amplitude": "kru_amplitude",
+    "kru-music": "kru_music",
     "depth": "depth",
     "linear-rnn": "linear_rnn",
     "symbolic": "symbolic",

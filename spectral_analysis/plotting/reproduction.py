@@ -94,6 +94,8 @@ def experimental_records() -> list[CheckRecord]:
         depth,
         dizzy_copy,
         experiments,
+        kru_amplitude,
+        kru_music,
         mnist_ranking,
         svdrnn_leak,
         svdrnn_r,
@@ -101,7 +103,7 @@ def experimental_records() -> list[CheckRecord]:
     )
 
     return (experiments.run() + synthetic_tasks.run() + mnist_ranking.run() + depth.run() + svdrnn_r.run()
-            + svdrnn_leak.run() + dizzy_copy.run())
+            + svdrnn_leak.run() + dizzy_copy.run() + kru_amplitude.run() + kru_music.run())
 
 
 def write_reproduction(results: Path, out: Path, readme: Path | None = None) -> Path:
