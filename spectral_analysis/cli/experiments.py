@@ -252,7 +252,7 @@ def cmd_figures(args: argparse.Namespace) -> int:
     if not args.experiment:
         from spectral_analysis.plotting.reproduction import write_reproduction
 
-        path = write_reproduction(_results(args), Path(args.out), Path(args.readme) if args.readme else None)
+        path = write_reproduction(_results(args), Path(args.out), [Path(r) for r in args.readme or []])
         drawn.append({"path": str(path), "experiment": "all", "scale": "paper and smoke",
                       "note": "the papers' numbers beside ours"})
     payload = {"figures": drawn}
@@ -355,7 +355,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     figures = sub.add_parser("figures", help="draw the papers' figures from kept results (never trains)")
     figures.add_argument("--experiment", default=None, help="only the figure of this experiment")
     figures.add_argument("--out", default="figures", help="output directory (default figures/)")
-    figures.add_argument("--readme", default=None,
-                         help="also regenerate the <!-- reproduction:begin/end --> block of this file")
+    figures.add_argument("--readme", action="append", default=None, metavar="FILE",
+                         help="also regenerate this file's <!-- reproduction:begin/end --> block (every row) "
+                         "or <!-- reproduction-kept:begin/end --> block (paper and budget scale); repeatable")
     common(figures, catalog=False)
     figures.set_defaults(func=cmd_figures)
