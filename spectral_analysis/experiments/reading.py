@@ -71,16 +71,19 @@ class Group:
             warnings.simplefilter("ignore", RuntimeWarning)  # a step no seed has a value at stays NaN
             return steps, Spread(np.nanmean(stack, 0), np.nanmin(stack, 0), np.nanmax(stack, 0), len(usable))
 
-    def last(self, phase: str, column: str, records: int = 5) -> Spread:
+    def last_per_seed(self, phase: str, column: str, records: int = 5) -> list[float]:
         """The end of training: each seed's median of ``column`` over its own last ``records`` records of
-        ``phase`` (seeds trained until plateau end at different steps), as mean and min-max over seeds."""
+        ``phase`` (seeds trained until plateau end at different steps); NaN for a seed without any."""
         values = []
         for d in self.dirs:
-            curve = read_curves(d)[phase]
-            column_values = curve.get(column, np.array([]))
+            column_values = read_curves(d)[phase].get(column, np.array([]))
             finite = column_values[np.isfinite(column_values)]
             values.append(float(np.median(finite[-records:])) if len(finite) else np.nan)
-        array = np.array(values)
+        return values
+
+    def last(self, phase: str, column: str, records: int = 5) -> Spread:
+        """:meth:`last_per_seed` as mean and min-max over seeds."""
+        array = np.array(self.last_per_seed(phase, column, records))
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return Spread(float(np.nanmean(array)), float(np.nanmin(array)), float(np.nanmax(array)),

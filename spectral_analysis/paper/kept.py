@@ -81,3 +81,8 @@ def every(outcomes: list[str]) -> str:
     if "differs" in outcomes:
         return "differs"
     return "holds" if outcomes and all(o == "holds" for o in outcomes) else "inconclusive"
+
+
+def spread_text(values: list[float], spec: str = ".4g") -> str:
+    """Seeds' values as evidence text: ``mean [min, max]``, each formatted with ``spec``."""
+    return f"{sum(values) / len(values):{spec}} [{min(values):{spec}}, {max(values):{spec}}]"

@@ -12,12 +12,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import Group, KeptGrid
-from spectral_analysis.experiments.results import read_curves
-from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record
+from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record, spread_text
 
 SOURCE = "KRU Section 4.7 (Fig. 6, JSB Chorales)"
 EXPERIMENT = "kru-amplitude"
@@ -30,17 +27,13 @@ RECORDS = 5  # the last training records a seed's end-of-training margin is the 
 
 def end_margins(group: Group) -> list[float]:
     """Each seed's median spectral margin over its last :data:`RECORDS` training records."""
-    curves = [read_curves(d)["train"]["spectral_margin"] for d in group.dirs]
-    return [float(np.median(c[np.isfinite(c)][-RECORDS:])) for c in curves]
+    return group.last_per_seed("train", "spectral_margin", RECORDS)
 
 
 def best_validation(group: Group) -> list[float]:
     """Each seed's best validation value of its primary metric (NLL on the chorales)."""
     return [float(row["best_valid"]) for row in group.rows]
 
-
-def _spread(values: list[float]) -> str:
-    return f"{np.mean(values):.4g} [{min(values):.4g}, {max(values):.4g}]"
 
 
 def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
@@ -58,7 +51,7 @@ def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
         SOURCE, f"W ends closer to the unitary set at amplitude {high:g} than at {low:g} (spectral margin)",
         beats(margins[high], margins[low], higher_is_better=False),
         f"{setting}; max abs(sigma_i(W) - 1) at the end of training, mean [min, max] over seeds: "
-        + ", ".join(f"{a:g}: {_spread(m)}" for a, m in margins.items()),
+        + ", ".join(f"{a:g}: {spread_text(m)}" for a, m in margins.items()),
         {"spectral_margin": {f"{a:g}": m for a, m in margins.items()}}, quote=UNITARY_QUOTE)
     records = [judged(grid, unitary, seeds)]
     if CLAIMED_BEST in groups:
@@ -69,7 +62,7 @@ def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
             SOURCE, f"the best validation {row['metric']} is at amplitude {CLAIMED_BEST:g}",
             every(list(outcomes.values())),
             f"{setting}; best validation {row['metric']}, mean [min, max] over seeds: "
-            + ", ".join(f"{a:g}: {_spread(v)}" + (f" ({outcomes[a]})" if a in outcomes else "")
+            + ", ".join(f"{a:g}: {spread_text(v)}" + (f" ({outcomes[a]})" if a in outcomes else "")
                         for a, v in nll.items()),
             {"best_valid": {f"{a:g}": v for a, v in nll.items()}}, quote=BEST_QUOTE)
         records.append(judged(grid, best, seeds))

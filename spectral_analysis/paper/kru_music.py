@@ -12,18 +12,16 @@ results (music21's Bach chorales; KRU n = 100, RNN n = 100, LSTM n = 36).
 
 from __future__ import annotations
 
-import numpy as np
-
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import Group, KeptGrid
-from spectral_analysis.experiments.results import read_curves
-from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record
+from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record, spread_text
 
 SOURCE = "KRU Section 4.5 (Table 4, JSB Chorales)"
 EXPERIMENT = "kru-music"
 QUOTE = "both our models (KRU and KRU-LSTM) overfit less and generalizes better"
 KRU = "kru"
 RECORDS = 5
+NLL = ".3f"  # how evidence prints an NLL
 
 
 def final_test_nlls(group: Group) -> list[float]:
@@ -32,13 +30,9 @@ def final_test_nlls(group: Group) -> list[float]:
 
 def overfitting_gaps(group: Group) -> list[float]:
     """Each seed's test NLL minus its median training NLL over the last :data:`RECORDS` records."""
-    train = [read_curves(d)["train"]["nll"] for d in group.dirs]
-    ends = [float(np.median(t[np.isfinite(t)][-RECORDS:])) for t in train]
+    ends = group.last_per_seed("train", "nll", RECORDS)
     return [test - end for test, end in zip(final_test_nlls(group), ends, strict=True)]
 
-
-def _spread(values: list[float]) -> str:
-    return f"{np.mean(values):.3f} [{min(values):.3f}, {max(values):.3f}]"
 
 
 def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
@@ -55,8 +49,8 @@ def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
     for claim, read in claims:
         mine = read(kru)
         outcomes = {g.variant: beats(mine, read(g), higher_is_better=False) for g in others}
-        evidence = (f"{setting}; mean [min, max] over seeds: kru {_spread(mine)}; "
-                    + "; ".join(f"{g.variant} {_spread(read(g))} ({outcomes[g.variant]})" for g in others))
+        evidence = (f"{setting}; mean [min, max] over seeds: kru {spread_text(mine, NLL)}; " + "; ".join(
+            f"{g.variant} {spread_text(read(g), NLL)} ({outcomes[g.variant]})" for g in others))
         record = CheckRecord(SOURCE, f"KRU {claim}", every(list(outcomes.values())), evidence,
                              {g.variant: read(g) for g in grid.groups}, quote=QUOTE)
         records.append(judged(grid, record, seeds))

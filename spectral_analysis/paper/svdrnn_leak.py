@@ -19,7 +19,7 @@ import numpy as np
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import Group, KeptGrid
 from spectral_analysis.experiments.results import read_curves
-from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record
+from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record, spread_text
 
 SOURCE = "svdRNN (earlier version) Section 7 (Fig. 2(c, f))"
 EXPERIMENT = "svdrnn-fig2-leak"
@@ -77,9 +77,6 @@ def gradient_verdict(outcomes: dict[str, dict[float, str]]) -> str:
     return "holds" if set(svd.values()) == {"kept"} and rnn_most_nonlinear == "vanishes" else "inconclusive"
 
 
-def _spread(values: list[float]) -> str:
-    return f"{np.mean(values):.4g} [{min(values):.4g}, {max(values):.4g}]"
-
 
 def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
     leaks = sorted(grid.values("leak"))
@@ -95,7 +92,7 @@ def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
                          f"{EARLY_EVALUATIONS} evaluations)", early_accuracies)):
         per_leak = {leak: (read(groups[SVD, leak]), read(groups[RNN, leak])) for leak in leaks}
         evidence = f"{setting}, mean [min, max] over seeds, svdRNN against RNN: " + "; ".join(
-            f"leak {leak}: {_spread(s)} against {_spread(r)} ({beats(s, r)})"
+            f"leak {leak}: {spread_text(s)} against {spread_text(r)} ({beats(s, r)})"
             for leak, (s, r) in per_leak.items())
         numbers = {str(leak): {SVD: s, RNN: r} for leak, (s, r) in per_leak.items()}
         record = CheckRecord(SOURCE, f"svdRNN {claim}", every_leak_beats(per_leak), evidence, numbers,
@@ -105,7 +102,7 @@ def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
     outcomes = {v: {leak: vanishing(gradients[v, leak], gradients[v, LINEAR_LEAK]) for leak in leaks
                     if leak != LINEAR_LEAK} for v in (SVD, RNN)}
     per_model = "; ".join(f"{v} " + ", ".join(
-        f"leak {leak} {_spread(gradients[v, leak])}"
+        f"leak {leak} {spread_text(gradients[v, leak])}"
         + (f" ({outcomes[v][leak]})" if leak in outcomes[v] else "") for leak in leaks) for v in (SVD, RNN))
     evidence = (f"{setting}, median ||dL/dh0|| over training, mean [min, max] over seeds; vanishing: below "
                 f"{VANISHING_FACTOR} x the same model's linear network (leak {LINEAR_LEAK}) at every seed: "
