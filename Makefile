@@ -36,7 +36,7 @@ notebooks: $(VENV)
 # Hours to days: rerun the same target to resume it (kept trials are skipped, the others continue from
 # their last checkpoint, trials trained until plateau train on). On a GPU machine, `make paper-gpu`.
 PAPER_ORDER := table4-ucr fig1-addition fig2-copy svdrnn-fig2-leak svdrnn-fig2-r fig5-depth dizzy-copy \
-	kru-amplitude kru-copy kru-adding zoo-addition
+	kru-amplitude kru-music kru-copy kru-adding zoo-addition
 GPU_TIER := table2-mnist fig3-mnist table3-ptb
 WORKERS ?= 2
 paper: $(VENV)

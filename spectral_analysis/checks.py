@@ -12,7 +12,9 @@ object ``{"checks": [record, ...]}`` with records ``{source, claim, verdict, evi
   worst seed beats the other's best, nor the reverse), ``unverified`` (the measurement cannot settle
   it, e.g. results below the paper's scale);
 - ``scale`` and ``seeds``: for experimental claims, the scale of the kept results the verdict was
-  drawn from (``paper`` or ``smoke``) and how many seeds; ``None`` for the others;
+  drawn from (``paper``, ``budget`` or ``smoke``) and how many seeds; ``plateaued`` and ``stale``
+  (``"k/n"``): how many of the grid's trials trained to a plateau, and how many no longer stand for the
+  catalog's current entry (``None`` when none); ``None`` for the others;
 - ``evidence``: one or two sentences with the measured numbers; ``numbers``: the same, machine-readable;
 - ``derived`` and ``printed``: for formula checks, the expression derived from the definition and the
   one the paper prints (strings; ``None`` where the claim is not a formula).
@@ -49,6 +51,7 @@ class CheckRecord:
     scale: str | None = None
     seeds: int | None = None
     plateaued: str | None = None  # "k/n": the grid's done trials that trained to a plateau
+    stale: str | None = None  # "k/n": the grid's kept trials that the catalog's current entry would retrain
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:

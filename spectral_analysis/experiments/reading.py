@@ -3,7 +3,11 @@
 Figures and paper checks read results only through :func:`read_grid`; they never train. A grid is read
 at ``paper`` scale once every configuration of the catalog's paper grid has a finished trial (a sweep
 still under way is not drawn half), else at the ``budget`` scale (the paper's sizes for a stated CPU
-budget) once that is complete, else at ``smoke`` scale; a grid says which (:meth:`KeptGrid.stamp`).
+budget) once that is complete, else at ``smoke`` scale; a grid says which (:meth:`KeptGrid.stamp`). It
+also names its stale trials: kept rows that no longer stand for the catalog's current entry
+(:func:`~spectral_analysis.experiments.results.kept_row_stands`: a changed configuration, or a run that
+stopped at its minimum length where the catalog now trains until plateau), which the next sweep retrains
+and from which a paper check does not judge.
 """
 
 from __future__ import annotations
@@ -16,7 +20,12 @@ from typing import Any
 import numpy as np
 
 from spectral_analysis.experiments.catalog import find_experiment
-from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values
+from spectral_analysis.experiments.results import (
+    kept_row_stands,
+    read_curves,
+    read_rows,
+    read_singular_values,
+)
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, trial_results_dir
 from spectral_analysis.vocabulary import SCALES
 
@@ -131,6 +140,11 @@ class KeptGrid:
     scale: str
     groups: list[Group] = field(default_factory=list)
     failed: list[dict[str, Any]] = field(default_factory=list)
+    stale: dict[str, list[str]] = field(default_factory=dict)  # trial key -> the fields that differ
+
+    @property
+    def trials(self) -> int:
+        return sum(g.seeds for g in self.groups)
 
     @property
     def seeds(self) -> int:
@@ -157,9 +171,19 @@ class KeptGrid:
         """The scale in words: ``paper scale``, the budget scale with its stated budget, or smoke."""
         return scale_label(self.experiment, self.scale)
 
+    def stale_text(self) -> str:
+        """The stale trials in words (empty when there are none)."""
+        if not self.stale:
+            return ""
+        fields = sorted({f for differing in self.stale.values() for f in differing})
+        return (f"{len(self.stale)} of {self.trials} kept trials do not stand for the catalog's current "
+                f"entry (they differ in {', '.join(fields)}); spectral-analysis run {self.experiment} "
+                f"--scale {self.scale} retrains them")
+
     def stamp(self) -> str:
-        """What a figure title says of the evidence: the scale and the seeds."""
-        return f"{self.scale_label}; {self.seeds} seed{'s' if self.seeds != 1 else ''}"
+        """What a figure title says of the evidence: the scale, the seeds and any stale trials."""
+        stamp = f"{self.scale_label}; {self.seeds} seed{'s' if self.seeds != 1 else ''}"
+        return stamp + (f"; {len(self.stale)} of {self.trials} trials stale" if self.stale else "")
 
 
 def scale_label(experiment: str, scale: str) -> str:
@@ -183,6 +207,26 @@ def _catalog_configurations(experiment: str) -> list[str] | None:
         return None
 
 
+def _stale_trials(experiment: str, scale: str, rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """The rows among ``rows`` that do not stand for the catalog's current trial of the same key, with the
+    configuration fields that differ (``trial``: no longer in the grid); none for an experiment or scale
+    the catalog does not have."""
+    try:
+        trials = {t.key: t for t in find_experiment(experiment).trials(scale)}
+    except ValueError:
+        return {}
+    stale = {}
+    for row in rows:
+        trial = trials.get(row["trial"])
+        if trial is None:
+            stale[row["trial"]] = ["trial"]
+        elif not kept_row_stands(row, trial):
+            kept = row.get("config") or {}
+            stale[row["trial"]] = sorted(k for k in kept.keys() | trial.config.keys()
+                                         if kept.get(k) != trial.config.get(k))
+    return stale
+
+
 def read_grid(results: str | Path, experiment: str, scale: str | None = None) -> KeptGrid | None:
     """The finished trials of ``experiment`` grouped by configuration, at ``scale`` or (by default) at
     the first of ``paper`` and ``budget`` whose every configuration has one, else ``smoke``; ``None``
@@ -202,6 +246,7 @@ def read_grid(results: str | Path, experiment: str, scale: str | None = None) ->
         order = _catalog_configurations(experiment)
         if order is not None and candidate != "smoke" and not scale and len(by_config) < len(order):
             continue  # a paper or budget grid still under way
+        grid.stale = _stale_trials(experiment, candidate, done)
         rank = {key: i for i, key in enumerate(order or [])}
         grid.groups = [by_config[k] for k in sorted(by_config, key=lambda k: (rank.get(k, len(rank)), k))]
         return grid

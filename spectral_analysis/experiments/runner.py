@@ -7,7 +7,9 @@ stands for them (``results.kept_row_stands``: ``done`` with the same configurati
 within a newly given ``max_steps``), and resumes the others from their last checkpoint; the trainer
 resumes bit-identically (batches depend only on seed and step), so an interrupted sweep ends where an
 uninterrupted one does. A trial that raises (a NaN loss, a bad configuration) is kept as ``failed``
-with its error line, and the rest of the grid goes on.
+with its error line, and the rest of the grid goes on. Trials start longest first, by the configuration's
+measured cost in the experiment's kept estimate (:mod:`~spectral_analysis.experiments.estimate`) where
+there is one, so that the last trials of a grid are short ones and no worker idles long at its end.
 
 Ray: with no address (and no ``RAY_ADDRESS``) the runner starts a local Ray itself (``num_cpus`` =
 workers, loopback, no dashboard) and shuts it down after; with an address it joins that cluster, whose
@@ -32,6 +34,7 @@ import torch
 
 from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.experiments.catalog import Experiment, Trial, load_catalog
+from spectral_analysis.experiments.estimate import read_estimate
 from spectral_analysis.experiments.ledger import write_ledger
 from spectral_analysis.experiments.results import keep_trial, kept_row_stands, read_rows, write_summary
 from spectral_analysis.io.zoo import RESULT_NAME, default_results_dir, trial_results_dir
@@ -211,6 +214,19 @@ def _run_on_ray(
     return statuses
 
 
+def longest_first(trials: list[Trial], estimate: dict[str, Any] | None) -> list[Trial]:
+    """``trials`` ordered by their configuration's estimated seconds (at its ``max_steps`` cap where it has
+    one), longest first; configurations the estimate lacks, and every trial without an estimate, keep
+    the catalog's order after them."""
+    configurations = (estimate or {}).get("configurations", {})
+
+    def seconds(trial: Trial) -> float:
+        timing = configurations.get(trial.key.rsplit("_s", 1)[0], {})
+        return float(timing.get("estimated_seconds_at_cap", timing.get("estimated_seconds", 0.0)) or 0.0)
+
+    return sorted(trials, key=seconds, reverse=True)  # stable: ties keep the catalog's order
+
+
 def run_sweep(
     experiment: Experiment,
     scale: str,
@@ -246,6 +262,8 @@ def run_sweep(
     trials = experiment.trials(scale, seeds, only)
     if not trials:
         raise ValueError(f"no trial of {experiment.name!r} at scale {scale!r} matches {only}")
+    device = "cuda" if gpus_per_trial else "cpu"
+    trials = longest_first(trials, read_estimate(results, experiment.name, device))
     outcome = SweepOutcome(experiment.name, scale, [])
     deadline = time.time() + time_budget if time_budget else None
     revision, specs = git_revision(), []
@@ -260,7 +278,7 @@ def run_sweep(
                 asdict(trial),
                 str(run_dir),
                 str(results),
-                "cuda" if gpus_per_trial else "cpu",
+                device,
                 revision,
                 deadline,
                 tensorboard=tensorboard,

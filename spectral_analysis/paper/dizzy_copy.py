@@ -46,9 +46,10 @@ def reaches(seeds: list[float], level: float = NEAR_PERFECT) -> str:
 
 
 
-def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
-    dizzy = grid.group(DIZZY)
-    others = [g for g in grid.groups if g.variant != DIZZY]
+def records_from_grid(grid: KeptGrid | None) -> list[CheckRecord]:
+    """The claims from a kept grid (``None``: nothing kept, every claim ``unverified``)."""
+    dizzy = grid and grid.group(DIZZY)
+    others = [g for g in grid.groups if g.variant != DIZZY] if grid else []
     if dizzy is None or not others:
         return [missing_record(SOURCE, "DizzyRNN near perfect; the others do not", EXPERIMENT, QUOTE)]
     row = dizzy.rows[0]
@@ -76,7 +77,4 @@ def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
 
 def run(quick: bool = True) -> list[CheckRecord]:
     """Both claims from kept results (``quick`` is accepted for the common interface)."""
-    grid = kept_grid(EXPERIMENT)
-    if grid is None:
-        return [missing_record(SOURCE, "DizzyRNN near perfect; the others do not", EXPERIMENT, QUOTE)]
-    return records_from_grid(grid)
+    return records_from_grid(kept_grid(EXPERIMENT))

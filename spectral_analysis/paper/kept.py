@@ -1,9 +1,9 @@
 """How an experimental paper check reads kept results and how far it may judge from them.
 
 A check reads its experiment through :func:`~spectral_analysis.experiments.reading.read_grid` (it never
-trains). It gets ``holds`` or ``differs`` only from the paper scale with at least :data:`MIN_SEEDS` seeds;
-otherwise the verdict is ``unverified`` and the evidence says what the kept (smaller) runs show and
-which command would produce the evidence.
+trains). It gets ``holds`` or ``differs`` only from the paper scale with at least :data:`MIN_SEEDS` seeds
+and no stale trial (a kept row the catalog's current entry would retrain); otherwise the verdict is
+``unverified`` and the evidence says what the kept runs show and which command would produce the evidence.
 """
 
 from __future__ import annotations
@@ -37,17 +37,18 @@ def missing_record(source: str, claim: str, experiment: str, quote: str) -> Chec
 
 def gate(grid: KeptGrid, verdict: str, evidence: str, seeds: int | None = None) -> tuple[str, str]:
     """``(verdict, evidence)``: the verdict when the grid is at paper scale with enough seeds (``seeds``:
-    those of the configurations the claim reads, default every configuration's), else ``unverified``
-    with the evidence prefixed by why."""
+    those of the configurations the claim reads, default every configuration's) and no stale trial, else
+    ``unverified`` with the evidence prefixed by why."""
     seeds = grid.seeds if seeds is None else seeds
     stamp = f"{grid.scale_label}; {seeds} seed{'s' if seeds != 1 else ''}"
-    if grid.scale == "paper" and seeds >= MIN_SEEDS:
+    if grid.scale == "paper" and seeds >= MIN_SEEDS and not grid.stale:
         return verdict, f"{stamp}: {evidence}"
-    why = (
-        f"{stamp}, fewer than the {MIN_SEEDS} paper-scale seeds a verdict needs"
-        if grid.scale == "paper"
-        else stamp
-    )
+    if grid.scale != "paper":
+        why = stamp
+    elif seeds < MIN_SEEDS:
+        why = f"{stamp}, fewer than the {MIN_SEEDS} paper-scale seeds a verdict needs"
+    else:
+        why = f"{stamp}, but {grid.stale_text()}"
     return "unverified", (
         f"{why}; would read '{verdict}' from these runs, which are not evidence about the "
         f"paper's experiment: {evidence}"
@@ -60,6 +61,7 @@ def judged(grid: KeptGrid, record: CheckRecord, seeds: int | None = None) -> Che
     record.verdict, record.evidence = gate(grid, record.verdict, record.evidence, seeds)
     record.scale, record.seeds = grid.scale, grid.seeds if seeds is None else seeds
     record.plateaued = plateau_count([row for group in grid.groups for row in group.rows])
+    record.stale = f"{len(grid.stale)}/{grid.trials}" if grid.stale else None
     return record
 
 

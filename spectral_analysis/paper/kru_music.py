@@ -35,9 +35,10 @@ def overfitting_gaps(group: Group) -> list[float]:
 
 
 
-def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
-    kru = grid.group(KRU)
-    others = [g for g in grid.groups if g.variant != KRU]
+def records_from_grid(grid: KeptGrid | None) -> list[CheckRecord]:
+    """The claims from a kept grid (``None``: nothing kept, every claim ``unverified``)."""
+    kru = grid and grid.group(KRU)
+    others = [g for g in grid.groups if g.variant != KRU] if grid else []
     if kru is None or not others:
         return [missing_record(SOURCE, "KRU overfits less and generalizes better", EXPERIMENT, QUOTE)]
     seeds = min(g.seeds for g in grid.groups)
@@ -59,7 +60,4 @@ def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
 
 def run(quick: bool = True) -> list[CheckRecord]:
     """Both claims from kept results (``quick`` is accepted for the common interface)."""
-    grid = kept_grid(EXPERIMENT)
-    if grid is None:
-        return [missing_record(SOURCE, "KRU overfits less and generalizes better", EXPERIMENT, QUOTE)]
-    return records_from_grid(grid)
+    return records_from_grid(kept_grid(EXPERIMENT))

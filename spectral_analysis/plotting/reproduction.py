@@ -29,14 +29,16 @@ def _seconds(group: Group) -> str:
     return f"{statistics.median(values):.0f}" if values else "-"
 
 
-def _scale_cell(scale: str | None) -> str:
+def _scale_cell(scale: str | None, stale: str | None = None) -> str:
+    """The scale in words, with ``stale`` (``k/n``) trials that the current catalog entry would retrain."""
     notes = {"paper": "", "budget": " (the paper's sizes, a stated CPU budget)", None: ""}
-    return f"{scale or '-'}{notes.get(scale, ' (not the paper scale)')}"
+    return f"{scale or '-'}{notes.get(scale, ' (not the paper scale)')}" + (
+        f" ({stale} trials stale)" if stale else "")
 
 
-def _where(grid: KeptGrid, group: Group | None = None) -> str:
-    seeds = group.seeds if group is not None else grid.seeds
-    return f"{_scale_cell(grid.scale)}, {seeds}"
+def _where(grid: KeptGrid, group: Group) -> str:
+    stale = sum(row["trial"] in grid.stale for row in group.rows)
+    return f"{_scale_cell(grid.scale, f'{stale}/{group.seeds}' if stale else None)}, {group.seeds}"
 
 
 def table_rows(results: Path) -> list[list[str]]:
@@ -73,7 +75,7 @@ def table_rows(results: Path) -> list[list[str]]:
 def figure_rows(records: list[CheckRecord]) -> list[list[str]]:
     rows = []
     for r in records:
-        where = f"{_scale_cell(r.scale)}, {r.seeds or '-'}"
+        where = f"{_scale_cell(r.scale, r.stale)}, {r.seeds or '-'}"
         source = r.source if r.claim == r.quote else f"{r.source}: {r.claim}"
         rows.append([source, f'"{r.quote}"' if r.quote else r.claim, f"**{r.verdict}**", where,
                      r.plateaued or "-", "-"])
