@@ -355,3 +355,39 @@ def test_evaluation_forms_parametrized_weights_once_per_split_and_scores_as_unca
     assert metrics["accuracy"] == pytest.approx((logits.argmax(-1) == split.targets).float().mean().item())
     assert metrics["cross_entropy"] == pytest.approx(
         torch.nn.functional.cross_entropy(logits, split.targets).item(), rel=1e-6)
+
+
+def test_frozen_parameters_keep_their_initial_values_and_the_others_train(tmp_path):
+    config = _config(tmp_path / "run", model="kru", hidden=16, model_options={"complex": True}, steps=6,
+                     freeze=["transitions.*"])
+    trainer = Trainer(config)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    W = trainer.model.transitions[0].matrix().detach()
+    assert torch.allclose(W.T @ W, torch.eye(W.shape[0]), atol=1e-5)  # KRU's unitary start
+    trainer.run()
+    after = dict(trainer.model.named_parameters())
+    frozen = [n for n in before if n.startswith("transitions.")]
+    assert frozen and all(torch.equal(before[n], after[n]) for n in frozen)
+    assert all(not torch.equal(before[n], after[n]) for n in before if n not in frozen)
+    resumed = Trainer(_config(tmp_path / "run", model="kru", hidden=16, model_options={"complex": True},
+                              steps=8, freeze=["transitions.*"]), resume=True)
+    resumed.run()
+    assert all(torch.equal(before[n], dict(resumed.model.named_parameters())[n]) for n in frozen)
+
+
+@pytest.mark.parametrize("freeze, message", [
+    (["recurrent_weights*"], "matches no parameter of the model; its parameters are transitions.0"),
+    (["*"], "matches every parameter: nothing would train"),
+    ("transitions.*", "freeze must be a list of parameter-name patterns"),
+])
+def test_a_bad_freeze_pattern_is_refused_naming_the_problem(tmp_path, freeze, message):
+    with pytest.raises(ValueError, match=message.replace(".", r"\.").replace("*", r"\*")):
+        Trainer(_config(tmp_path / "run", model="rnn", freeze=freeze, model_options={}))
+
+
+def test_the_freeze_flag_reaches_the_run(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "--model", "rnn", "--task", "addition", "--length", "8", "--steps", "2",
+                 "--hidden", "6", "--freeze", "transitions.*", "--freeze", "output.*", "--no-progress",
+                 "--out", str(out)]) == 0
+    assert json.loads((out / "config.json").read_text())["train"]["freeze"] == ["transitions.*", "output.*"]

@@ -77,7 +77,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             model_options=model_options(args), task_options=_task_options(args), optimizer=args.optimizer,
             lr=args.lr, lr_decay=args.lr_decay, batch_size=args.batch_size, steps=args.steps,
             epochs=args.epochs, max_steps=args.max_steps, clip=args.clip, penalty=args.penalty,
-            seed=args.seed,
+            freeze=args.freeze or [], seed=args.seed,
             device=args.device or "auto", record_every=args.record_every, eval_every=args.eval_every,
             checkpoint_every=args.checkpoint_every, eval_batches=args.eval_batches, progress=progress,
             tensorboard=args.tensorboard)
@@ -236,6 +236,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     "this many steps; with --config --resume it extends a finished run")
     tr.add_argument("--clip", type=float, default=None, help="clip the gradient norm to this value")
     tr.add_argument("--penalty", type=float, default=0.0, help="weight of ||sigma - sigma*||^2 (map none)")
+    tr.add_argument("--freeze", action="append", metavar="PATTERN", help="keep the parameters whose names "
+                    "match PATTERN (fnmatch, e.g. 'transitions.*') at their initial values; repeatable")
     tr.add_argument("--seed", type=int, default=0, help="model init seed (and batch order)")
     tr.add_argument("--device", default=None, help="auto (default), cpu or cuda")
     tr.add_argument("--record-every", type=int, default=10)

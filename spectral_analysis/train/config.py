@@ -36,6 +36,7 @@ class TrainConfig:
     max_steps: int | None = None  # past steps/epochs, train on until validation plateaus, at most this
     clip: float | None = None  # max gradient norm
     penalty: float = 0.0  # weight of the models' spectral penalty (sigma map "none")
+    freeze: list[str] = field(default_factory=list)  # fnmatch patterns of parameters kept at their init
     seed: int = 0
     device: str = "auto"
     record_every: int = 10
@@ -66,6 +67,8 @@ class TrainConfig:
             raise ValueError(f"gradient clip must be > 0, got {self.clip}")
         if not 0 <= self.penalty < math.inf:
             raise ValueError(f"penalty weight must be finite and >= 0, got {self.penalty}")
+        if not isinstance(self.freeze, list) or not all(isinstance(p, str) and p for p in self.freeze):
+            raise ValueError(f"freeze must be a list of parameter-name patterns, got {self.freeze!r}")
         if not isinstance(self.optimizer_options, dict) or "lr" in self.optimizer_options:
             raise ValueError(f"optimizer_options must be a table of the optimizer's options other than lr, "
                              f"got {self.optimizer_options!r}")

@@ -14,6 +14,10 @@ steps so far (:mod:`spectral_analysis.train.plateau`), or at ``max_steps``. A ru
 minimum is the same run with or without ``max_steps``; a finished run resumed with a larger
 ``max_steps`` goes on from its last checkpoint (its ``test`` line is written again at the new end).
 
+``freeze`` keeps the parameters whose names match its patterns (``fnmatch``, e.g. ``transitions.*``) at
+their initial values: they leave the optimizer (KRU's copy task learns only the input and output
+weights around a fixed unitary W, as an echo state network does).
+
 Resuming reloads ``last.safetensors`` (model, optimizer state, carried hidden state, step) and
 drops log lines past it. Batches depend only on (seed, step) and the learning rate only on the
 epoch, so a resumed run repeats the uninterrupted one exactly.
@@ -30,6 +34,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import IO, Any
 
@@ -87,6 +92,25 @@ def load_run_task(config: TrainConfig) -> TaskData:
     if config.task == "ptb":
         options["batch_size"] = config.batch_size
     return load_task(config.task, **options)
+
+
+def freeze_parameters(model: nn.Module, patterns: list[str]) -> list[str]:
+    """Turn off the gradient of every parameter whose name matches one of ``patterns``; the names frozen.
+    ``ValueError`` for a pattern that matches nothing (naming the model's parameters) or a model left
+    with nothing to train."""
+    names = [name for name, _ in model.named_parameters()]
+    for pattern in patterns:
+        if not any(fnmatchcase(name, pattern) for name in names):
+            shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+            raise ValueError(f"freeze pattern {pattern!r} matches no parameter of the model; its "
+                             f"parameters are {shown}")
+    frozen = [name for name in names if any(fnmatchcase(name, pattern) for pattern in patterns)]
+    if frozen and len(frozen) == len(names):
+        raise ValueError(f"freeze {patterns} matches every parameter: nothing would train")
+    for name, parameter in model.named_parameters():
+        if name in frozen:
+            parameter.requires_grad_(False)
+    return frozen
 
 
 def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> dict[str, Tensor]:
@@ -158,15 +182,16 @@ class Trainer:
         torch.manual_seed(config.seed)
         self.model = build_model(config.model, self.task.input_size, config.hidden, self.task.output_size,
                                  **config.model_options).to(self.device)
+        freeze_parameters(self.model, config.freeze)
         self.recurrent = isinstance(self.model, RecurrentModel)
         if self.task.kind == "classification" and self.recurrent:
             raise ValueError(f"task {config.task!r} has flat inputs: use a feed-forward model (mlp, ...)")
         if self.task.kind != "classification" and not self.recurrent:
             raise ValueError(f"task {config.task!r} is sequential: use a recurrent model, "
                              f"not {config.model!r}")
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
         try:
-            self.optimizer = OPTIMIZERS[config.optimizer](self.model.parameters(), lr=config.lr,
-                                                          **config.optimizer_options)
+            self.optimizer = OPTIMIZERS[config.optimizer](trainable, lr=config.lr, **config.optimizer_options)
         except (TypeError, ValueError) as error:
             raise ValueError(f"optimizer {config.optimizer!r} rejects options {config.optimizer_options}: "
                              f"{error}") from None

@@ -293,6 +293,8 @@ def cases(root: Path) -> list[Case]:
         "penalty-inf": (("--penalty", "inf"), "penalty"),
         "clip-negative": (("--clip", "-1"), "clip"),
         "record-zero": (("--record-every", "0"), "record_every"),
+        "freeze-nothing": (("--freeze", "lstm.*"), "matches no parameter of the model"),
+        "freeze-everything": (("--freeze", "*"), "nothing would train"),
     }
     for name, (extra, fragment) in train.items():
         argv = (*base, *extra, "--out", str(out / f"train-{name}"))
