@@ -823,3 +823,39 @@ def test_a_sweep_starts_its_trials_longest_first_by_the_kept_estimate(tmp_path, 
         "spectral_length7": {"estimated_seconds": 3.0, "estimated_seconds_at_cap": 9.0}}}))
     sweep()
     assert started[-1] == ["spectral_length7_s0", "rnn_length7_s0", "rnn_length5_s0", "spectral_length5_s0"]
+
+
+def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(tmp_path, monkeypatch):
+    from spectral_analysis.paper import kru_synthetic
+    from spectral_analysis.paper.synthetic_tasks import copy_baseline
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+
+    def keep(experiment: str, metric: str, tests: dict[tuple[str, int], list[float]]) -> None:
+        for (variant, length), values in tests.items():
+            for seed, value in enumerate(values):
+                key = f"{variant}_length{length}_s{seed}"
+                directory = tmp_path / experiment / "paper" / key
+                directory.mkdir(parents=True, exist_ok=True)
+                row = {"experiment": experiment, "scale": "paper", "trial": key, "status": "done",
+                       "variant": variant, "axes": {"length": length}, "seed": seed, "hidden": 128,
+                       "metric": metric, "test_metrics": {metric: value}, "config": {}}
+                (directory / "result.json").write_text(json.dumps(row))
+
+    stuck = {lag: copy_baseline(lag) for lag in (1000, 2000)}
+    copy = {("kru", lag): [1e-4, 2e-4, 3e-4] for lag in stuck}
+    copy |= {(m, lag): [b, b * 1.01, b * 0.995] for lag, b in stuck.items() for m in ("rnn", "lstm")}
+    keep("kru-copy", "cross_entropy", copy)
+    adding = {("kru", t): [1e-4, 2e-4, 1e-4] for t in (100, 750)}
+    adding |= {("lstm", t): [1e-3, 2e-3, 3e-3] for t in (100, 750)}
+    adding |= {("rnn", t): [0.17] * 3 for t in (100, 750)}
+    keep("kru-adding", "mse", adding)
+    assert [r.verdict for r in kru_synthetic.run()] == ["holds"] * 4
+    keep("kru-copy", "cross_entropy", {("kru", 2000): [0.5 * stuck[2000]] * 3,  # KRU halfway at T = 2000
+                                       ("lstm", 1000): [0.5 * stuck[1000]] * 3})  # the LSTM learns 1000
+    keep("kru-adding", "mse", {("lstm", 750): [1e-5, 1e-5, 1e-5]})  # the LSTM beats KRU at T = 750
+    zero, others, best, learns = kru_synthetic.run()
+    assert (zero.verdict, others.verdict, best.verdict, learns.verdict) == ("differs",) * 3 + ("holds",)
+    assert "T = 2000: kru" in zero.evidence and "(differs)" in zero.evidence

@@ -78,7 +78,7 @@ def panels_of(grid: KeptGrid) -> tuple[dict[int, dict[str, Spread]], dict[int, d
     return dict(sorted(panels.items())), seeds
 
 
-def _listing(spreads: dict[str, Spread], baseline: float) -> str:
+def listing(spreads: dict[str, Spread], baseline: float) -> str:
     def high(value: float) -> str:
         return "a seed diverged" if math.isinf(value) else f"{value:.4g}"
 
@@ -94,7 +94,7 @@ def addition_records(grid: KeptGrid) -> list[CheckRecord]:
         spreads = panels[length]
         evidence = (f"addition L = {length}: test MSE (mean [min, max]) against the baseline "
                     f"{ADDITION_BASELINE:.4f} (beats: every seed below {1 - BEAT_MARGIN:g} x baseline): "
-                    + _listing(spreads, ADDITION_BASELINE))
+                    + listing(spreads, ADDITION_BASELINE))
         claim = ("every model beats the baseline" if winners == set(spreads)
                  else "only " + " and ".join(sorted(winners)) + " beat the baseline") + f" (L = {length})"
         record = CheckRecord(FIG1, claim, only_these_beat(spreads, ADDITION_BASELINE, winners), evidence,
@@ -105,7 +105,7 @@ def addition_records(grid: KeptGrid) -> list[CheckRecord]:
 
 def copy_records(grid: KeptGrid) -> list[CheckRecord]:
     panels, seeds = panels_of(grid)
-    ranking = "; ".join(f"T = {lag}: " + _listing(s, copy_baseline(lag)) for lag, s in panels.items())
+    ranking = "; ".join(f"T = {lag}: " + listing(s, copy_baseline(lag)) for lag, s in panels.items())
     best = judged(grid, CheckRecord(
         FIG2, "Spectral-RNN has the lowest test cross entropy at every time lag", best_everywhere(panels),
         "copy, test cross entropy (mean [min, max]), lowest first, against the memoryless baseline: "
@@ -118,7 +118,7 @@ def copy_records(grid: KeptGrid) -> list[CheckRecord]:
                "holds" if named and all(o == "fails" for o in outcome.values()) else "inconclusive")
     stuck = judged(grid, CheckRecord(
         FIG2, f"IRNN and LSTM do not beat the memoryless baseline at the largest lag (T = {lag})", verdict,
-        f"copy T = {lag}, baseline {copy_baseline(lag):.4f}: " + _listing(named, copy_baseline(lag)),
+        f"copy T = {lag}, baseline {copy_baseline(lag):.4f}: " + listing(named, copy_baseline(lag)),
         {"test_cross_entropy": named, "baseline": copy_baseline(lag)}, quote=LAG_QUOTE),
         min((seeds[lag][m] for m in named), default=0))
     return [best, stuck]

@@ -106,6 +106,7 @@ def experimental_records() -> list[CheckRecord]:
         experiments,
         kru_amplitude,
         kru_music,
+        kru_synthetic,
         mnist_ranking,
         svdrnn_leak,
         svdrnn_r,
@@ -113,7 +114,8 @@ def experimental_records() -> list[CheckRecord]:
     )
 
     return (experiments.run() + synthetic_tasks.run() + mnist_ranking.run() + depth.run() + svdrnn_r.run()
-            + svdrnn_leak.run() + dizzy_copy.run() + kru_amplitude.run() + kru_music.run())
+            + svdrnn_leak.run() + dizzy_copy.run() + kru_amplitude.run() + kru_music.run()
+            + kru_synthetic.run())
 
 
 def write_reproduction(results: Path, out: Path, readmes: Sequence[Path] = ()) -> Path:

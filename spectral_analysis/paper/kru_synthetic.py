@@ -1,0 +1,109 @@
+"""Paper checks: KRU's copy (Section 4.1, Fig. 1) and adding (Section 4.2, Fig. 2) claims against RNN and
+LSTM, from the kept ``kru-copy`` and ``kru-adding`` results (RC and FC uRNN are not in the toolkit).
+
+- Copy, T = 1000 and 2000: "KRU converges to zero average cross entropy" (every seed's test cross
+  entropy below :data:`SOLVED_FRACTION` of the memoryless baseline ``10 log 8 / (T + 20)`` at every
+  lag) and "All the other baselines are stuck at the memory-less cross entropy" (RNN and LSTM do not
+  beat the baseline by the margin of :mod:`~spectral_analysis.paper.synthetic_tasks`).
+- Adding, T = 100 to 750: "KRU consistently outperforms the baselines" (the lowest test MSE at every T
+  by :func:`~spectral_analysis.paper.kept.beats` over seeds) and "KRU and LSTM have no difficulty in
+  learning the correct hypothesis" (both below :data:`SOLVED_FRACTION` of the 0.167 baseline at every
+  T).
+"""
+
+from __future__ import annotations
+
+from spectral_analysis.checks import CheckRecord
+from spectral_analysis.experiments.reading import KeptGrid
+from spectral_analysis.paper.kept import every, judged, kept_grid, missing_record
+from spectral_analysis.paper.synthetic_tasks import (
+    ADDITION_BASELINE,
+    Spread,
+    against_baseline,
+    best_everywhere,
+    copy_baseline,
+    listing,
+    panels_of,
+)
+
+COPY_SOURCE, ADDING_SOURCE = "KRU Section 4.1 (Fig. 1, copy)", "KRU Section 4.2 (Fig. 2, adding)"
+ZERO_QUOTE = "For both the settings T = 1000 and T = 2000, KRU converges to zero average cross entropy"
+STUCK_QUOTE = "All the other baselines are stuck at the memory-less cross entropy"
+BEST_QUOTE = "KRU consistently outperforms the baselines on all the settings with fewer parameters"
+SOLVES_QUOTE = "KRU and LSTM have no difficulty in learning the correct hypothesis"
+SOLVED_FRACTION = 0.05  # "zero" / "the correct hypothesis": every seed below this share of the baseline
+KRU = "kru"
+
+
+def solves(spread: Spread, baseline: float) -> str:
+    """``holds`` when every seed ends below ``SOLVED_FRACTION x baseline``, ``differs`` when no seed does,
+    else ``inconclusive``."""
+    _, low, high = spread
+    line = SOLVED_FRACTION * baseline
+    return "holds" if high < line else "differs" if low >= line else "inconclusive"
+
+
+def _fewest_seeds(seeds: dict[int, dict[str, int]], models: set[str] | None = None) -> int:
+    counts = [n for by_model in seeds.values() for m, n in by_model.items() if models is None or m in models]
+    return min(counts, default=0)
+
+
+def copy_records(grid: KeptGrid) -> list[CheckRecord]:
+    panels, seeds = panels_of(grid)
+    if not all(KRU in p for p in panels.values()):
+        return [missing_record(COPY_SOURCE, q, "kru-copy", q) for q in (ZERO_QUOTE, STUCK_QUOTE)]
+    zero = {lag: solves(p[KRU], copy_baseline(lag)) for lag, p in panels.items()}
+    evidence = "; ".join(f"T = {lag}: kru {p[KRU][0]:.3g} [{p[KRU][1]:.3g}, {p[KRU][2]:.3g}] against "
+                         f"{SOLVED_FRACTION:g} x baseline = {SOLVED_FRACTION * copy_baseline(lag):.3g} "
+                         f"({zero[lag]})" for lag, p in panels.items())
+    converged = CheckRecord(
+        COPY_SOURCE, f"KRU's test cross entropy ends near zero (below {SOLVED_FRACTION:g} x the memoryless "
+        "baseline) at every lag", every(list(zero.values())),
+        "copy, KRU's recurrent matrix fixed at its unitary start, test cross entropy mean [min, max] over "
+        "seeds: " + evidence, {"test_cross_entropy": {lag: p[KRU] for lag, p in panels.items()}},
+        quote=ZERO_QUOTE)
+    others = {lag: {m: s for m, s in p.items() if m != KRU} for lag, p in panels.items()}
+    outcome = [against_baseline(s, copy_baseline(lag)) for lag, p in others.items() for s in p.values()]
+    verdict = ("differs" if "beats" in outcome else
+               "holds" if outcome and all(o == "fails" for o in outcome) else "inconclusive")
+    stuck = CheckRecord(
+        COPY_SOURCE, "RNN and LSTM do not beat the memoryless cross entropy at any lag", verdict,
+        "; ".join(f"T = {lag}, baseline {copy_baseline(lag):.4f}: " + listing(p, copy_baseline(lag))
+                  for lag, p in others.items()), {"test_cross_entropy": others}, quote=STUCK_QUOTE)
+    return [judged(grid, converged, _fewest_seeds(seeds, {KRU})),
+            judged(grid, stuck, _fewest_seeds(seeds, set(grid.variants()) - {KRU}))]
+
+
+def adding_records(grid: KeptGrid) -> list[CheckRecord]:
+    panels, seeds = panels_of(grid)
+    if not all(KRU in p and "lstm" in p for p in panels.values()):
+        return [missing_record(ADDING_SOURCE, q, "kru-adding", q) for q in (BEST_QUOTE, SOLVES_QUOTE)]
+    ranking = "; ".join(f"T = {length}: " + listing(p, ADDITION_BASELINE) for length, p in panels.items())
+    best = CheckRecord(
+        ADDING_SOURCE, "KRU has the lowest test MSE at every T", best_everywhere(panels, KRU),
+        "adding, test MSE mean [min, max] over seeds, lowest first (against the baseline "
+        f"{ADDITION_BASELINE:.4f}): " + ranking, {"test_mse": panels}, quote=BEST_QUOTE)
+    solved = {(m, length): solves(p[m], ADDITION_BASELINE)
+              for length, p in panels.items() for m in (KRU, "lstm")}
+    learns = CheckRecord(
+        ADDING_SOURCE, f"KRU and LSTM end below {SOLVED_FRACTION:g} x the 0.167 baseline at every T",
+        every(list(solved.values())),
+        "adding, test MSE mean [min, max] over seeds against "
+        f"{SOLVED_FRACTION * ADDITION_BASELINE:.4g}: " + "; ".join(
+            f"{m} T = {length}: {panels[length][m][0]:.3g} [{panels[length][m][1]:.3g}, "
+            f"{panels[length][m][2]:.3g}] ({v})" for (m, length), v in solved.items()),
+        {"test_mse": {m: {length: panels[length][m] for length in panels} for m in (KRU, "lstm")}},
+        quote=SOLVES_QUOTE)
+    return [judged(grid, best, _fewest_seeds(seeds)),
+            judged(grid, learns, _fewest_seeds(seeds, {KRU, "lstm"}))]
+
+
+def run(quick: bool = True) -> list[CheckRecord]:
+    """The four claims from kept results (``quick`` is accepted for the common interface)."""
+    records = []
+    readers = (("kru-copy", COPY_SOURCE, (ZERO_QUOTE, STUCK_QUOTE), copy_records),
+               ("kru-adding", ADDING_SOURCE, (BEST_QUOTE, SOLVES_QUOTE), adding_records))
+    for experiment, source, quotes, read in readers:
+        grid = kept_grid(experiment)
+        records += read(grid) if grid else [missing_record(source, q, experiment, q) for q in quotes]
+    return records
