@@ -793,36 +793,48 @@ def test_a_check_with_nothing_kept_is_unverified_and_names_the_command(module):
     assert "spectral-analysis run" in records[0].evidence and "--scale paper" in records[0].evidence
 
 
-def test_a_sweep_starts_its_trials_longest_first_by_the_kept_estimate(tmp_path, monkeypatch):
+def test_one_grid_runs_the_experiments_in_order_each_longest_first_by_its_kept_estimate(tmp_path,
+                                                                                     monkeypatch):
     from contextlib import nullcontext
 
     from spectral_analysis.experiments import runner
 
-    experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
-    started: list[list[str]] = []
+    catalog = tiny_catalog(tmp_path)
+    (catalog / "second.toml").write_text(TINY.replace('name = "tiny"', 'name = "second"'))
+    first, second = load_experiment(catalog / "tiny.toml"), load_experiment(catalog / "second.toml")
+    grids: list[list[str]] = []
+    results = tmp_path / "results"
 
-    def fake_ray(specs, gpus_per_trial, storage, name, report):  # noqa: ANN001 (runner's signature)
-        started.append([s.trial["key"] for s in specs])
-        return {}
+    def fake_ray(specs, gpus_per_trial, storage, name, report, finished):  # noqa: ANN001 (its signature)
+        grids.append([f"{s.trial['experiment']}/{s.trial['key']}" for s in specs])
+        for spec in specs[:1]:  # the first trial ends: its experiment's summary is rewritten at once
+            run_trial(spec)
+            finished(spec.trial["experiment"])
+            assert (results / spec.trial["experiment"] / "paper" / "summary.json").is_file()
+        return {f"{s.trial['experiment']}/{s.trial['key']}": "done" for s in specs[:1]}
 
     monkeypatch.setattr(runner, "ray_session", lambda *args: nullcontext())
     monkeypatch.setattr(runner, "_run_on_ray", fake_ray)
-    results = tmp_path / "results"
 
-    def sweep() -> None:
-        runner.run_sweep(experiment, "paper", seeds=1, out=tmp_path / "runs", results=results,
-                         report=lambda _: None)
+    def sweep(*experiments) -> list:
+        for directory in (tmp_path / "runs", results):
+            for kept in directory.glob("*/paper/*/result.json"):
+                kept.unlink()  # every trial to run again
+        return runner.run_sweeps(list(experiments), "paper", seeds=1, out=tmp_path / "runs", results=results,
+                                 report=lambda _: None)
 
-    sweep()
     catalog_order = ["rnn_length5_s0", "rnn_length7_s0", "spectral_length5_s0", "spectral_length7_s0"]
-    assert started[-1] == catalog_order  # no estimate: the catalog's order
+    first_outcome, second_outcome = sweep(first, second)
+    assert grids[-1] == [f"tiny/{k}" for k in catalog_order] + [f"second/{k}" for k in catalog_order]
+    assert first_outcome.ran == catalog_order and first_outcome.unfinished == catalog_order[1:]
+    assert second_outcome.unfinished == catalog_order  # same keys, told apart by their experiment
     estimate = results / "tiny" / "paper" / "estimate_cpu.json"
-    estimate.parent.mkdir(parents=True, exist_ok=True)
     estimate.write_text(json.dumps({"configurations": {
         "rnn_length5": {"estimated_seconds": 1.0}, "rnn_length7": {"estimated_seconds": 2.0},
         "spectral_length7": {"estimated_seconds": 3.0, "estimated_seconds_at_cap": 9.0}}}))
-    sweep()
-    assert started[-1] == ["spectral_length7_s0", "rnn_length7_s0", "rnn_length5_s0", "spectral_length5_s0"]
+    sweep(first)
+    assert grids[-1] == [f"tiny/{k}" for k in ("spectral_length7_s0", "rnn_length7_s0", "rnn_length5_s0",
+                                                "spectral_length5_s0")]
 
 
 def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(tmp_path, monkeypatch):

@@ -110,50 +110,47 @@ def sweep_names(catalog: dict[str, Experiment], names: list[str], scale: str) ->
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from spectral_analysis.experiments import load_catalog, ray_session, run_sweep
+    from spectral_analysis.experiments import load_catalog, run_sweeps
 
     catalog = load_catalog(args.catalog)
     names = sweep_names(catalog, args.names, args.scale)
     report = (lambda _line: None) if args.json else (lambda line: print(line, flush=True))
-    sweeps = []
-    with ray_session(args.workers, args.gpus_per_trial, args.address):
-        for name in names:
-            outcome = run_sweep(
-                catalog[name],
-                args.scale,
-                seeds=args.seeds,
-                only=_only(args.only),
-                workers=args.workers,
-                gpus_per_trial=args.gpus_per_trial,
-                address=args.address,
-                out=args.out,
-                results=_results(args),
-                time_budget=args.time_budget,
-                retry_failed=args.retry_failed,
-                tensorboard=args.tensorboard,
-                report=report,
-            )
-            sweeps.append(
-                {
-                    "experiment": outcome.experiment,
-                    "scale": outcome.scale,
-                    "ran": outcome.ran,
-                    "skipped": outcome.skipped,
-                    "unfinished": outcome.unfinished,
-                    "failed": {r["trial"]: r["error"] for r in outcome.rows if r["status"] == "failed"},
-                    "kept": len(outcome.rows),
-                    "seconds": round(outcome.seconds, 1),
-                    "results": str(_results(args) / outcome.experiment / outcome.scale),
-                }
-            )
+    outcomes = run_sweeps(
+        [catalog[name] for name in names],
+        args.scale,
+        seeds=args.seeds,
+        only=_only(args.only),
+        workers=args.workers,
+        gpus_per_trial=args.gpus_per_trial,
+        address=args.address,
+        out=args.out,
+        results=_results(args),
+        time_budget=args.time_budget,
+        retry_failed=args.retry_failed,
+        tensorboard=args.tensorboard,
+        report=report,
+    )
+    sweeps = [
+        {
+            "experiment": outcome.experiment,
+            "scale": outcome.scale,
+            "ran": outcome.ran,
+            "skipped": outcome.skipped,
+            "unfinished": outcome.unfinished,
+            "failed": {r["trial"]: r["error"] for r in outcome.rows if r["status"] == "failed"},
+            "kept": len(outcome.rows),
+            "seconds": round(outcome.seconds, 1),
+            "results": str(_results(args) / outcome.experiment / outcome.scale),
+        }
+        for outcome in outcomes
+    ]
 
     def text(p: dict[str, Any]) -> str:
         lines = []
         for s in p["sweeps"]:
             lines += [
                 f"{s['experiment']} ({s['scale']}): ran {len(s['ran'])}, skipped {len(s['skipped'])} "
-                f"already kept, {len(s['unfinished'])} unfinished, {len(s['failed'])} failed, "
-                f"in {s['seconds']:.1f} s",
+                f"already kept, {len(s['unfinished'])} unfinished, {len(s['failed'])} failed",
                 f"  results: {s['results']} (summary.csv, summary.json; {s['kept']} trials kept)",
             ]
             lines += [f"  failed {trial}: {error}" for trial, error in s["failed"].items()]
@@ -162,6 +159,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                     "  unfinished (time budget): " + ", ".join(s["unfinished"]) + "; rerun the same "
                     "command to resume them"
                 )
+        if p["sweeps"]:  # one grid for all: its wall time
+            lines.append(f"in {p['sweeps'][0]['seconds']:.1f} s")
         return "\n".join(lines)
 
     emit(args, {"sweeps": sweeps}, text, lambda p: p["sweeps"])

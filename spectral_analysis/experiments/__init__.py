@@ -12,7 +12,7 @@ from spectral_analysis.experiments.catalog import (
 )
 from spectral_analysis.experiments.reading import KeptGrid, read_grid
 from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values, write_summary
-from spectral_analysis.experiments.runner import SweepOutcome, ray_session, run_sweep, run_trial
+from spectral_analysis.experiments.runner import SweepOutcome, ray_session, run_sweep, run_sweeps, run_trial
 
 __all__ = [
     "SCALES",
@@ -30,6 +30,7 @@ __all__ = [
     "read_rows",
     "read_singular_values",
     "run_sweep",
+    "run_sweeps",
     "run_trial",
     "write_summary",
 ]

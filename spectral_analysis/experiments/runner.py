@@ -7,9 +7,11 @@ stands for them (``results.kept_row_stands``: ``done`` with the same configurati
 within a newly given ``max_steps``), and resumes the others from their last checkpoint; the trainer
 resumes bit-identically (batches depend only on seed and step), so an interrupted sweep ends where an
 uninterrupted one does. A trial that raises (a NaN loss, a bad configuration) is kept as ``failed``
-with its error line, and the rest of the grid goes on. Trials start longest first, by the configuration's
-measured cost in the experiment's kept estimate (:mod:`~spectral_analysis.experiments.estimate`) where
-there is one, so that the last trials of a grid are short ones and no worker idles long at its end.
+with its error line, and the rest of the grid goes on. Several experiments run as one grid, in the order
+given, so no worker waits for the last trial of one experiment before starting the next; within an
+experiment trials start longest first, by the configuration's measured cost in its kept estimate
+(:mod:`~spectral_analysis.experiments.estimate`) where there is one. The experiment's summary and the
+ledger are rewritten as each trial ends, so an interrupted sweep leaves them current.
 
 Ray: with no address (and no ``RAY_ADDRESS``) the runner starts a local Ray itself (``num_cpus`` =
 workers, loopback, no dashboard) and shuts it down after; with an address it joins that cluster, whose
@@ -65,7 +67,7 @@ class SweepOutcome:
     skipped: list[str] = field(default_factory=list)
     unfinished: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall time of the whole run (one grid for every experiment of a call)
 
 
 def git_revision() -> str:
@@ -174,10 +176,17 @@ def ray_session(workers: int = 1, gpus_per_trial: float = 0.0, address: str | No
         ray.shutdown()
 
 
+def _spec_id(spec: dict[str, Any]) -> str:
+    """``experiment/key``: a trial's name across the experiments of one grid (keys repeat between them)."""
+    return f"{spec['trial']['experiment']}/{spec['trial']['key']}"
+
+
 def _run_on_ray(
-    specs: list[TrialSpec], gpus_per_trial: float, storage: Path, name: str, report: Callable[[str], None]
+    specs: list[TrialSpec], gpus_per_trial: float, storage: Path, name: str, report: Callable[[str], None],
+    finished: Callable[[str], None],
 ) -> dict[str, str]:
-    """Run the specs as one Tune grid on the running Ray; returns each trial key's status."""
+    """Run the specs as one Tune grid on the running Ray, in their order as workers free up; returns each
+    trial's status by ``experiment/key``. ``finished(experiment)`` is called as each trial ends."""
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # Tune's own tables off: Progress reports each trial
     from ray import tune
 
@@ -185,14 +194,16 @@ def _run_on_ray(
         def __init__(self) -> None:
             self.count = 0
 
-        def on_trial_complete(self, iteration, trials, trial, **info):  # noqa: ANN001 (Tune's signature)
+        def _ended(self, trial, status: str) -> None:  # noqa: ANN001 (a Tune trial)
             self.count += 1
-            key, status = trial.config["spec"]["trial"]["key"], (trial.last_result or {}).get("trial_status")
-            report(f"[{self.count}/{len(specs)}] {key}: {status or 'error'}")
+            report(f"[{self.count}/{len(specs)}] {_spec_id(trial.config['spec'])}: {status}")
+            finished(trial.config["spec"]["trial"]["experiment"])
+
+        def on_trial_complete(self, iteration, trials, trial, **info):  # noqa: ANN001 (Tune's signature)
+            self._ended(trial, (trial.last_result or {}).get("trial_status") or "error")
 
         def on_trial_error(self, iteration, trials, trial, **info):  # noqa: ANN001
-            self.count += 1
-            report(f"[{self.count}/{len(specs)}] {trial.config['spec']['trial']['key']}: worker error")
+            self._ended(trial, "worker error")
 
     resources = {"cpu": 1, "gpu": gpus_per_trial} if gpus_per_trial else {"cpu": 1}
     tuner = tune.Tuner(
@@ -209,8 +220,8 @@ def _run_on_ray(
     )
     statuses = {}
     for result in tuner.fit():
-        key = result.config["spec"]["trial"]["key"]
-        statuses[key] = (result.metrics or {}).get("trial_status") or f"error: {result.error}"
+        statuses[_spec_id(result.config["spec"])] = (
+            (result.metrics or {}).get("trial_status") or f"error: {result.error}")
     return statuses
 
 
@@ -227,8 +238,13 @@ def longest_first(trials: list[Trial], estimate: dict[str, Any] | None) -> list[
     return sorted(trials, key=seconds, reverse=True)  # stable: ties keep the catalog's order
 
 
-def run_sweep(
-    experiment: Experiment,
+def run_sweep(experiment: Experiment, scale: str, **options: Any) -> SweepOutcome:
+    """Run the grid of ``experiment`` at ``scale`` (:func:`run_sweeps` of one experiment)."""
+    return run_sweeps([experiment], scale, **options)[0]
+
+
+def run_sweeps(
+    experiments: list[Experiment],
     scale: str,
     *,
     seeds: int | None = None,
@@ -242,8 +258,11 @@ def run_sweep(
     retry_failed: bool = False,
     tensorboard: bool = False,
     report: Callable[[str], None] = print,
-) -> SweepOutcome:
-    """Run the grid of ``experiment`` at ``scale`` on Ray Tune (see the module docstring)."""
+) -> list[SweepOutcome]:
+    """Run the grids of ``experiments`` at ``scale`` on Ray Tune as one grid (see the module docstring):
+    the experiments in the order given, each one's trials longest first, so a worker that finishes the
+    last trials of one experiment goes straight on to the next. Each experiment's summary and the ledger
+    are rewritten as each of its trials ends."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     if not 0 <= gpus_per_trial <= 1 and not (gpus_per_trial > 1 and float(gpus_per_trial).is_integer()):
@@ -259,58 +278,56 @@ def run_sweep(
     # land the run directories inside Ray's session folder (and out of reach of the next resume)
     out = Path(out).resolve()
     results = (Path(results) if results else default_results_dir()).resolve()
-    trials = experiment.trials(scale, seeds, only)
-    if not trials:
-        raise ValueError(f"no trial of {experiment.name!r} at scale {scale!r} matches {only}")
     device = "cuda" if gpus_per_trial else "cpu"
-    trials = longest_first(trials, read_estimate(results, experiment.name, device))
-    outcome = SweepOutcome(experiment.name, scale, [])
     deadline = time.time() + time_budget if time_budget else None
-    revision, specs = git_revision(), []
-    for trial in trials:
-        kept = _kept_row(results, trial)
-        if kept and kept_row_stands(kept, trial, retry_failed):
-            outcome.skipped.append(trial.key)
-            continue
-        run_dir = Path(out) / experiment.name / scale / trial.key
-        specs.append(
-            TrialSpec(
-                asdict(trial),
-                str(run_dir),
-                str(results),
-                device,
-                revision,
-                deadline,
-                tensorboard=tensorboard,
-            )
-        )
+    revision, specs, outcomes = git_revision(), [], {}
+    for experiment in experiments:
+        trials = experiment.trials(scale, seeds, only)
+        if not trials:
+            raise ValueError(f"no trial of {experiment.name!r} at scale {scale!r} matches {only}")
+        outcome = outcomes[experiment.name] = SweepOutcome(experiment.name, scale, [])
+        to_run = []
+        for trial in longest_first(trials, read_estimate(results, experiment.name, device)):
+            kept = _kept_row(results, trial)
+            if kept and kept_row_stands(kept, trial, retry_failed):
+                outcome.skipped.append(trial.key)
+                continue
+            run_dir = out / experiment.name / scale / trial.key
+            to_run.append(TrialSpec(asdict(trial), str(run_dir), str(results), device, revision, deadline,
+                                    tensorboard=tensorboard))
+        if to_run:
+            report(f"{experiment.name} ({scale}): {len(to_run)} trial(s) to run, "
+                   f"{len(outcome.skipped)} already kept")
+        specs += to_run
+    catalog_dir = experiments[0].path.parent
+
+    def finished(experiment: str) -> None:
+        write_summary(results, experiment, scale)
+        write_ledger(results, load_catalog(catalog_dir))
+
+    statuses: dict[str, str] = {}
     if specs:
-        report(
-            f"{experiment.name} ({scale}): {len(specs)} trial(s) to run, {len(outcome.skipped)} already kept"
-        )
         storage = out / ".tune"
         storage.mkdir(parents=True, exist_ok=True)
         with (
             tempfile.TemporaryDirectory(dir=storage) as tune_dir,
             ray_session(workers, gpus_per_trial, address),
         ):
-            statuses = _run_on_ray(
-                specs, gpus_per_trial, Path(tune_dir), f"{experiment.name}-{scale}", report
-            )
-        for spec in specs:
-            key = spec.trial["key"]
-            outcome.ran.append(key)
-            status = statuses.get(key, "unfinished")
-            if status == "unfinished":
-                outcome.unfinished.append(key)
-            elif status != "done":
-                outcome.failed.append(key)
-    outcome.rows = (
-        write_summary(results, experiment.name, scale) if read_rows(results, experiment.name, scale) else []
-    )
-    outcome.failed = sorted(
-        {r["trial"] for r in outcome.rows if r["status"] == "failed"} | set(outcome.failed)
-    )
-    write_ledger(results, load_catalog(experiment.path.parent))
-    outcome.seconds = time.perf_counter() - clock
-    return outcome
+            name = f"{experiments[0].name}-{scale}" if len(experiments) == 1 else f"sweep-{scale}"
+            statuses = _run_on_ray(specs, gpus_per_trial, Path(tune_dir), name, report, finished)
+    for spec in specs:
+        outcome, key = outcomes[spec.trial["experiment"]], spec.trial["key"]
+        outcome.ran.append(key)
+        status = statuses.get(_spec_id(asdict(spec)), "unfinished")
+        if status == "unfinished":
+            outcome.unfinished.append(key)
+        elif status != "done":
+            outcome.failed.append(key)
+    for outcome in outcomes.values():
+        outcome.rows = (write_summary(results, outcome.experiment, scale)
+                        if read_rows(results, outcome.experiment, scale) else [])
+        outcome.failed = sorted({r["trial"] for r in outcome.rows if r["status"] == "failed"}
+                                | set(outcome.failed))
+        outcome.seconds = time.perf_counter() - clock
+    write_ledger(results, load_catalog(catalog_dir))
+    return list(outcomes.values())
