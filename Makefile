@@ -32,7 +32,7 @@ notebooks: $(VENV)
 	$(BIN)/python scripts/make_notebooks.py
 
 # The paper-scale sweep: the CPU tier at paper scale in the order of the paper-scale issue; then Table 2
-# (pixel MNIST) at paper scale on the CPU too, since its 20 epochs fit in about 12 CPU hours
+# (pixel MNIST) at paper scale on the CPU too, since its 20 epochs take about 12 CPU hours (24 at its cap)
 # (results/table2-mnist/paper/estimate_cpu.json) and its 97.7% is the paper's headline; Fig. 3 and
 # Table 3 at their stated CPU budget (the budget scale) while no GPU is lent; KRU's copy and adding
 # grids last, which alone take 90-180 CPU hours, so that they do not hold back the main paper's tables.
