@@ -176,7 +176,7 @@ def test_landscape_report_verdicts_on_a_small_problem():
     assert set(verdicts.values()) <= set(VERDICTS)
     for check in report["checks"]:
         assert set(check) == {"source", "claim", "verdict", "evidence", "numbers", "derived", "printed",
-                              "quote", "scale", "seeds", "plateaued"}
+                              "quote", "scale", "seeds", "plateaued", "stale"}
         assert check["quote"]
     descent = report["descent"]
     signs = report["checks"][4]["numbers"]
