@@ -10,8 +10,9 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from spectral_analysis.atomic import atomic_write_text
 from spectral_analysis.experiments.catalog import Experiment
-from spectral_analysis.experiments.results import atomic_write, kept_row_stands, plateaued, read_rows
+from spectral_analysis.experiments.results import kept_row_stands, plateaued, read_rows
 from spectral_analysis.vocabulary import SCALES
 
 LEDGER_NAME = "LEDGER.md"
@@ -72,5 +73,5 @@ def write_ledger(results: str | Path, catalog: dict[str, Experiment]) -> Path:
             f"| {r['last']} |"
         )
     path = Path(results) / LEDGER_NAME
-    atomic_write(path, "\n".join(lines) + "\n")
+    atomic_write_text(path, "\n".join(lines) + "\n")
     return path

@@ -20,7 +20,6 @@ import csv
 import json
 import os
 import platform
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from spectral_analysis import __version__
+from spectral_analysis.atomic import atomic_target, atomic_write_text
 from spectral_analysis.data.objectives import PRIMARY_METRIC
 from spectral_analysis.experiments.catalog import Trial
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, RESULT_NAME, trial_results_dir
@@ -123,25 +123,16 @@ def _evenly(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     return [rows[i] for i in picks]
 
 
-def atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def _write_curves(lines: list[dict[str, Any]], path: Path) -> None:
     train = _evenly([x for x in lines if x["phase"] == "train"], TRAIN_ROWS)
     valid = _evenly([x for x in lines if x["phase"] == "valid"], VALID_ROWS)
     rows = train + valid + [x for x in lines if x["phase"] == "test"]
     columns = ["phase", "step"] + sorted({k for x in rows for k in x} - {"phase", "step", "singular_values"})
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, newline="", suffix=".tmp") as f:
+    with atomic_target(path) as tmp, tmp.open("w", newline="") as f:
         writer = csv.DictWriter(f, columns, extrasaction="ignore")
         writer.writeheader()
         for row in rows:
             writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
-    os.replace(f.name, path)
 
 
 def _write_singular_values(lines: list[dict[str, Any]], path: Path) -> None:
@@ -153,7 +144,8 @@ def _write_singular_values(lines: list[dict[str, Any]], path: Path) -> None:
     tensors = {"steps": torch.tensor([x["step"] for x in records], dtype=torch.int64)}
     for k in range(len(records[0]["singular_values"])):
         tensors[f"matrix/{k}"] = torch.tensor([x["singular_values"][k] for x in records], dtype=torch.float32)
-    save_file(tensors, str(path))
+    with atomic_target(path) as tmp:
+        save_file(tensors, str(tmp))
 
 
 def read_singular_values(trial_dir: str | Path) -> tuple[np.ndarray, list[np.ndarray]] | None:
@@ -259,7 +251,7 @@ def keep_trial(
                 "parameters": checkpoint.model.parameter_counts()["total"],
             }
         )
-    atomic_write(out / RESULT_NAME, json.dumps(row, indent=1))
+    atomic_write_text(out / RESULT_NAME, json.dumps(row, indent=1))
     return row
 
 
@@ -277,7 +269,7 @@ def write_summary(results: str | Path, experiment: str, scale: str) -> list[dict
     """Gather the trial rows into ``summary.json`` and ``summary.csv``; returns the rows."""
     rows = [{**r, "plateau": plateaued(r)} for r in read_rows(results, experiment, scale)]
     root = Path(results) / experiment / scale
-    atomic_write(root / "summary.json", json.dumps(rows, indent=1))
+    atomic_write_text(root / "summary.json", json.dumps(rows, indent=1))
     flat = []
     for r in rows:
         metric = r.get("metric")
@@ -290,9 +282,8 @@ def write_summary(results: str | Path, experiment: str, scale: str) -> list[dict
                 "test": (r.get("test_metrics") or {}).get(metric) if metric else None,
             }
         )
-    with tempfile.NamedTemporaryFile("w", dir=root, delete=False, newline="", suffix=".tmp") as f:
+    with atomic_target(root / "summary.csv") as tmp, tmp.open("w", newline="") as f:
         writer = csv.DictWriter(f, SUMMARY_COLUMNS)
         writer.writeheader()
         writer.writerows(flat)
-    os.replace(f.name, root / "summary.csv")
     return rows

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from safetensors.torch import save_file
 from torch import Tensor, nn
 
 from spectral_analysis import __version__
+from spectral_analysis.atomic import atomic_target
 from spectral_analysis.nn import build_model
 from spectral_analysis.train.schema import validate_metadata
 
@@ -71,15 +70,8 @@ def save_checkpoint(path: str | Path, model: nn.Module, metadata: dict[str, Any]
             "model": model.config, **metadata}
     text = json.dumps(meta)
     header = {"spectral_analysis": text, "sha256": tensor_digest(tensors, text)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata=header)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_target(path) as tmp:
+        save_file(tensors, str(tmp), metadata=header)
 
 
 def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Tensor]]:

@@ -1,0 +1,40 @@
+"""Atomic file writes: a file appears whole under its name or not at all, with the permissions a plain
+``open(path, "w")`` would give it (``0o666`` less the umask; ``tempfile`` alone leaves ``0o600``, which
+hides results and checkpoints from the other users of a shared folder)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def atomic_target(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` to write to; on a clean exit it replaces ``path`` (parent folders
+    are made), on an exception it is removed and ``path`` is left as it was."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """``text`` written to ``path`` atomically (:func:`atomic_target`)."""
+    with atomic_target(path) as tmp:
+        tmp.write_text(text)
