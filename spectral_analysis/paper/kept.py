@@ -35,6 +35,16 @@ def missing_record(source: str, claim: str, experiment: str, quote: str) -> Chec
     )
 
 
+def records_from_readers(readers) -> list[CheckRecord]:  # noqa: ANN001 (experiment, source, quotes, read)
+    """Each reader's records from its experiment's kept grid, or one ``missing_record`` per quoted claim
+    when nothing is kept: ``readers`` holds ``(experiment, source, quotes, read(grid))``."""
+    records = []
+    for experiment, source, quotes, read in readers:
+        grid = kept_grid(experiment)
+        records += read(grid) if grid else [missing_record(source, q, experiment, q) for q in quotes]
+    return records
+
+
 def gate(grid: KeptGrid, verdict: str, evidence: str, seeds: int | None = None) -> tuple[str, str]:
     """``(verdict, evidence)``: the verdict when the grid is at paper scale with enough seeds (``seeds``:
     those of the configurations the claim reads, default every configuration's) and no stale trial, else

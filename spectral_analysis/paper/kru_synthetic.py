@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import KeptGrid
-from spectral_analysis.paper.kept import every, judged, kept_grid, missing_record
+from spectral_analysis.paper.kept import every, judged, missing_record, records_from_readers
 from spectral_analysis.paper.synthetic_tasks import (
     ADDITION_BASELINE,
     Spread,
@@ -100,10 +100,5 @@ def adding_records(grid: KeptGrid) -> list[CheckRecord]:
 
 def run(quick: bool = True) -> list[CheckRecord]:
     """The four claims from kept results (``quick`` is accepted for the common interface)."""
-    records = []
-    readers = (("kru-copy", COPY_SOURCE, (ZERO_QUOTE, STUCK_QUOTE), copy_records),
-               ("kru-adding", ADDING_SOURCE, (BEST_QUOTE, SOLVES_QUOTE), adding_records))
-    for experiment, source, quotes, read in readers:
-        grid = kept_grid(experiment)
-        records += read(grid) if grid else [missing_record(source, q, experiment, q) for q in quotes]
-    return records
+    return records_from_readers((("kru-copy", COPY_SOURCE, (ZERO_QUOTE, STUCK_QUOTE), copy_records),
+                                 ("kru-adding", ADDING_SOURCE, (BEST_QUOTE, SOLVES_QUOTE), adding_records)))

@@ -16,7 +16,7 @@ import math
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.data.synthetic import COPY_LENGTH, DATA_SYMBOLS
 from spectral_analysis.experiments.reading import KeptGrid
-from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record
+from spectral_analysis.paper.kept import beats, every, judged, records_from_readers
 
 BEAT_MARGIN = 0.02
 ADDITION_BASELINE = 2.0 / 12.0
@@ -126,10 +126,5 @@ def copy_records(grid: KeptGrid) -> list[CheckRecord]:
 
 def run(quick: bool = True) -> list[CheckRecord]:
     """The four claims from kept results (``quick`` is accepted for the common interface)."""
-    records = []
-    readers = (("fig1-addition", FIG1, (SHALLOW_QUOTE, DEEP_QUOTE), addition_records),
-               ("fig2-copy", FIG2, (BEST_QUOTE, LAG_QUOTE), copy_records))
-    for experiment, source, quotes, read in readers:
-        grid = kept_grid(experiment)
-        records += read(grid) if grid else [missing_record(source, q, experiment, q) for q in quotes]
-    return records
+    return records_from_readers((("fig1-addition", FIG1, (SHALLOW_QUOTE, DEEP_QUOTE), addition_records),
+                                 ("fig2-copy", FIG2, (BEST_QUOTE, LAG_QUOTE), copy_records)))
