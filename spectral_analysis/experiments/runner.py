@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from spectral_analysis.allocator import keep_freed_memory
+from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT, keep_freed_memory
 from spectral_analysis.experiments.catalog import Experiment, Trial, load_catalog
 from spectral_analysis.experiments.estimate import read_estimate
 from spectral_analysis.experiments.ledger import write_ledger
@@ -162,14 +162,18 @@ def ray_session(workers: int = 1, gpus_per_trial: float = 0.0, address: str | No
     if ray.is_initialized():
         yield
         return
+    # a trial trains in a thread the worker made before run_trial ran; glibc reads the memory policy
+    # for such threads only from the environment the worker process starts with
+    runtime_env = {"env_vars": dict(ALLOCATOR_ENVIRONMENT)}
     if address:
-        ray.init(address=address, log_to_driver=False, logging_level="WARNING")
+        ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, logging_level="WARNING")
     else:
         # "local" starts a fresh instance even where another sweep's Ray is up on this machine, which
         # a bare ray.init() would join (and wait on that sweep's busy CPUs)
         ray.init(address="local", num_cpus=workers,
                  num_gpus=torch.cuda.device_count() if gpus_per_trial else 0, include_dashboard=False,
-                 _node_ip_address="127.0.0.1", log_to_driver=False, logging_level="WARNING")
+                 _node_ip_address="127.0.0.1", runtime_env=runtime_env, log_to_driver=False,
+                 logging_level="WARNING")
     try:
         yield
     finally:
