@@ -74,9 +74,12 @@ def test_kronecker_blocks_split_where_a_plus_b_is_smallest_and_multiply_back():
 
 @pytest.mark.parametrize("complex_factors", [False, True])
 @pytest.mark.parametrize("activation", ["relu", "leaky_relu", "tanh", "identity"])
-def test_kronecker_scan_matches_the_dense_scan_and_the_plain_loop(complex_factors, activation):
+@pytest.mark.parametrize("batch_first_loss", [False, True])
+def test_kronecker_scan_matches_the_dense_scan_and_the_plain_loop(complex_factors, activation,
+                                                                  batch_first_loss):
     """The fast two-block scan against its twins: the dense scan on the formed W and the Python loop
-    under autograd (states and every gradient), in float64."""
+    under autograd (states and every gradient), in float64; also with a loss laid out batch first, whose
+    gradient reaches the scan as a non-contiguous tensor (a model reading its states batch first)."""
     gen = torch.Generator().manual_seed(2)
     dtype = torch.complex128 if complex_factors else D
     factors = [(0.7 * torch.randn(2, 2, generator=gen, dtype=dtype)).requires_grad_() for _ in range(4)]
@@ -84,6 +87,8 @@ def test_kronecker_scan_matches_the_dense_scan_and_the_plain_loop(complex_factor
     xp = torch.randn(6, 3, size, generator=gen, dtype=D, requires_grad=True)
     h0 = torch.randn(3, size, generator=gen, dtype=D, requires_grad=True)
     weight = torch.randn(6, 3, size, generator=gen, dtype=D)
+    if batch_first_loss:
+        weight = weight.transpose(0, 1).contiguous().transpose(0, 1)
 
     def dense_weight():
         W = kron_matrix(factors)

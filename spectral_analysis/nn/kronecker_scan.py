@@ -121,7 +121,7 @@ class _KroneckerScan(torch.autograd.Function):
         T, batch, rows, b = Y.shape
         planes = 2 if A.is_complex() else 1
         a = rows // planes
-        g = g.reshape(T, batch, rows, b)
+        g = g.contiguous().view(T, batch, rows, b)  # batch-first readers hand in strided gradients
         D = None if ctx.activation == "identity" else derivative_from_output(H[1:], ctx.activation, ctx.leak)
         AH_batch = _left_real_form(A).mT.contiguous().expand(batch, rows, rows)  # the real form of A^H
         times_B_conj = _RightProduct(B.conj().resolve_conj(), batch, a, b)
