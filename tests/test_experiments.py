@@ -14,7 +14,7 @@ from spectral_analysis.experiments import SCALES, load_catalog, load_experiment,
 from spectral_analysis.experiments.catalog import CONFIG_FIELDS
 from spectral_analysis.experiments.estimate import estimate_experiment, read_estimate
 from spectral_analysis.experiments.ledger import ledger_rows, write_ledger
-from spectral_analysis.experiments.results import plateaued, write_summary
+from spectral_analysis.experiments.results import outcome_text, plateaued, write_summary
 from spectral_analysis.experiments.runner import TrialSpec
 from spectral_analysis.io import resolve_checkpoint, zoo_entries
 from spectral_analysis.paper import (
@@ -239,6 +239,17 @@ def test_the_ledger_counts_done_planned_and_failed_trials(tmp_path):
 )
 def test_a_trial_has_plateaued_when_its_last_fifth_did_not_improve(steps, best_step, status, expected):
     assert plateaued({"steps": steps, "best_step": best_step, "status": status}) is expected
+
+
+def test_a_trials_outcome_says_how_it_stopped_how_long_it_took_and_its_test_score():
+    row = {"status": "done", "steps": 1000, "best_step": 700, "seconds": 12.4, "metric": "mse",
+           "test_metrics": {"mse": 0.000123}, "config": {"max_steps": 1000}}
+    assert outcome_text(row) == "done: 1000 steps (plateaued), 12 s, test mse 0.000123"
+    capped = "done: 1000 steps (no plateau by its cap), 12 s, test mse 0.000123"
+    assert outcome_text({**row, "best_step": 990}) == capped
+    assert outcome_text({**row, "best_step": 990, "config": {}}) == capped.replace(" by its cap", "")
+    assert outcome_text({"status": "failed", "error": "TrainingDivergedError: the loss is inf"}) == (
+        "failed: TrainingDivergedError: the loss is inf")
 
 
 def test_zoo_names_resolve_and_missing_ones_say_what_exists(tmp_path):

@@ -7,7 +7,7 @@ import torch
 
 from spectral_analysis.cli import main
 from spectral_analysis.experiments.catalog import Trial
-from spectral_analysis.experiments.results import kept_row_stands
+from spectral_analysis.experiments.results import kept_row_stands, outcome_text
 from spectral_analysis.train import TrainConfig, Trainer, load_checkpoint, train
 from spectral_analysis.train.plateau import best_validation, is_plateau
 
@@ -172,10 +172,13 @@ def test_a_sweep_given_max_steps_keeps_the_plateaued_trials_and_trains_the_other
     pytest.importorskip("ray.tune")
     from spectral_analysis.experiments import load_experiment, run_sweep
 
+    reported: list[str] = []
+
     def sweep(text: str):
         (tmp_path / "grid.toml").write_text(text)
+        reported.clear()
         return run_sweep(load_experiment(tmp_path / "grid.toml"), "smoke", out=tmp_path / "runs",
-                         results=tmp_path / "results", report=lambda _line: None)
+                         results=tmp_path / "results", report=reported.append)
 
     first = {r["trial"]: r for r in sweep(GRID).rows}
     plateaued = {key for key, r in first.items() if r["best_step"] <= 0.8 * r["steps"]}
@@ -190,6 +193,10 @@ def test_a_sweep_given_max_steps_keeps_the_plateaued_trials_and_trains_the_other
             assert row["plateau"] or row["steps"] == 40
             lines = (tmp_path / "runs" / "grid" / "smoke" / row["trial"] / "metrics.jsonl").read_text()
             assert [json.loads(x)["step"] for x in lines.splitlines() if '"test"' in x] == [row["steps"]]
+    # each trial that ran is reported as it ends, with how it stopped
+    progress = {line.split("] ", 1)[1] for line in reported if line.startswith("[")}
+    ran = [row for row in second.rows if row["trial"] not in plateaued]
+    assert progress == {f"grid/{row['trial']}: {outcome_text(row)}" for row in ran}
 
 
 def _kept_curve(directory, steps, values):

@@ -82,6 +82,20 @@ def plateau_count(rows: list[dict[str, Any]]) -> str:
     return f"{sum(bool(plateaued(row)) for row in done)}/{len(done)}"
 
 
+def outcome_text(row: dict[str, Any]) -> str:
+    """A kept trial in a few words, for the sweep's progress lines: ``done: 20000 steps (no plateau
+    by its cap), 3620 s, test mse 3.34e-05`` or ``failed: TrainingDivergedError: ...``."""
+    if row.get("status") != "done":
+        return f"{row.get('status')}: {row.get('error') or 'no error recorded'}"
+    cap, steps = (row.get("config") or {}).get("max_steps"), row.get("steps")
+    stopped = {True: "plateaued", False: "no plateau by its cap" if cap and steps == cap else "no plateau",
+               None: "no validation record"}[plateaued(row)]
+    metric = row.get("metric")
+    test = (row.get("test_metrics") or {}).get(metric)
+    score = f", test {metric} {test:.3g}" if isinstance(test, int | float) else ""
+    return f"done: {steps} steps ({stopped}), {row.get('seconds', 0.0):.0f} s{score}"
+
+
 def kept_row_stands(kept: dict[str, Any], trial: Trial, retry_failed: bool = False) -> bool:
     """Whether a kept row stands for ``trial``, so that a sweep skips it: with the same configuration, a
     done row or (unless retried) a failed one. With the same configuration but for ``max_steps``, which

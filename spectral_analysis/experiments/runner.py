@@ -38,7 +38,13 @@ from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT, keep_freed_memory
 from spectral_analysis.experiments.catalog import Experiment, Trial, load_catalog
 from spectral_analysis.experiments.estimate import read_estimate
 from spectral_analysis.experiments.ledger import write_ledger
-from spectral_analysis.experiments.results import keep_trial, kept_row_stands, read_rows, write_summary
+from spectral_analysis.experiments.results import (
+    keep_trial,
+    kept_row_stands,
+    outcome_text,
+    read_rows,
+    write_summary,
+)
 from spectral_analysis.io.zoo import RESULT_NAME, default_results_dir, trial_results_dir
 from spectral_analysis.train import TrainConfig, Trainer
 from spectral_analysis.train.trainer import resume_conflicts
@@ -135,7 +141,8 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
 
 def _ray_trainable(config: dict[str, Any]) -> dict[str, Any]:
     row = run_trial(config["spec"])
-    return {"trial_status": row["status"], "trial_key": row["trial"]}
+    outcome = row["status"] if row["status"] == "unfinished" else outcome_text(row)
+    return {"trial_status": row["status"], "trial_key": row["trial"], "trial_outcome": outcome}
 
 
 def _kept_row(results: Path, trial: Trial) -> dict[str, Any] | None:
@@ -204,7 +211,8 @@ def _run_on_ray(
             finished(trial.config["spec"]["trial"]["experiment"])
 
         def on_trial_complete(self, iteration, trials, trial, **info):  # noqa: ANN001 (Tune's signature)
-            self._ended(trial, (trial.last_result or {}).get("trial_status") or "error")
+            result = trial.last_result or {}
+            self._ended(trial, result.get("trial_outcome") or result.get("trial_status") or "error")
 
         def on_trial_error(self, iteration, trials, trial, **info):  # noqa: ANN001
             self._ended(trial, "worker error")
