@@ -15,7 +15,8 @@ The thresholds govern glibc's main heap. A thread's own arena (glibc gives each 
 to 8 per core) grows by separate 64 MB heaps that it unmaps once empty, whatever the thresholds: a Ray
 Tune trial, which trains in a thread the worker made before the trial's code ran, faulted its working
 set every step with the policy applied (LSTM, T = 300, batch 50: 0.17 s against 0.12 s per step and
-~17,000 faults against ~100; ``tests/test_allocator.py``). So the policy also caps the arenas at one:
+~17,000 faults against ~100, measured beside a sweep; ``tests/test_allocator.py`` and
+``tests/test_sweeps.py`` hold the fault counts apart). So the policy also caps the arenas at one:
 threads made after the call share the main heap, and processes the runner starts (Ray workers) get
 :data:`ALLOCATOR_ENVIRONMENT`, which glibc reads as the process starts, before any thread exists.
 """
@@ -49,4 +50,4 @@ def keep_freed_memory() -> bool:
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     settings = ((M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES), (M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES),
                 (M_ARENA_MAX, ARENA_MAX))
-    return all([bool(libc.mallopt(parameter, value)) for parameter, value in settings])
+    return all([bool(libc.mallopt(parameter, value)) for parameter, value in settings])  # a list: set all

@@ -250,6 +250,7 @@ def test_a_trials_outcome_says_how_it_stopped_how_long_it_took_and_its_test_scor
     assert outcome_text({**row, "best_step": 990, "config": {}}) == capped.replace(" by its cap", "")
     assert outcome_text({"status": "failed", "error": "TrainingDivergedError: the loss is inf"}) == (
         "failed: TrainingDivergedError: the loss is inf")
+    assert outcome_text({"status": "unfinished", "step": 1500}) == "unfinished at step 1500"
 
 
 def test_zoo_names_resolve_and_missing_ones_say_what_exists(tmp_path):

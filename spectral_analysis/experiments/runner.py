@@ -141,8 +141,7 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
 
 def _ray_trainable(config: dict[str, Any]) -> dict[str, Any]:
     row = run_trial(config["spec"])
-    outcome = row["status"] if row["status"] == "unfinished" else outcome_text(row)
-    return {"trial_status": row["status"], "trial_key": row["trial"], "trial_outcome": outcome}
+    return {"trial_status": row["status"], "trial_key": row["trial"], "trial_outcome": outcome_text(row)}
 
 
 def _kept_row(results: Path, trial: Trial) -> dict[str, Any] | None:
