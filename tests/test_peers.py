@@ -31,7 +31,7 @@ from spectral_analysis.nn.peer_transitions import (
     default_factor_sizes,
 )
 from spectral_analysis.nn.time_loop import recurrence_loop, recurrence_scan
-from spectral_analysis.nn.urnn import UnitaryTransition
+from spectral_analysis.nn.urnn import UnitaryTransition, modrelu
 from spectral_analysis.train import TrainConfig, load_checkpoint, save_checkpoint, train
 
 D = torch.float64
@@ -297,12 +297,15 @@ def test_urnn_run_matches_a_complex_recurrence_and_is_refused_by_the_bound(tmp_p
     W = model.transitions[0].complex_matrix()
     V = model.input_weights[0]
     Vc = torch.complex(V[:4], V[4:])
-    h = torch.zeros(2, 4, dtype=torch.complex128)
+    start = model.start_states[0].detach()
+    h = torch.complex(start[:4], start[4:]).expand(2, 4)  # the learned h_0
+    assert float(start.abs().min()) > 0
     b = model.biases[0]
     for t in range(5):
         z = h @ W.T + x[:, t].to(torch.complex128) @ Vc.T
         h = torch.relu(z.abs() + b) / z.abs() * z  # modReLU
     assert torch.allclose(model.run(x).state[0], torch.cat([h.real, h.imag], dim=-1), atol=1e-12)
+    assert model.parameter_counts()["total"] == sum(p.numel() for p in model.parameters())
     save_checkpoint(tmp_path / "urnn.safetensors", model, {"task": {"name": "addition"}})
     loaded = load_checkpoint(tmp_path / "urnn.safetensors").model
     assert torch.equal(loaded(x), model(x))
@@ -310,6 +313,59 @@ def test_urnn_run_matches_a_complex_recurrence_and_is_refused_by_the_bound(tmp_p
 
     with pytest.raises(ValueError, match="modReLU"):
         eq17_network(model)
+
+
+def test_modrelu_gradient_stays_finite_at_and_below_its_floor():
+    """|z| = 0, subnormal |z| (where torch.abs's gradient z / |z| overflows) and ordinary |z|."""
+    z = torch.tensor([0j, 1e-40 + 1e-40j, 1e-45 + 0j, 1e-30 + 0j], dtype=torch.complex64, requires_grad=True)
+    b = torch.full((4,), 0.01, requires_grad=True)
+    torch.view_as_real(modrelu(z, b)).sum().backward()
+    assert torch.isfinite(torch.view_as_real(z.grad)).all() and torch.isfinite(b.grad).all()
+    z = torch.randn(6, dtype=torch.complex128, requires_grad=True)
+    b = torch.randn(6, dtype=D, requires_grad=True)
+    assert torch.autograd.gradcheck(modrelu, (z, b))
+    exact = torch.relu(z.abs() + b) / z.abs() * z
+    assert torch.allclose(modrelu(z, b), exact, atol=1e-14)
+
+
+def test_urnn_trains_through_a_long_run_of_zero_inputs():
+    """Pixel MNIST's blank first rows: from h_0 = 0 the state stayed at z = 0, where modReLU's gradient
+    gains b / eps a step, and the first Adam step made the gradient nan."""
+    torch.manual_seed(0)
+    model = build_model("urnn", 1, 16, 3)
+    x = torch.zeros(8, 120, 1)
+    x[:, 100:] = torch.rand(8, 20, 1)
+    y = torch.randint(0, 3, (8,))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for _ in range(3):
+        optimizer.zero_grad()
+        nn_loss = torch.nn.functional.cross_entropy(model.run(x).outputs[:, -1], y)
+        nn_loss.backward()
+        grads = torch.cat([p.grad.flatten() for p in model.parameters()])
+        assert torch.isfinite(grads).all()
+        optimizer.step()
+    assert float(model.start_states.grad.abs().max()) > 0
+
+
+def test_an_older_urnn_file_without_a_start_state_loads_starting_from_zero(tmp_path):
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    from spectral_analysis.train.checkpoint import tensor_digest
+
+    model = build_model("urnn", 3, 4, 2).double()
+    path = tmp_path / "urnn.safetensors"
+    save_checkpoint(path, model, {"task": {"name": "addition"}})
+    with safe_open(path, "pt") as handle:
+        metadata = handle.metadata()
+    tensors = load_file(path)
+    del tensors["model/start_states"]  # as the toolkit wrote a uRNN before it learned h_0
+    metadata["sha256"] = tensor_digest(tensors, metadata["spectral_analysis"])
+    save_file(tensors, path, metadata=metadata)
+    loaded = load_checkpoint(path).model
+    assert torch.equal(loaded.start_states, torch.zeros_like(model.start_states))
+    x = torch.randn(2, 5, 3, dtype=D)
+    assert torch.equal(loaded(x), loaded.run(x, torch.zeros(1, 2, 8, dtype=D)).outputs)
 
 
 @pytest.mark.parametrize("name, options", [("kru", {"complex": True}), ("dizzy", {"svd": True}),

@@ -72,6 +72,21 @@ def test_grad_h0_norm_is_the_gradient_at_the_first_cell(tmp_path):
     assert summary["train"]["grad_h0_norm"] == pytest.approx(float(h0.grad.norm()), rel=1e-5)
 
 
+def test_a_learned_start_state_is_measured_and_trained_on_recording_steps(tmp_path):
+    """The uRNN's h_0 is a parameter: a recording step reports ||dL/dh0|| and still updates it."""
+    trainer = Trainer(_config(tmp_path / "run", model="urnn", model_options={}, steps=1, record_every=1))
+    model = copy.deepcopy(trainer.model)
+    x, y, _ = trainer.batches.get(0)
+    h0 = model.start_state(x.shape[0]).clone()
+    h0.retain_grad()
+    loss, _ = loss_and_metrics("regression-last", model.run(x, h0).outputs, y)
+    loss.backward()
+    before = trainer.model.start_states.detach().clone()
+    summary = trainer.run()
+    assert summary["train"]["grad_h0_norm"] == pytest.approx(float(h0.grad.norm()), rel=1e-5)
+    assert not torch.equal(trainer.model.start_states.detach(), before)
+
+
 def test_resume_after_an_interruption_repeats_the_uninterrupted_run(tmp_path):
     full = train(_config(tmp_path / "full"))
 

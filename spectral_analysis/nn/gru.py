@@ -93,7 +93,7 @@ class GRUNet(GatedWeights, RecurrentModel):
     def run(self, x: Tensor, h0: Tensor | None = None, recurrence: str | None = None) -> RecurrentRun:
         self.check_input(x)
         B = x.shape[0]
-        h0 = self.zero_state(B) if h0 is None else self.check_state(h0, B)
+        h0 = self.start_state(B) if h0 is None else self.check_state(h0, B)
         mode = recurrence or self.recurrence
         if mode not in GRU_RECURRENCES:
             raise ValueError(f"the GRU supports recurrence in {GRU_RECURRENCES}, got {mode!r}")

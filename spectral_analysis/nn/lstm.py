@@ -81,7 +81,7 @@ class LSTMNet(GatedWeights, RecurrentModel):
         self.check_input(x)
         B = x.shape[0]
         if h0 is None:
-            h0 = (self.zero_state(B),) * 2
+            h0 = (self.start_state(B),) * 2
         elif not (isinstance(h0, tuple | list) and len(h0) == 2):
             raise ValueError("an LSTM's initial state is a pair (h0, c0)")
         h_init, c_init = (self.check_state(s, B) for s in h0)

@@ -77,7 +77,8 @@ class RecurrentModel(nn.Module, ABC):
             raise ValueError(f"input is {x.dtype} on {x.device} but the model is {w.dtype} on {w.device}; "
                              f"convert with x.to(model_dtype, model_device)")
 
-    def zero_state(self, batch: int) -> Tensor:
+    def start_state(self, batch: int) -> Tensor:
+        """The state ``(L, B, n)`` a run starts from when given no ``h0``: zeros (the uRNN learns its own)."""
         w = self._reference_weight()
         return w.new_zeros(self.num_layers, batch, self.hidden_size)
 
@@ -118,7 +119,7 @@ class RecurrentModel(nn.Module, ABC):
         """Length of the flat state vector s_t."""
 
     def initial_state(self, batch: int) -> Tensor:
-        """The zero state ``(B, state_size)`` the models start from."""
+        """The flat state ``(B, state_size)`` the models start from: zeros (the uRNN learns its own)."""
         return self._reference_weight().new_zeros(batch, self.state_size)
 
     @abstractmethod
@@ -301,7 +302,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         """Eq. 4's hidden states ``(B, T, n)`` of every layer."""
         self.check_input(x)
         B = x.shape[0]
-        h0 = self.zero_state(B) if h0 is None else self.check_state(h0, B)
+        h0 = self.start_state(B) if h0 is None else self.check_state(h0, B)
         requested = recurrence or self.recurrence
         mode = resolve_recurrence(requested, self.activation, x.device)
         if requested == "auto" and all(t.structured_apply for t in self.transitions):

@@ -3,7 +3,11 @@
 ``W = D3 R2 F^-1 D2 Pi R1 F D1`` on complex states: ``D_j = diag(exp(i theta_j))``, complex reflections
 ``R_j = I - 2 v_j v_j^H / ||v_j||^2``, a fixed permutation ``Pi`` and the unitary FFT ``F`` (7n real
 parameters). ``h_t = modReLU(W h_(t-1) + V x_t)`` with ``modReLU(z)_i = relu(|z_i| + b_i) z_i / |z_i|``
-and ``y_t = U (Re h_t; Im h_t) + c``.
+and ``y_t = U (Re h_t; Im h_t) + c``. As in the authors' code (``complex_RNN``'s ``models.py``), the start
+state ``h_0`` is a trained parameter drawn from ``U(-sqrt(3/n), sqrt(3/n))`` and ``b`` from
+``U(-0.01, 0.01)``. From ``h_0 = 0``, a run of zero inputs (pixel MNIST's first rows) keeps ``z = 0``, where
+modReLU is discontinuous for ``b > 0``: its gradient gains ``b / eps`` a step, and pixel MNIST at n = 512
+diverged (nan gradient) at its second step.
 
 As with complex KRU, the model runs on the **real form**: the state is ``(Re h; Im h)`` of length 2n,
 ``matrix()`` is the real ``2n x 2n`` form of W, ``V`` is the real ``2n x n_i`` matrix ``(Re V; Im V)``.
@@ -22,7 +26,7 @@ from spectral_analysis.linalg import complex_vector, real_matrix, real_vector
 from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun, TransitionLayers
 from spectral_analysis.nn.transitions import Transition, _check_size
 
-MODRELU_EPS = 1e-6  # |z| is floored here inside modReLU, so its gradient stays finite at z = 0
+MODRELU_EPS = 1e-6  # |z| is floored here inside modReLU, so its gradient stays finite near z = 0
 
 
 def complex_reflection(v: Tensor, z: Tensor) -> Tensor:
@@ -31,8 +35,14 @@ def complex_reflection(v: Tensor, z: Tensor) -> Tensor:
 
 
 def modrelu(z: Tensor, b: Tensor) -> Tensor:
-    """``relu(|z| + b) z / |z|`` per complex unit (Arjovsky et al., Eq. 8)."""
-    magnitude = z.abs().clamp_min(MODRELU_EPS)
+    """``relu(|z| + b) z / |z|`` per complex unit (Arjovsky et al., Eq. 8), |z| floored at ``MODRELU_EPS``.
+
+    The floor acts on ``|z|^2`` before the square root: ``torch.abs``'s gradient ``z / |z|`` overflows
+    to inf for subnormal ``z`` (``1 / |z|`` past float32's range), and inf times the floor's zero
+    gradient is nan.
+    """
+    squared = z.real.square() + z.imag.square()
+    magnitude = torch.where(squared > MODRELU_EPS**2, squared, MODRELU_EPS**2).sqrt()
     return torch.relu(magnitude + b) / magnitude * z
 
 
@@ -122,15 +132,34 @@ class UnitaryRNN(TransitionLayers, RecurrentModel):
         self.input_weights = nn.ParameterList(
             [nn.Parameter(torch.randn(2 * n, f) * (2 * f) ** -0.5) for f in fan_ins]
         )
-        self.biases = nn.ParameterList([nn.Parameter(torch.zeros(n)) for _ in fan_ins])  # modReLU's b
+        self.biases = nn.ParameterList(  # modReLU's b
+            [nn.Parameter(torch.empty(n).uniform_(-0.01, 0.01)) for _ in fan_ins])
+        bound = (3 / n) ** 0.5
+        self.start_states = nn.Parameter(torch.empty(num_layers, 2 * n).uniform_(-bound, bound))
         self.output = nn.Linear(2 * n, output_size, bias=output_bias)
         nn.init.normal_(self.output.weight, std=(2 * n) ** -0.5)
         if output_bias:
             nn.init.zeros_(self.output.bias)
 
+        self.register_load_state_dict_pre_hook(_zero_start_for_older_files)
+
     @property
     def state_size(self) -> int:
         return self.num_layers * 2 * self.units
+
+    def start_state(self, batch: int) -> Tensor:
+        """The learned ``h_0`` of every layer, ``(L, B, 2n)``."""
+        return self.start_states.unsqueeze(1).expand(-1, batch, -1)
+
+    def initial_state(self, batch: int) -> Tensor:
+        return self.start_states.reshape(1, -1).expand(batch, -1)
+
+    def parameter_counts(self) -> dict[str, int]:
+        """As the other models', plus the learned start state (2n reals a layer)."""
+        counts = super().parameter_counts()
+        counts["start_state"] = self.start_states.numel()
+        counts["total"] += counts["start_state"]
+        return counts
 
     def top_hidden(self, state: Tensor) -> Tensor:
         return state[..., -2 * self.units :]
@@ -161,7 +190,7 @@ class UnitaryRNN(TransitionLayers, RecurrentModel):
                 f"the uRNN runs its factored loop only; recurrence {recurrence!r} is not available"
             )
         B, d = x.shape[0], 2 * self.units
-        h0 = self.zero_state(B) if h0 is None else self.check_state(h0, B)
+        h0 = self.start_state(B) if h0 is None else self.check_state(h0, B)
         state, step, states = h0.transpose(0, 1).reshape(B, -1), self.step_function(), []
         for t in range(x.shape[1]):
             state = step(state, x[:, t])
@@ -170,3 +199,10 @@ class UnitaryRNN(TransitionLayers, RecurrentModel):
         hidden = [S[..., layer * d : (layer + 1) * d] for layer in range(self.num_layers)]
         final = torch.stack([H[:, -1] for H in hidden])
         return RecurrentRun(self.output(hidden[-1]), hidden, final)
+
+
+def _zero_start_for_older_files(module: nn.Module, state: dict, prefix: str, *_: object) -> None:
+    """Files saved before the uRNN learned its start state ran from ``h_0 = 0``: load them so."""
+    key = prefix + "start_states"
+    if key not in state and prefix + "transitions.0.thetas" in state:
+        state[key] = torch.zeros_like(module.start_states)

@@ -129,7 +129,7 @@ def _count(model: str, n_i: int, n: int, n_y: int, options: dict, layers: int, s
     if scope == "recurrent weights only":
         value = 4 * n * n * layers if model == "lstm" else counts["transition"]  # LSTM: four n x n gates
     else:
-        value = counts["total"]
+        value = counts["total"] - counts.get("start_state", 0)  # the uRNN's learned h0 is the option below
     state = built.hidden_size * layers * (2 if model == "lstm" else 1)  # uRNN: its complex h0, 2N reals
     return value + (state if initial_state else 0)
 

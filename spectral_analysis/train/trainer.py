@@ -145,6 +145,17 @@ def _detach(state):
     return tuple(s.detach() for s in state) if isinstance(state, tuple) else state.detach()
 
 
+def _with_grad(state: Tensor) -> Tensor:
+    """A copy of a start state whose ``.grad`` the backward pass fills (``grad_h0_norm``); a learned start
+    state (the uRNN's) stays in the graph, so its parameter trains on recording steps too."""
+    state = state.clone()
+    if state.requires_grad:
+        state.retain_grad()
+    else:
+        state.requires_grad_()
+    return state
+
+
 class Trainer:
     def __init__(self, config: TrainConfig, resume: bool = False) -> None:
         config.validate()
@@ -246,10 +257,9 @@ class Trainer:
         if not want_grad:
             return state
         if state is None:
-            zero = self.model.zero_state(batch)
-            state = (zero, zero.clone()) if isinstance(self.model, LSTMNet) else zero
-        return tuple(s.clone().requires_grad_() for s in state) if isinstance(state, tuple) \
-            else state.clone().requires_grad_()
+            start = self.model.start_state(batch)
+            state = (start, start.clone()) if isinstance(self.model, LSTMNet) else start
+        return tuple(_with_grad(s) for s in state) if isinstance(state, tuple) else _with_grad(state)
 
     def _diverged(self, what: str) -> None:
         """Log the failing step (phase ``diverged``) and stop; the last checkpoint is the last good
