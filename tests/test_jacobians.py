@@ -40,7 +40,7 @@ def test_backward_recursion_equals_per_t_autograd_jacobians(name, options):
     assert np.allclose(10.0 ** products.log10_singular_values, expected, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("name, options", CASES)
+@pytest.mark.parametrize("name, options", [*CASES, ("urnn", {}), ("urnn", {"num_layers": 2})])
 def test_step_function_reproduces_the_models_run(name, options):
     torch.manual_seed(7)
     model = build_model(name, 3, 5, 2, **options).double()

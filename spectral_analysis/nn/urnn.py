@@ -29,11 +29,6 @@ from spectral_analysis.nn.transitions import Transition, _check_size
 MODRELU_EPS = 1e-6  # |z| is floored here inside modReLU, so its gradient stays finite near z = 0
 
 
-def complex_reflection(v: Tensor, z: Tensor) -> Tensor:
-    """``(I - 2 v v^H / ||v||^2) z`` for ``z (..., n)``."""
-    return z - 2.0 * v * (z @ v.conj()).unsqueeze(-1) / v.abs().square().sum()
-
-
 def modrelu(z: Tensor, b: Tensor) -> Tensor:
     """``relu(|z| + b) z / |z|`` per complex unit (Arjovsky et al., Eq. 8), |z| floored at ``MODRELU_EPS``.
 
@@ -41,8 +36,7 @@ def modrelu(z: Tensor, b: Tensor) -> Tensor:
     to inf for subnormal ``z`` (``1 / |z|`` past float32's range), and inf times the floor's zero
     gradient is nan.
     """
-    squared = z.real.square() + z.imag.square()
-    magnitude = torch.where(squared > MODRELU_EPS**2, squared, MODRELU_EPS**2).sqrt()
+    magnitude = torch.view_as_real(z).square().sum(-1).clamp_min(MODRELU_EPS**2).sqrt()
     return torch.relu(magnitude + b) / magnitude * z
 
 
@@ -60,19 +54,25 @@ class UnitaryTransition(Transition):
         generator = torch.Generator().manual_seed(seed)
         self.register_buffer("permutation", torch.randperm(n, generator=generator))
 
-    def complex_apply(self, z: Tensor) -> Tensor:
-        """``W z`` for complex ``z (..., n)``, right to left: D1, F, R1, Pi, D2, F^-1, R2, D3; O(n log n)."""
+    def factors(self) -> tuple[Tensor, Tensor, Tensor]:
+        """The phases ``exp(i theta_j)`` ``(3, n)``, and for each reflection ``R_j = I - 2 v_j v_j^H /
+        ||v_j||^2`` the rows ``conj(v_j)`` and ``2 v_j / ||v_j||^2`` ``(2, n)``."""
         phases = torch.exp(1j * self.thetas.to(torch.promote_types(self.thetas.dtype, torch.float32)))
-        v1 = torch.complex(self.reflections[0, 0], self.reflections[0, 1])
-        v2 = torch.complex(self.reflections[1, 0], self.reflections[1, 1])
-        z = phases[0] * z
-        z = torch.fft.fft(z, norm="ortho")
-        z = complex_reflection(v1, z)
-        z = z[..., self.permutation]
-        z = phases[1] * z
+        v = torch.complex(self.reflections[:, 0], self.reflections[:, 1])
+        return phases, v.conj(), 2.0 * v / v.abs().square().sum(-1, keepdim=True)
+
+    def apply_factors(self, z: Tensor, phases: Tensor, conjugates: Tensor, scaled: Tensor) -> Tensor:
+        """``W z`` for complex ``z (..., n)`` from :meth:`factors`, right to left: D1, F, R1, Pi, D2, F^-1,
+        R2, D3; O(n log n). ``R_j z = z - (z . conj(v_j)) 2 v_j / ||v_j||^2``."""
+        z = torch.fft.fft(phases[0] * z, norm="ortho")
+        z = z - (z @ conjugates[0]).unsqueeze(-1) * scaled[0]
+        z = phases[1] * z[..., self.permutation]
         z = torch.fft.ifft(z, norm="ortho")
-        z = complex_reflection(v2, z)
-        return phases[2] * z
+        return phases[2] * (z - (z @ conjugates[1]).unsqueeze(-1) * scaled[1])
+
+    def complex_apply(self, z: Tensor) -> Tensor:
+        """``W z`` for complex ``z (..., n)`` (:meth:`apply_factors` of this step's :meth:`factors`)."""
+        return self.apply_factors(z, *self.factors())
 
     def complex_matrix(self) -> Tensor:
         """The dense complex W (its columns are ``W e_j``)."""
@@ -183,20 +183,24 @@ class UnitaryRNN(TransitionLayers, RecurrentModel):
         return step
 
     def run(self, x: Tensor, h0: Tensor | None = None, recurrence: str | None = None) -> RecurrentRun:
-        """The time loop with W applied by its factors (FFTs, reflections), never formed."""
+        """The time loop with W applied by its factors (FFTs, reflections), never formed: layer by layer on
+        complex states, each layer's factors and input projections of all steps computed once
+        (:meth:`step_function` is the per-step reference)."""
         self.check_input(x)
         if recurrence not in (None, "auto", "reflector", "loop"):
             raise ValueError(
                 f"the uRNN runs its factored loop only; recurrence {recurrence!r} is not available"
             )
-        B, d = x.shape[0], 2 * self.units
+        B = x.shape[0]
         h0 = self.start_state(B) if h0 is None else self.check_state(h0, B)
-        state, step, states = h0.transpose(0, 1).reshape(B, -1), self.step_function(), []
-        for t in range(x.shape[1]):
-            state = step(state, x[:, t])
-            states.append(state)
-        S = torch.stack(states, dim=1)  # (B, T, L * 2n)
-        hidden = [S[..., layer * d : (layer + 1) * d] for layer in range(self.num_layers)]
+        layer_input, hidden = x, []
+        for layer, (transition, b) in enumerate(zip(self.transitions, self.biases, strict=True)):
+            factors, h, states = transition.factors(), complex_vector(h0[layer]), []
+            for u in complex_vector(self._input(layer, layer_input)).unbind(1):  # unbind: one gradient
+                h = modrelu(transition.apply_factors(h, *factors) + u, b)
+                states.append(h)
+            layer_input = real_vector(torch.stack(states, dim=1))
+            hidden.append(layer_input)
         final = torch.stack([H[:, -1] for H in hidden])
         return RecurrentRun(self.output(hidden[-1]), hidden, final)
 

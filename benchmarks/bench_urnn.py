@@ -1,0 +1,81 @@
+"""The uRNN's training pass: its layer-by-layer complex loop against the per-step reference.
+
+Forward + backward of a full sequence (float32, one thread, freed memory kept as in training), side by
+side (medians of interleaved repeats; read the ratio):
+- ``run``: ``UnitaryRNN.run``, each layer's factors and the input projections of all steps computed
+  once, the state kept complex;
+- ``step_function``: the per-step view the analyzers use (``step_function``), which converts the state
+  between real and complex forms and rebuilds the factors at every step. ``run`` was this loop until
+  2026-11-24 (then 5.8 s at T = 784 in this benchmark, against 4.1-4.3 s for the new ``run`` in later
+  runs of it on the same VM beside a two-worker sweep).
+Case: ICML Table 2's uRNN row, pixel MNIST (T = 784, n = 512, batch 128), and a shorter T.
+
+    python benchmarks/bench_urnn.py --out benchmarks/urnn_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+from report import write_report
+
+from spectral_analysis.allocator import keep_freed_memory
+from spectral_analysis.nn import build_model
+
+CASES = [("pixel MNIST, Table 2 uRNN", 784, 128, 512), ("pixel MNIST, first 100 steps", 100, 128, 512)]
+
+
+def routes(length: int, batch: int, n: int) -> dict:
+    model = build_model("urnn", 1, n, 10)
+    x = torch.rand(batch, length, 1)
+    labels = torch.randint(0, 10, (batch,))
+
+    def loss(outputs: torch.Tensor) -> None:
+        torch.nn.functional.cross_entropy(outputs[:, -1], labels).backward()
+
+    def run() -> None:
+        loss(model.run(x).outputs)
+
+    def step_function() -> None:
+        step, state, states = model.step_function(), model.initial_state(batch), []
+        for t in range(length):
+            state = step(state, x[:, t])
+            states.append(state)
+        loss(model.readout(torch.stack(states, dim=1)))
+
+    return {"run": run, "step_function": step_function}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    keep_freed_memory()
+    torch.manual_seed(0)
+    cases = []
+    for name, length, batch, n in CASES:
+        timed = routes(length, batch, n)
+        for fn in timed.values():
+            fn()  # warm-up
+        times: dict[str, list[float]] = {route: [] for route in timed}
+        for _ in range(args.repeats):
+            for route, fn in timed.items():
+                start = time.perf_counter()
+                fn()
+                times[route].append(time.perf_counter() - start)
+        med = {route: statistics.median(v) for route, v in times.items()}
+        case = {"case": name, "T": length, "B": batch, "n": n, "seconds": med,
+                "step_function_over_run": med["step_function"] / med["run"]}
+        cases.append(case)
+        print(f"{name} (T = {length}, batch {batch}, n = {n}): run {med['run']:.3f} s, step_function "
+              f"{med['step_function']:.3f} s ({case['step_function_over_run']:.2f}x)", flush=True)
+    write_report(args.out, "cpu", "uRNN forward + backward of a sequence, 1 thread", cases)
+
+
+if __name__ == "__main__":
+    main()
