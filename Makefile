@@ -33,7 +33,7 @@ notebooks: $(VENV)
 
 # The paper-scale sweep: the CPU tier at paper scale in the order of the paper-scale issue; then the GPU
 # tier (Table 2, Fig. 3, Table 3) at its stated CPU budget (the budget scale) while no GPU is lent. Table 2
-# at paper scale would take 52.5 CPU hours, 40 of them the uRNN row (n = 512, 6.0 s a step at T = 784;
+# at paper scale would take 41.6 CPU hours, 28 of them the uRNN row (n = 512, 4.3 s a step at T = 784;
 # results/table2-mnist/paper/estimate_cpu.json); its budget grid a fifth of that. KRU's copy and adding
 # grids come last, which alone take 90-180 CPU hours, so that they do not hold back the main paper's
 # tables.
