@@ -54,3 +54,38 @@ def test_write_reproduction_fills_the_file_and_the_marked_block(tmp_path):
     assert "STALE-BLOCK" not in text and text.startswith("intro") and text.endswith("after\n")
     table4 = [row for row in _rows(path.read_text()) if row[0].startswith("Table 4, Coffee, spectral")]
     assert table4 == [("Table 4, Coffee, spectral", "1.000 test accuracy", "", "paper, 3", "3/3")]
+
+
+def test_table2_rows_kept_at_paper_scale_stand_beside_the_budget_grid(tmp_path):
+    """Table 2 at paper scale needs a GPU, but a row run there on its own (Spectral-RNN's 97.7%) is drawn
+    beside the complete budget grid, labelled with its scale and seeds; a partial budget grid is not."""
+    import json
+
+    from spectral_analysis.experiments import read_grids
+    from spectral_analysis.plotting.reproduction import table_rows
+    from spectral_analysis.plotting.results_tables import table2
+
+    def keep(scale: str, variant: str, accuracy: float) -> None:
+        key = f"{variant}_s0"
+        directory = tmp_path / "table2-mnist" / scale / key
+        directory.mkdir(parents=True)
+        row = {"experiment": "table2-mnist", "scale": scale, "trial": key, "status": "done",
+               "variant": variant, "axes": {}, "seed": 0, "hidden": 128, "metric": "accuracy",
+               "seconds": 60.0, "test_metrics": {"accuracy": accuracy}, "best_valid": accuracy, "steps": 10,
+               "best_step": 1}
+        (directory / "result.json").write_text(json.dumps(row))
+
+    keep("paper", "spectral", 0.981)
+    assert [g.scale for g in read_grids(tmp_path, "table2-mnist")] == ["paper"]  # partial: read only so
+    for variant in ("spectral", "ornn", "rnn", "urnn"):
+        keep("budget", variant, 0.9)
+    assert [g.scale for g in read_grids(tmp_path, "table2-mnist")] == ["paper"]  # budget grid incomplete
+    keep("budget", "lstm", 0.9)
+    assert [g.scale for g in read_grids(tmp_path, "table2-mnist")] == ["budget", "paper"]
+    spectral = [row for row in table_rows(tmp_path) if row[0].startswith("Table 2, spectral")]
+    assert [(row[2], row[3].split(" ")[0].rstrip(",")) for row in spectral] == [("90.0%", "budget"),
+                                                                               ("98.1%", "paper")]
+    written = table2(tmp_path, tmp_path)
+    assert [Path(w["path"]).name for w in written] == ["table2_mnist.md", "table2_mnist_paper_rows.md"]
+    budget, paper = (Path(w["path"]).read_text() for w in written)
+    assert "98.1" in paper and "98.1" not in budget

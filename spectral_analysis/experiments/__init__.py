@@ -10,7 +10,7 @@ from spectral_analysis.experiments.catalog import (
     load_catalog,
     load_experiment,
 )
-from spectral_analysis.experiments.reading import KeptGrid, read_grid
+from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_grids
 from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values, write_summary
 from spectral_analysis.experiments.runner import SweepOutcome, ray_session, run_sweep, run_sweeps, run_trial
 
@@ -26,6 +26,7 @@ __all__ = [
     "load_experiment",
     "ray_session",
     "read_grid",
+    "read_grids",
     "read_curves",
     "read_rows",
     "read_singular_values",

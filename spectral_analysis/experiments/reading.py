@@ -251,3 +251,13 @@ def read_grid(results: str | Path, experiment: str, scale: str | None = None) ->
         grid.groups = [by_config[k] for k in sorted(by_config, key=lambda k: (rank.get(k, len(rank)), k))]
         return grid
     return None
+
+
+def read_grids(results: str | Path, experiment: str) -> list[KeptGrid]:
+    """The grid :func:`read_grid` draws and, when that is not at paper scale, the paper-scale configurations
+    kept so far beside it: rows run at paper scale on their own (``run NAME --scale paper --only
+    variant=...``) while the whole paper grid needs a GPU."""
+    grid = read_grid(results, experiment)
+    if grid is not None and grid.scale == "paper":
+        return [grid]
+    return [g for g in (grid, read_grid(results, experiment, scale="paper")) if g is not None]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord, replace_marked_block
-from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid
+from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid, read_grids
 from spectral_analysis.experiments.results import plateau_count
 from spectral_analysis.plotting.results_tables import KRU_TABLE4, TABLE2, TABLE3, TABLE4, _spread
 
@@ -43,12 +43,12 @@ def _where(grid: KeptGrid, group: Group) -> str:
 
 def table_rows(results: Path) -> list[list[str]]:
     rows = []
-    grid = read_grid(results, "table2-mnist")
-    for g in grid.groups if grid else []:
-        if g.variant in TABLE2:
-            rows.append([f"Table 2, {g.variant} (n_h = {g.rows[0]['hidden']})",
-                         f"{TABLE2[g.variant]:.1f}% test", _spread(g.final(), 100, 1) + "%", _where(grid, g),
-                         plateau_count(g.rows), _seconds(g)])
+    for grid in read_grids(results, "table2-mnist"):
+        for g in grid.groups:
+            if g.variant in TABLE2:
+                rows.append([f"Table 2, {g.variant} (n_h = {g.rows[0]['hidden']})",
+                             f"{TABLE2[g.variant]:.1f}% test", _spread(g.final(), 100, 1) + "%",
+                             _where(grid, g), plateau_count(g.rows), _seconds(g)])
     grid = read_grid(results, "table3-ptb")
     for g in grid.groups if grid else []:
         if g.variant in TABLE3:
