@@ -883,3 +883,28 @@ def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(t
     zero, others, best, learns = kru_synthetic.run()
     assert (zero.verdict, others.verdict, best.verdict, learns.verdict) == ("differs",) * 3 + ("holds",)
     assert "T = 2000: kru" in zero.evidence and "(differs)" in zero.evidence
+
+
+def test_kept_singular_values_thin_their_steps_to_fit_the_byte_cap(tmp_path):
+    """A 100-layer net records 102 x 128 values a step: fewer steps are kept, evenly spaced, first and
+    last included; a one-matrix model keeps SINGULAR_VALUE_ROWS of them."""
+    from spectral_analysis.experiments import read_singular_values
+    from spectral_analysis.experiments.results import (
+        MAX_KEPT_SINGULAR_VALUE_BYTES,
+        SINGULAR_VALUE_ROWS,
+        SINGULAR_VALUES_NAME,
+        _write_singular_values,
+    )
+
+    wide = MAX_KEPT_SINGULAR_VALUE_BYTES // (4 * 102 * 128)
+    assert 2 < wide < SINGULAR_VALUE_ROWS
+    for matrices, expected in ((102, wide), (1, SINGULAR_VALUE_ROWS)):
+        lines = [{"phase": "train", "step": 20 * i, "singular_values": [[float(i)] * 128] * matrices}
+                 for i in range(200)]
+        out = tmp_path / str(matrices)
+        out.mkdir()
+        _write_singular_values(lines, out / SINGULAR_VALUES_NAME)
+        steps, values = read_singular_values(out)
+        assert len(steps) == expected and steps[0] == 0 and steps[-1] == 20 * 199
+        assert len(values) == matrices and np.array_equal(values[0][:, 0], steps / 20)
+        assert (out / SINGULAR_VALUES_NAME).stat().st_size <= MAX_KEPT_SINGULAR_VALUE_BYTES + 2**14

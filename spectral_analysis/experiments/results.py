@@ -11,7 +11,9 @@ recorded steps) and ``model.safetensors`` (the final checkpoint without the opti
 To keep ``results/`` small enough to commit, the checkpoint and the singular values are kept for seed 0
 of each configuration only, and the checkpoint only when its tensors take at most
 :data:`MAX_KEPT_CHECKPOINT_BYTES` (a PTB vocabulary or a 100-layer MLP stays in its run directory; the
-row says so). Curves are kept for every seed.
+row says so). The singular values keep fewer recorded steps where :data:`SINGULAR_VALUE_ROWS` of them
+would pass :data:`MAX_KEPT_SINGULAR_VALUE_BYTES` (a 100-layer net records 13,000 values a step).
+Curves are kept for every seed.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from spectral_analysis.train.evaluation import RunLog
 from spectral_analysis.train.plateau import best_validation, is_plateau
 
 TRAIN_ROWS, VALID_ROWS, SINGULAR_VALUE_ROWS = 100, 50, 50
-MAX_KEPT_CHECKPOINT_BYTES = 1 << 19
+MAX_KEPT_CHECKPOINT_BYTES, MAX_KEPT_SINGULAR_VALUE_BYTES = 1 << 19, 1 << 20
 CURVES_NAME, SINGULAR_VALUES_NAME = "curves.csv", "singular_values.safetensors"
 SUMMARY_COLUMNS = (
     "trial",
@@ -153,11 +155,11 @@ def _write_curves(lines: list[dict[str, Any]], path: Path) -> None:
 
 
 def _write_singular_values(lines: list[dict[str, Any]], path: Path) -> None:
-    records = _evenly(
-        [x for x in lines if x["phase"] == "train" and x.get("singular_values")], SINGULAR_VALUE_ROWS
-    )
+    records = [x for x in lines if x["phase"] == "train" and x.get("singular_values")]
     if not records:
         return
+    fitting = MAX_KEPT_SINGULAR_VALUE_BYTES // (4 * sum(len(v) for v in records[0]["singular_values"]))
+    records = _evenly(records, max(2, min(SINGULAR_VALUE_ROWS, fitting)))
     tensors = {"steps": torch.tensor([x["step"] for x in records], dtype=torch.int64)}
     for k in range(len(records[0]["singular_values"])):
         tensors[f"matrix/{k}"] = torch.tensor([x["singular_values"][k] for x in records], dtype=torch.float32)
