@@ -134,6 +134,15 @@ def test_trial_resolution_order_keys_and_filters(tmp_path):
     }
     smoke = experiment.trials("smoke", only={"variant": "spectral", "length": "7"})
     assert [t.key for t in smoke] == ["spectral_length7_s0"] and "model_options" not in smoke[0].config
+    either = experiment.trials("smoke", only={"length": "5,7", "variant": "spectral"})
+    assert [t.key for t in either] == ["spectral_length5_s0", "spectral_length7_s0"]
+    from spectral_analysis.cli.common import CommandError
+    from spectral_analysis.cli.experiments import _only
+
+    merged = _only(["variant=rnn", "length=7", "variant=spectral"])
+    assert merged == {"variant": "rnn,spectral", "length": "7"}
+    with pytest.raises(CommandError, match="KEY=VALUE"):
+        _only(["variant="])
     assert len(experiment.trials("paper", seeds=1)) == 4
     with pytest.raises(ValueError, match="seeds must be a positive integer"):
         experiment.trials("paper", seeds=0)

@@ -84,14 +84,15 @@ def cmd_experiments(args: argparse.Namespace) -> int:
 
 
 def _only(pairs: list[str] | None) -> dict[str, str] | None:
+    """``--only`` as ``{key: "a,b"}``: a key given twice (``variant=a variant=b``) matches either value."""
     if not pairs:
         return None
-    only = {}
+    only: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key:
+        if not sep or not key or not value:
             raise CommandError(f"--only takes KEY=VALUE (e.g. variant=spectral, length=300), got {pair!r}")
-        only[key] = value
+        only[key] = f"{only[key]},{value}" if key in only else value
     return only
 
 
@@ -316,7 +317,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "--only",
         nargs="+",
         metavar="KEY=VALUE",
-        help="only trials whose variant, seed or axis matches (variant=spectral, length=300, seed=0)",
+        help="only trials whose variant, seed or axis matches (variant=spectral, length=300, seed=0); "
+             "several values of a key match any (variant=spectral,lstm)",
     )
     run.add_argument(
         "--workers", type=int, default=1, help="trials at a time on a local Ray (CPUs it may use)"

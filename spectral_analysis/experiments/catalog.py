@@ -104,7 +104,8 @@ class Experiment:
 
     def trials(self, scale: str, seeds: int | None = None, only: dict[str, str] | None = None) -> list[Trial]:
         """Every trial of the grid at ``scale`` (``seeds`` overrides the scale's count; ``only`` keeps the
-        trials whose variant label or axis values match, compared as text)."""
+        trials whose variant label, seed or axis values match, compared as text; a comma-separated value
+        matches any of its items)."""
         if scale not in self.scales:
             raise ValueError(f"experiment {self.name!r} has no scale {scale!r}; it has {sorted(self.scales)}")
         count = self.seeds(scale) if seeds is None else seeds
@@ -155,7 +156,7 @@ def _matches(trial: Trial, only: dict[str, str]) -> bool:
             have = trial.axes[key]
         else:
             return False
-        if str(have) != wanted:
+        if str(have) not in wanted.split(","):
             return False
     return True
 
