@@ -140,7 +140,6 @@ class UnitaryRNN(TransitionLayers, RecurrentModel):
         nn.init.normal_(self.output.weight, std=(2 * n) ** -0.5)
         if output_bias:
             nn.init.zeros_(self.output.bias)
-
         self.register_load_state_dict_pre_hook(_zero_start_for_older_files)
 
     @property
@@ -152,6 +151,7 @@ class UnitaryRNN(TransitionLayers, RecurrentModel):
         return self.start_states.unsqueeze(1).expand(-1, batch, -1)
 
     def initial_state(self, batch: int) -> Tensor:
+        """The learned ``h_0`` as the analyzers' flat state ``(B, L * 2n)``."""
         return self.start_states.reshape(1, -1).expand(batch, -1)
 
     def parameter_counts(self) -> dict[str, int]:
