@@ -14,11 +14,9 @@ batch 100), KRU (T = 1000, batch 20).
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
-from report import write_report
+from report import interleaved_medians, write_report
 from torch import nn
 
 from spectral_analysis.allocator import keep_freed_memory
@@ -59,15 +57,7 @@ def main() -> None:
     cases = []
     for name, symbols, length, batch in CASES:
         timed = routes(symbols, length, batch)
-        for fn in timed.values():
-            fn()  # warm-up
-        times: dict[str, list[float]] = {route: [] for route in timed}
-        for _ in range(args.repeats):
-            for route, fn in timed.items():
-                start = time.perf_counter()
-                fn()
-                times[route].append(time.perf_counter() - start)
-        med = {route: statistics.median(v) for route, v in times.items()}
+        med = interleaved_medians(timed, args.repeats)
         case = {"case": name, "symbols": symbols, "T": length, "B": batch, "n": HIDDEN, "seconds": med,
                 "columns_over_one_hot": med["columns"] / med["one_hot"]}
         cases.append(case)

@@ -16,11 +16,9 @@ Case: ICML Table 2's uRNN row, pixel MNIST (T = 784, n = 512, batch 128), and a 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
-from report import write_report
+from report import interleaved_medians, write_report
 
 from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.nn import build_model
@@ -60,15 +58,7 @@ def main() -> None:
     cases = []
     for name, length, batch, n in CASES:
         timed = routes(length, batch, n)
-        for fn in timed.values():
-            fn()  # warm-up
-        times: dict[str, list[float]] = {route: [] for route in timed}
-        for _ in range(args.repeats):
-            for route, fn in timed.items():
-                start = time.perf_counter()
-                fn()
-                times[route].append(time.perf_counter() - start)
-        med = {route: statistics.median(v) for route, v in times.items()}
+        med = interleaved_medians(timed, args.repeats)
         case = {"case": name, "T": length, "B": batch, "n": n, "seconds": med,
                 "step_function_over_run": med["step_function"] / med["run"]}
         cases.append(case)

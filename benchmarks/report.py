@@ -34,3 +34,17 @@ def seconds(fn: Callable[[], object], repeats: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return sorted(times)[len(times) // 2]
+
+
+def interleaved_medians(routes: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Each route's median wall time over ``repeats`` rounds that call every route in turn, after one
+    warm-up call each: side by side, so a noisy machine slows all routes alike."""
+    for fn in routes.values():
+        fn()
+    times: dict[str, list[float]] = {route: [] for route in routes}
+    for _ in range(repeats):
+        for route, fn in routes.items():
+            start = time.perf_counter()
+            fn()
+            times[route].append(time.perf_counter() - start)
+    return {route: sorted(v)[len(v) // 2] for route, v in times.items()}
