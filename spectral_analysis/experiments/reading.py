@@ -98,9 +98,9 @@ class Group:
             return Spread(float(np.nanmean(array)), float(np.nanmin(array)), float(np.nanmax(array)),
                           int(np.isfinite(array).sum()))
 
-    def final(self, source: str = "test_metrics", metric: str | None = None) -> Spread:
+    def final_per_seed(self, source: str = "test_metrics", metric: str | None = None) -> list[float]:
         """A final metric of each seed's row (``source``: ``test_metrics``, ``final_valid``, ``final_train``
-        or ``best_valid``; default metric: the primary one), as mean and min-max."""
+        or ``best_valid``; default metric: the primary one); NaN for a row without it."""
 
         def value(row: dict[str, Any]) -> float:
             got = (
@@ -110,7 +110,11 @@ class Group:
             )
             return np.nan if got is None else float(got)
 
-        values = np.array([value(r) for r in self.rows])
+        return [value(r) for r in self.rows]
+
+    def final(self, source: str = "test_metrics", metric: str | None = None) -> Spread:
+        """:meth:`final_per_seed` as mean and min-max over seeds."""
+        values = np.array(self.final_per_seed(source, metric))
         with np.errstate(all="ignore"):
             return Spread(
                 float(np.nanmean(values)),
