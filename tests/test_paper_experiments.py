@@ -83,3 +83,24 @@ def test_resilience_is_judged_on_each_seeds_drop_with_the_tolerance():
     assert resilient([0.50, 0.55, 0.60], [0.01, 0.02, 0.03]) == "differs"
     assert resilient([0.01, 0.40], [0.1, 0.2]) == "inconclusive"
     assert resilient([0.11], [0.1]) == "holds"  # 0.01 more than the plain net's: inside the tolerance
+
+
+def test_thestart_model_is_the_net_the_trainer_started_from(tmp_path):
+    """The at-init forward gain needs no kept checkpoint: the trial's configuration and seed rebuild the
+    start. A 1e-12 learning rate leaves the trained net at its start, so the two gains agree."""
+    from spectral_analysis.data import load_task
+    from spectral_analysis.paper.depth import start_model
+    from spectral_analysis.train import TrainConfig, load_checkpoint, train
+
+    options = {"num_layers": 3, "plain_ends": True}
+    config = TrainConfig(model="spectral-mlp", task="mnist-flat", out=str(tmp_path / "run"), hidden=6,
+                         steps=1, lr=1e-12, batch_size=8, seed=3, model_options=options,
+                         task_options={"train_size": 32}, progress=False)
+    train(config)
+    task = load_task("mnist-flat", train_size=32)
+    row = {"seed": 3, "config": {"model": "spectral-mlp", "hidden": 6, "model_options": options}}
+    probe = task.test.inputs[:50]
+    trained = load_checkpoint(tmp_path / "run" / "last.safetensors").model
+    trained_gain = forward_gain(trained, probe)
+    assert forward_gain(start_model(row, task), probe) == pytest.approx(trained_gain, abs=1e-6)
+    assert forward_gain(start_model({**row, "seed": 4}, task), probe) != pytest.approx(trained_gain, abs=1e-3)

@@ -5,25 +5,24 @@ The paper: MLPs on flattened MNIST, leaky ReLU, hidden width 128, 30-100 layers 
 methods are resilient to increasing depth and thus achieve higher precision."
 
 Accuracy is the test accuracy of each seed; claims are judged over seeds (:func:`beats`). A net
-"trains" when its test accuracy reaches :data:`TRAINS` (chance is 0.1). Where the zoo kept a model's
-checkpoint (seed 0; deep MLPs at width 128 are too large to keep), its forward gain
-``log10 ||h_L|| / ||h_0||`` (mean over 200 test images) is reported before and after training: how much
-the signal shrinks or grows through the depth; the untrained net is rebuilt from the checkpoint's
-configuration and seed, as the trainer built it.
+"trains" when its test accuracy reaches :data:`TRAINS` (chance is 0.1). Each model's forward gain
+``log10 ||h_L|| / ||h_0||`` (mean over 200 test images) says how much the signal shrinks or grows through
+the depth: at init, of the net the first kept seed started from (rebuilt from its configuration and seed,
+as the trainer built it), and trained, where the zoo kept a checkpoint (seed 0; deep MLPs at width 128
+are too large to keep: NaN).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.data import load_task
-from spectral_analysis.experiments.reading import KeptGrid
+from spectral_analysis.data import TaskData, load_task
+from spectral_analysis.experiments.reading import Group, KeptGrid
 from spectral_analysis.nn import build_model
 from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record, spread_text
 from spectral_analysis.train import load_checkpoint
@@ -62,27 +61,34 @@ def forward_gain(model: torch.nn.Module, inputs: torch.Tensor) -> float:
     return float(torch.log10(norms[-1] / norms[0]).mean())
 
 
-def _gains(checkpoint_path: Path | None, probe: torch.Tensor) -> tuple[float, float]:
-    """Forward gain of the kept net (trained) and of the net the trainer started from (seed 0)."""
+def start_model(row: dict, task: TaskData) -> torch.nn.Module:
+    """The net a kept trial started from, rebuilt from its configuration and seed as the trainer built it."""
+    config = row["config"]
+    torch.manual_seed(row["seed"])
+    return build_model(config["model"], task.input_size, config["hidden"], task.output_size,
+                       **config.get("model_options", {}))
+
+
+def _gains(group: Group, task: TaskData, probe: torch.Tensor) -> tuple[float, float]:
+    """Forward gain of the net the first kept seed started from, and of the kept trained net (seed 0;
+    NaN where the zoo kept no checkpoint)."""
+    at_init = forward_gain(start_model(group.rows[0], task), probe)
+    checkpoint_path = group.checkpoint()
     if checkpoint_path is None:
-        return math.nan, math.nan
-    checkpoint = load_checkpoint(checkpoint_path)
-    config = checkpoint.metadata["model"]
-    torch.manual_seed(checkpoint.metadata["train"]["seed"])
-    start = build_model(config["name"], config["input_size"], config["hidden_size"], config["output_size"],
-                        **config["options"])
-    return forward_gain(start, probe), forward_gain(checkpoint.model, probe)
+        return at_init, math.nan
+    return at_init, forward_gain(load_checkpoint(checkpoint_path).model, probe)
 
 
 def runs_from_grid(grid: KeptGrid) -> dict[str, dict[int, DepthRun]]:
     """``runs[model][depth]`` from the kept grid; the plain-ends variants keyed with :data:`PLAIN_ENDS`."""
-    probe = load_task("mnist-flat").test.inputs[:200]
+    task = load_task("mnist-flat")
+    probe = task.test.inputs[:200]
     runs: dict[str, dict[int, DepthRun]] = {}
     for g in grid.groups:
         name = g.variant.replace("-plain-ends", PLAIN_ENDS)
         steps, valid = g.curve("valid", "accuracy")
         runs.setdefault(name, {})[int(g.axes["num_layers"])] = DepthRun(
-            g.final_per_seed(), steps, valid.mean, *_gains(g.checkpoint(), probe))
+            g.final_per_seed(), steps, valid.mean, *_gains(g, task, probe))
     return {m: dict(sorted(v.items())) for m, v in runs.items()}
 
 
