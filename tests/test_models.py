@@ -271,3 +271,43 @@ def test_symbol_ids_equal_their_one_hot_vectors(name):
                               model.run(one_hot, recurrence=route).outputs, atol=1e-12)
     with pytest.raises(ValueError, match=r"symbol ids must lie in \[0, 10\)"):
         model(torch.tensor([[3, 10]]))
+
+
+@pytest.mark.parametrize("shape, bias", [((5, 7, 2), True), ((7, 5, 10), False), ((3, 1), True)])
+def test_input_projection_is_f_linear_in_value_and_gradient(shape, bias):
+    from spectral_analysis.nn.recurrent import input_projection
+
+    torch.manual_seed(0)
+    x = torch.randn(*shape, dtype=D, requires_grad=True)
+    M = torch.randn(6, shape[-1], dtype=D, requires_grad=True)
+    b = torch.randn(6, dtype=D, requires_grad=True) if bias else None
+    G = torch.randn(*shape[:-1], 6, dtype=D)
+    leaves = (x, M) + ((b,) if bias else ())
+    fast = torch.autograd.grad(input_projection(x, M, b), leaves, G)
+    reference = torch.autograd.grad(nn.functional.linear(x, M, b), leaves, G)
+    assert torch.allclose(input_projection(x, M, b), nn.functional.linear(x, M, b), atol=1e-14)
+    assert all(torch.allclose(f, r, atol=1e-12) for f, r in zip(fast, reference, strict=True))
+    strided = (lambda x: x.transpose(0, 1)) if x.dim() == 3 else (lambda x: x)  # as the time loop hands it in
+    assert torch.autograd.gradcheck(lambda x, M: input_projection(strided(x), M), (x, M))
+
+
+@pytest.mark.parametrize("name", ["spectral", "lstm", "gru", "urnn", "kru"])
+def test_a_last_step_read_out_scores_and_trains_as_the_full_one(name):
+    """A last-step task reads out only y_T: the same loss and the same gradients as reading every step."""
+    from spectral_analysis.data.objectives import loss_and_metrics
+    from spectral_analysis.train.evaluation import model_outputs
+
+    torch.manual_seed(1)
+    model = build_model(name, 2, 8, 3).double()
+    x, y = torch.randn(4, 9, 2, dtype=D), torch.randint(0, 3, (4,))
+    grads = []
+    for last_step in (False, True):
+        outputs, run = model_outputs(model, x, last_step=last_step)
+        assert outputs.shape == ((4, 1, 3) if last_step else (4, 9, 3))
+        loss, _ = loss_and_metrics("classification-last", outputs, y)
+        grads.append((loss.detach(), torch.autograd.grad(loss, list(model.parameters()), allow_unused=True)))
+    (full_loss, full), (last_loss, last) = grads
+    assert torch.allclose(full_loss, last_loss, atol=1e-14)
+    for f, g in zip(full, last, strict=True):
+        assert (f is None and g is None) or torch.allclose(f, g, atol=1e-12)
+    assert torch.allclose(model.last_outputs(x), model(x)[:, -1], atol=1e-14)

@@ -16,6 +16,14 @@ PRIMARY_METRIC = {"regression-last": "mse", "classification-last": "accuracy", "
 PADDED = -1.0  # a multilabel-sequence target frame that is padding, left out of the loss
 
 
+LAST_STEP_KINDS = ("regression-last", "classification-last")  # scored on the last step's output only
+
+
+def scores_last_step(kind: str) -> bool:
+    """Whether a task of ``kind`` reads only its last step's output (so a model may read out only that)."""
+    return kind in LAST_STEP_KINDS
+
+
 def loss_and_metrics(kind: str, outputs: Tensor, targets: Tensor, recall_steps: int | None = None,
                      loss_steps: int | None = None) -> tuple[Tensor, dict[str, float]]:
     """The training loss and the batch's metrics (means over the batch); ``recall_steps`` adds

@@ -20,7 +20,13 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.nn.recurrent import GatedWeights, RecurrentModel, RecurrentRun, make_readout
+from spectral_analysis.nn.recurrent import (
+    GatedWeights,
+    RecurrentModel,
+    RecurrentRun,
+    input_projection,
+    make_readout,
+)
 
 GRU_RECURRENCES = ("auto", "torch", "loop")
 
@@ -74,7 +80,7 @@ class GRUNet(GatedWeights, RecurrentModel):
     def _project(self, layer: int, layer_input: Tensor) -> Tensor:
         w_ih, b = self.input_weights[layer], self.biases[layer]
         if layer_input.is_floating_point():
-            return nn.functional.linear(layer_input, w_ih, b)
+            return input_projection(layer_input, w_ih, b)
         return nn.functional.embedding(layer_input, w_ih.T) + b
 
     def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
@@ -114,4 +120,4 @@ class GRUNet(GatedWeights, RecurrentModel):
             hidden.append(H)
             layer_input = H
         state = torch.stack([H[:, -1] for H in hidden])
-        return RecurrentRun(self.output(layer_input), hidden, state)
+        return RecurrentRun(self.output, hidden, state)

@@ -105,7 +105,7 @@ class LSTMNet(GatedWeights, RecurrentModel):
             finals_c.append(c)
             layer_input = H
         state = (torch.stack(finals_h), torch.stack(finals_c))
-        return RecurrentRun(self.output(layer_input), hidden, state)
+        return RecurrentRun(self.output, hidden, state)
 
 
 def _symbol_input(ids: Tensor, w_ih: Tensor) -> tuple[Tensor, Tensor]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 from torch import Tensor, nn
@@ -28,17 +29,36 @@ from spectral_analysis.nn.transitions import DenseTransition, Transition
 from spectral_analysis.vocabulary import DEFAULT_LEAK
 
 
+def input_projection(x: Tensor, M: Tensor, b: Tensor | None = None) -> Tensor:
+    """``M x + b`` over every leading dim of ``x (..., n_i)``, as ``F.linear``. ``M^T`` goes in contiguous,
+    so autograd forms ``dL/dM^T = x^T G`` (one wide GEMM); ``F.linear``'s ``G^T x`` ran 3-4x slower on
+    the CPU for narrow inputs, n_i = 2-10 (``benchmarks/bench_training_pieces.py``)."""
+    flat, Mt = x.reshape(-1, x.shape[-1]), M.mT.contiguous()
+    out = flat @ Mt if b is None else torch.addmm(b, flat, Mt)
+    return out.view(*x.shape[:-1], M.shape[0])
+
+
 @dataclass
 class RecurrentRun:
     """What a recurrent model computed on a batch.
 
-    ``outputs`` ``(B, T, n_y)``; ``hidden`` one ``(B, T, n)`` tensor of hidden states per layer;
-    ``state`` the final state, to pass back as ``h0`` (``(L, B, n)``, or ``(h, c)`` for an LSTM).
+    ``hidden`` one ``(B, T, n)`` tensor of hidden states per layer; ``state`` the final state, to pass back
+    as ``h0`` (``(L, B, n)``, or ``(h, c)`` for an LSTM); ``readout`` the read-out ``Y`` (Eq. 5).
+    ``outputs`` ``(B, T, n_y)`` reads every step out (on first use); :meth:`last_outputs` only the last,
+    which is all a last-step task scores (its backward then skips a ``(B T, n_y) x (n_y, n)`` product).
     """
 
-    outputs: Tensor
+    readout: Callable[[Tensor], Tensor]
     hidden: list[Tensor]
     state: Tensor | tuple[Tensor, Tensor]
+
+    @cached_property
+    def outputs(self) -> Tensor:
+        return self.readout(self.hidden[-1])
+
+    def last_outputs(self) -> Tensor:
+        """``y_T`` as ``(B, 1, n_y)``."""
+        return self.readout(self.hidden[-1][:, -1:])
 
 
 class RecurrentModel(nn.Module, ABC):
@@ -142,8 +162,8 @@ class RecurrentModel(nn.Module, ABC):
         return torch.func.vmap(torch.func.jacrev(step, argnums=0))
 
     def last_outputs(self, x: Tensor) -> Tensor:
-        """``y_T`` ``(B, n_y)`` from the zero state: what margins and last-step tasks read."""
-        return self.run(x).outputs[:, -1]
+        """``y_T`` ``(B, n_y)`` from the start state: what margins and last-step tasks read."""
+        return self.run(x).last_outputs()[:, 0]
 
     def forward(self, x: Tensor, h0=None, return_hidden: bool = False):
         """Outputs ``(B, T, n_y)`` of every step; with ``return_hidden``, also the hidden states
@@ -250,7 +270,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         """``M x + b`` for one step (float vectors or symbol ids)."""
         M, b = self.input_weights[layer], self.biases[layer]
         if layer_input.is_floating_point():
-            return nn.functional.linear(layer_input, M, b)
+            return input_projection(layer_input, M, b)
         return nn.functional.embedding(layer_input, M.T) + b
 
     def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
@@ -291,11 +311,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         """Eq. 4-5 on ``x (B, T, n_i)``, by route ``recurrence`` (default: the model's own)."""
         hidden = self.hidden_states(x, h0, recurrence)
         state = torch.stack([H[:, -1] for H in hidden])
-        return RecurrentRun(self.output(hidden[-1]), hidden, state)
-
-    def last_outputs(self, x: Tensor) -> Tensor:
-        """``y_T = Y h_T`` only: the read-out applied to the last step, not to all T."""
-        return self.output(self.hidden_states(x)[-1][:, -1])
+        return RecurrentRun(self.output, hidden, state)
 
     def hidden_states(self, x: Tensor, h0: Tensor | None = None,
                       recurrence: str | None = None) -> list[Tensor]:
@@ -323,7 +339,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
                 if symbols:
                     xp = nn.functional.embedding(layer_input.T, M.T) + b  # (T, B, n)
                 else:
-                    xp = nn.functional.linear(layer_input.transpose(0, 1), M, b)  # (T, B, n)
+                    xp = input_projection(layer_input.transpose(0, 1), M, b)  # (T, B, n)
                 if mode == "scan":
                     Ht = transition.scan(xp, h_init, self.activation, self.leak)
                 else:

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from spectral_analysis.linalg import complex_vector, real_matrix, real_vector
-from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun, TransitionLayers
+from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun, TransitionLayers, input_projection
 from spectral_analysis.nn.transitions import Transition, _check_size
 
 MODRELU_EPS = 1e-6  # |z| is floored here inside modReLU, so its gradient stays finite near z = 0
@@ -166,7 +166,7 @@ class UnitaryRNN(TransitionLayers, RecurrentModel):
 
     def _input(self, layer: int, x: Tensor) -> Tensor:
         M = self.input_weights[layer]
-        return nn.functional.linear(x, M) if x.is_floating_point() else nn.functional.embedding(x, M.T)
+        return input_projection(x, M) if x.is_floating_point() else nn.functional.embedding(x, M.T)
 
     def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
         d = 2 * self.units
@@ -202,7 +202,7 @@ class UnitaryRNN(TransitionLayers, RecurrentModel):
             layer_input = real_vector(torch.stack(states, dim=1))
             hidden.append(layer_input)
         final = torch.stack([H[:, -1] for H in hidden])
-        return RecurrentRun(self.output(hidden[-1]), hidden, final)
+        return RecurrentRun(self.output, hidden, final)
 
 
 def _zero_start_for_older_files(module: nn.Module, state: dict, prefix: str, *_: object) -> None:

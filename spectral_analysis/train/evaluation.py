@@ -13,16 +13,22 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from spectral_analysis.data import Split, TaskData
-from spectral_analysis.data.objectives import scored_count, task_loss_and_metrics, weighted_mean
+from spectral_analysis.data.objectives import (
+    scored_count,
+    scores_last_step,
+    task_loss_and_metrics,
+    weighted_mean,
+)
 from spectral_analysis.nn import RecurrentModel
 from spectral_analysis.train.schema import validate_log_row
 
 
-def model_outputs(model: nn.Module, inputs: torch.Tensor, h0=None):
-    """``(outputs, run)``: a recurrent model's run (with its final state), or a feed-forward output."""
+def model_outputs(model: nn.Module, inputs: torch.Tensor, h0=None, last_step: bool = False):
+    """``(outputs, run)``: a recurrent model's run (with its final state), or a feed-forward output.
+    ``last_step``: a recurrent model reads out only its last step, ``(B, 1, n_y)`` (a last-step task)."""
     if isinstance(model, RecurrentModel):
         run = model.run(inputs, h0)
-        return run.outputs, run
+        return (run.last_outputs() if last_step else run.outputs), run
     return model(inputs), None
 
 
@@ -47,7 +53,7 @@ def _batch_metrics(model: nn.Module, task: TaskData, split: Split, batch_size: i
         for start in range(0, split.inputs.shape[1], task.length):
             x = split.inputs[:, start:start + task.length].to(device)
             y = split.targets[:, start:start + task.length].to(device)
-            outputs, run = model_outputs(model, x, state)
+            outputs, run = model_outputs(model, x, state, scores_last_step(task.kind))
             state = run.state
             parts.append((task_loss_and_metrics(task, outputs, y)[1], scored_count(task, y)))
             if max_batches and len(parts) >= max_batches:
@@ -56,7 +62,7 @@ def _batch_metrics(model: nn.Module, task: TaskData, split: Split, batch_size: i
         for start in range(0, len(split), batch_size):
             x = split.inputs[start:start + batch_size].to(device)
             y = split.targets[start:start + batch_size].to(device)
-            outputs, _ = model_outputs(model, x)
+            outputs, _ = model_outputs(model, x, last_step=scores_last_step(task.kind))
             parts.append((task_loss_and_metrics(task, outputs, y)[1], scored_count(task, y)))
             if max_batches and len(parts) >= max_batches:
                 break

@@ -43,7 +43,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from spectral_analysis.data import TaskData, load_task
-from spectral_analysis.data.objectives import PRIMARY_METRIC, task_loss_and_metrics
+from spectral_analysis.data.objectives import PRIMARY_METRIC, scores_last_step, task_loss_and_metrics
 from spectral_analysis.nn import LSTMNet, RecurrentModel, build_model
 from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
 from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
@@ -277,7 +277,7 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = self.config.lr * self.config.lr_decay ** epoch
         h0 = self._initial_state(fresh, x.shape[0], record and self.recurrent) if self.recurrent else None
-        outputs, run = model_outputs(self.model, x, h0)
+        outputs, run = model_outputs(self.model, x, h0, scores_last_step(self.task.kind))
         loss, metrics = task_loss_and_metrics(self.task, outputs, y)
         objective = loss
         if self.config.penalty:
