@@ -14,15 +14,13 @@ T = 100, 200 and 750, batch 50); plus N = 64 complex, where the dense scan shoul
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from collections.abc import Callable
 
 import torch
-from report import write_report
+from report import as_in_training, benchmark_parser, write_report
 
-from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.nn.kronecker_scan import kronecker_scan
 from spectral_analysis.nn.peer_transitions import KroneckerTransition
 from spectral_analysis.nn.time_loop import recurrence_loop, recurrence_scan
@@ -51,15 +49,11 @@ def seconds(route: Callable[[], torch.Tensor]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser = benchmark_parser(__doc__, repeats=3)
     parser.add_argument("--skip-structured-above", type=int, default=200,
                         help="time the factor-by-factor loop only up to this T (it is the slowest)")
-    parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    keep_freed_memory()  # as the trainer runs: otherwise page faults, not the routes, are timed
-    torch.manual_seed(0)
+    as_in_training()
     cases = []
     for task, n, T, B in CASES:
         transition = KroneckerTransition(n, complex_factors=True)

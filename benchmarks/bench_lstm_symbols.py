@@ -13,13 +13,9 @@ batch 100), KRU (T = 1000, batch 20).
 
 from __future__ import annotations
 
-import argparse
-
 import torch
-from report import interleaved_medians, write_report
+from report import as_in_training, benchmark_parser, interleaved_medians, write_report
 from torch import nn
-
-from spectral_analysis.allocator import keep_freed_memory
 
 CASES = [("ICML Fig. 2 copy", 10, 220, 50), ("DizzyRNN copy", 10, 110, 100), ("KRU copy", 10, 1020, 20)]
 HIDDEN = 128
@@ -47,13 +43,8 @@ def routes(symbols: int, length: int, batch: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", default=None)
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    keep_freed_memory()
-    torch.manual_seed(0)
+    args = benchmark_parser(__doc__, repeats=5).parse_args()
+    as_in_training()
     cases = []
     for name, symbols, length, batch in CASES:
         timed = routes(symbols, length, batch)

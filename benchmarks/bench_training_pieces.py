@@ -17,13 +17,11 @@ Cases: the catalog's adding problem (KRU N = 512 complex and RNN n = 128, batch 
 
 from __future__ import annotations
 
-import argparse
 from unittest.mock import patch
 
 import torch
-from report import interleaved_medians, write_report
+from report import as_in_training, benchmark_parser, interleaved_medians, write_report
 
-from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.nn import build_model, recurrent
 from spectral_analysis.nn.recurrent import input_projection
 
@@ -74,12 +72,8 @@ def readout_routes(model: torch.nn.Module, x: torch.Tensor, target: torch.Tensor
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", default=None)
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    keep_freed_memory()
+    args = benchmark_parser(__doc__, repeats=5).parse_args()
+    as_in_training()
     cases = []
     for label, name, n_i, n, n_y, length, batch in CASES:
         torch.manual_seed(0)

@@ -15,12 +15,9 @@ Case: ICML Table 2's uRNN row, pixel MNIST (T = 784, n = 512, batch 128), and a 
 
 from __future__ import annotations
 
-import argparse
-
 import torch
-from report import interleaved_medians, write_report
+from report import as_in_training, benchmark_parser, interleaved_medians, write_report
 
-from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.nn import build_model
 
 CASES = [("pixel MNIST, Table 2 uRNN", 784, 128, 512), ("pixel MNIST, first 100 steps", 100, 128, 512)]
@@ -48,13 +45,8 @@ def routes(length: int, batch: int, n: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", default=None)
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    keep_freed_memory()
-    torch.manual_seed(0)
+    args = benchmark_parser(__doc__, repeats=3).parse_args()
+    as_in_training()
     cases = []
     for name, length, batch, n in CASES:
         timed = routes(length, batch, n)

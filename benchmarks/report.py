@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import time
 from collections.abc import Callable
 
 import torch
+
+from spectral_analysis.allocator import keep_freed_memory
 
 
 def machine_info(device: str) -> dict:
@@ -48,3 +51,19 @@ def interleaved_medians(routes: dict[str, Callable[[], object]], repeats: int) -
             fn()
             times[route].append(time.perf_counter() - start)
     return {route: sorted(v)[len(v) // 2] for route, v in times.items()}
+
+
+def benchmark_parser(doc: str, repeats: int) -> argparse.ArgumentParser:
+    """The flags every benchmark takes, ``--repeats`` and ``--out``; described by ``doc``'s first line."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=repeats)
+    parser.add_argument("--out", default=None)
+    return parser
+
+
+def as_in_training() -> None:
+    """One thread, freed memory kept (``allocator.keep_freed_memory``) and seed 0, as a sweep's trainer
+    runs: otherwise page faults, not the routes, are timed."""
+    torch.set_num_threads(1)
+    keep_freed_memory()
+    torch.manual_seed(0)
