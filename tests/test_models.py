@@ -311,3 +311,39 @@ def test_a_last_step_read_out_scores_and_trains_as_the_full_one(name):
     for f, g in zip(full, last, strict=True):
         assert (f is None and g is None) or torch.allclose(f, g, atol=1e-12)
     assert torch.allclose(model.last_outputs(x), model(x)[:, -1], atol=1e-14)
+
+
+@pytest.mark.parametrize("name, options", [("spectral-mlp", {}), ("spectral-resnet", {"plain_ends": True}),
+                                           ("spectral-mlp", {"m1": 3, "sigma_map": "clip"})])
+def test_batched_hidden_weights_train_as_the_layer_by_layer_twin(name, options):
+    """Training composes the hidden SVD weights in one batched call; each layer's own weight is the twin:
+    the same outputs and every gradient (float64)."""
+    from unittest.mock import patch
+
+    from spectral_analysis.nn import feedforward
+
+    torch.manual_seed(2)
+    model = build_model(name, 10, 6, 3, num_layers=4, **options).double()
+    x = torch.randn(7, 10, dtype=D)
+    stacked = feedforward.stacked_svd_weights(list(model.hidden_layers))
+    assert stacked.shape == (4, 6, 6)
+    assert torch.allclose(stacked, torch.stack([layer.weight for layer in model.hidden_layers]), atol=1e-14)
+    batched = model(x)
+    batched_grads = torch.autograd.grad(batched.square().sum(), list(model.parameters()))
+    with patch.object(feedforward, "stacked_svd_weights", lambda layers: None):
+        twin = model(x)
+        twin_grads = torch.autograd.grad(twin.square().sum(), list(model.parameters()))
+    assert torch.allclose(batched, twin, atol=1e-13)
+    assert all(torch.allclose(b, t, atol=1e-12) for b, t in zip(batched_grads, twin_grads, strict=True))
+    with torch.no_grad():
+        assert torch.allclose(model(x), batched, atol=1e-13)
+
+
+def test_stacked_svd_weights_only_stacks_alike_spectral_layers():
+    from spectral_analysis.nn.feedforward import stacked_svd_weights
+
+    assert stacked_svd_weights([SpectralLinear(4, 4), nn.Linear(4, 4)]) is None
+    assert stacked_svd_weights([SpectralLinear(4, 4), SpectralLinear(4, 5)]) is None
+    assert stacked_svd_weights([SpectralLinear(4, 4), SpectralLinear(4, 4, m1=2)]) is None
+    assert stacked_svd_weights([]) is None
+    assert stacked_svd_weights([SpectralLinear(4, 4), SpectralLinear(4, 4)]).shape == (2, 4, 4)
