@@ -431,6 +431,7 @@ def test_grids_aggregate_seeds_and_prefer_the_paper_scale(tmp_path):
     assert np.allclose(accuracy.low, [0.2, 0.3]) and np.allclose(accuracy.high, [0.4, 0.5])
     final = grid.group("a").final()
     assert (final.mean, final.low, final.high, final.seeds) == pytest.approx((0.3, 0.2, 0.4, 2))
+    assert sorted(grid.group("a").final_per_seed()) == pytest.approx([0.2, 0.4])
     _fake_trial(tmp_path, "x", "paper", "a_s0", "a", {}, 0, ["valid,10,0.9,,"], 0.9)
     assert read_grid(tmp_path, "x").scale == "paper" and read_grid(tmp_path, "x", "smoke").seeds == 2
     assert read_grid(tmp_path, "nothing") is None
