@@ -31,8 +31,8 @@ from spectral_analysis.vocabulary import DEFAULT_LEAK
 
 def input_projection(x: Tensor, M: Tensor, b: Tensor | None = None) -> Tensor:
     """``M x + b`` over every leading dim of ``x (..., n_i)``, as ``F.linear``. ``M^T`` goes in contiguous,
-    so autograd forms ``dL/dM^T = x^T G`` (one wide GEMM); ``F.linear``'s ``G^T x`` ran 3-4x slower on
-    the CPU for narrow inputs, n_i = 2-10 (``benchmarks/bench_training_pieces.py``)."""
+    so autograd forms ``dL/dM^T = x^T G`` (one wide GEMM); ``F.linear``'s ``G^T x`` ran 2.6-4.4x slower
+    on the CPU for n_i = 2 (``benchmarks/training_pieces_cpu.json``)."""
     flat, Mt = x.reshape(-1, x.shape[-1]), M.mT.contiguous()
     out = flat @ Mt if b is None else torch.addmm(b, flat, Mt)
     return out.view(*x.shape[:-1], M.shape[0])
