@@ -49,6 +49,10 @@ def test_step_function_reproduces_the_models_run(name, options):
     run = model.run(x)
     assert torch.allclose(model.top_hidden(states[:, 1:]), run.hidden[-1], atol=1e-12)
     assert torch.allclose(model.readout(states[:, 1:]), run.outputs, atol=1e-12)
+    # flat_state lays out run's per-layer state (every layer, and an LSTM's cells) as the steps do
+    assert torch.allclose(model.flat_state(run.state), states[:, -1], atol=1e-12)
+    resumed = model.run(x[:, 3:], h0=model.run(x[:, :3]).state)
+    assert torch.allclose(resumed.outputs, run.outputs[:, 3:], atol=1e-12)
 
 
 def test_symbol_id_inputs_and_the_trajectory_match_the_model_run():

@@ -40,7 +40,7 @@ def state_trajectory(model: RecurrentModel, x: Tensor, s0: Tensor | None = None)
     _check(model, x)
     step = model.step_function()
     with torch.no_grad():
-        s = model.initial_state(x.shape[0]) if s0 is None else s0
+        s = model.flat_state(model.start_state(x.shape[0])) if s0 is None else s0
         states = [s]
         for t in range(x.shape[1]):
             s = step(s, x[:, t])
@@ -134,7 +134,7 @@ def hidden_gradient_norms(model: RecurrentModel, x: Tensor, loss_fn: Callable[[T
     """
     _check(model, x)
     step = model.step_function()
-    s = model.initial_state(x.shape[0]) if s0 is None else s0
+    s = model.flat_state(model.start_state(x.shape[0])) if s0 is None else s0
     offsets = [torch.zeros_like(s, requires_grad=True) for _ in range(x.shape[1] + 1)]
     s = s + offsets[0]
     outputs = []

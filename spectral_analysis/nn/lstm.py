@@ -54,6 +54,16 @@ class LSTMNet(GatedWeights, RecurrentModel):
         """The flat state is ``(h_1 .. h_L, c_1 .. c_L)``: ``2 L n``."""
         return 2 * self.num_layers * self.hidden_size
 
+    def start_state(self, batch: int) -> tuple[Tensor, Tensor]:
+        """``(h_0, c_0)``, both zeros ``(L, B, n)``."""
+        h = super().start_state(batch)
+        return h, torch.zeros_like(h)
+
+    def flat_state(self, state: tuple[Tensor, Tensor]) -> Tensor:
+        """``(h_0, c_0)`` as the flat ``(h_1 .. h_L, c_1 .. c_L)``."""
+        h, c = state
+        return torch.cat([super().flat_state(h), super().flat_state(c)], dim=-1)
+
     def top_hidden(self, state: Tensor) -> Tensor:
         L, n = self.num_layers, self.hidden_size
         return state[..., (L - 1) * n:L * n]
@@ -81,7 +91,7 @@ class LSTMNet(GatedWeights, RecurrentModel):
         self.check_input(x)
         B = x.shape[0]
         if h0 is None:
-            h0 = (self.start_state(B),) * 2
+            h0 = self.start_state(B)
         elif not (isinstance(h0, tuple | list) and len(h0) == 2):
             raise ValueError("an LSTM's initial state is a pair (h0, c0)")
         h_init, c_init = (self.check_state(s, B) for s in h0)

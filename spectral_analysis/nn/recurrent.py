@@ -98,7 +98,8 @@ class RecurrentModel(nn.Module, ABC):
                              f"convert with x.to(model_dtype, model_device)")
 
     def start_state(self, batch: int) -> Tensor:
-        """The state ``(L, B, n)`` a run starts from when given no ``h0``: zeros (the uRNN learns its own)."""
+        """The state ``(L, B, n)`` a run starts from when given no ``h0``, in the form ``run`` takes:
+        zeros (the uRNN learns its own; the LSTM's is the pair ``(h_0, c_0)``)."""
         w = self._reference_weight()
         return w.new_zeros(self.num_layers, batch, self.hidden_size)
 
@@ -138,9 +139,9 @@ class RecurrentModel(nn.Module, ABC):
     def state_size(self) -> int:
         """Length of the flat state vector s_t."""
 
-    def initial_state(self, batch: int) -> Tensor:
-        """The flat state ``(B, state_size)`` the models start from: zeros (the uRNN learns its own)."""
-        return self._reference_weight().new_zeros(batch, self.state_size)
+    def flat_state(self, state: Tensor) -> Tensor:
+        """A per-layer state ``(L, B, w)`` (as ``start_state`` gives it) as the flat ``(B, L w)``."""
+        return state.transpose(0, 1).reshape(state.shape[1], -1)
 
     @abstractmethod
     def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:

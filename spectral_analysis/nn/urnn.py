@@ -150,10 +150,6 @@ class UnitaryRNN(TransitionLayers, RecurrentModel):
         """The learned ``h_0`` of every layer, ``(L, B, 2n)``."""
         return self.start_states.unsqueeze(1).expand(-1, batch, -1)
 
-    def initial_state(self, batch: int) -> Tensor:
-        """The learned ``h_0`` as the analyzers' flat state ``(B, L * 2n)``."""
-        return self.start_states.reshape(1, -1).expand(batch, -1)
-
     def parameter_counts(self) -> dict[str, int]:
         """As the other models', plus the learned start state (2n reals a layer)."""
         counts = super().parameter_counts()

@@ -44,7 +44,7 @@ from tqdm import tqdm
 
 from spectral_analysis.data import TaskData, load_task
 from spectral_analysis.data.objectives import PRIMARY_METRIC, scores_last_step, task_loss_and_metrics
-from spectral_analysis.nn import LSTMNet, RecurrentModel, build_model
+from spectral_analysis.nn import RecurrentModel, build_model
 from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
 from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
 from spectral_analysis.train.config import OPTIMIZERS, RESUMABLE_CHANGES, TrainConfig, field_default
@@ -257,8 +257,7 @@ class Trainer:
         if not want_grad:
             return state
         if state is None:
-            start = self.model.start_state(batch)
-            state = (start, start.clone()) if isinstance(self.model, LSTMNet) else start
+            state = self.model.start_state(batch)
         return tuple(_with_grad(s) for s in state) if isinstance(state, tuple) else _with_grad(state)
 
     def _diverged(self, what: str) -> None:
