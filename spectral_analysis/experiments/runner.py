@@ -47,7 +47,7 @@ from spectral_analysis.experiments.results import (
 )
 from spectral_analysis.io.zoo import RESULT_NAME, default_results_dir, trial_results_dir
 from spectral_analysis.train import TrainConfig, Trainer
-from spectral_analysis.train.trainer import resume_conflicts
+from spectral_analysis.train.run_state import resume_conflicts
 
 
 @dataclass

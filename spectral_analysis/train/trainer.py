@@ -25,10 +25,8 @@ epoch, so a resumed run repeats the uninterrupted one exactly.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
-import os
 import shutil
 import time
 import warnings
@@ -36,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -47,34 +45,23 @@ from spectral_analysis.data.objectives import PRIMARY_METRIC, scores_last_step, 
 from spectral_analysis.nn import RecurrentModel, build_model
 from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
 from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
-from spectral_analysis.train.config import OPTIMIZERS, RESUMABLE_CHANGES, TrainConfig, field_default
+from spectral_analysis.train.config import OPTIMIZERS, TrainConfig
 from spectral_analysis.train.evaluation import RunLog, evaluate, model_outputs
 from spectral_analysis.train.plateau import best_validation, is_plateau
 from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
+from spectral_analysis.train.run_state import (
+    carry_tensors,
+    lock_run_directory,
+    optimizer_tensors,
+    restore_carry,
+    restore_optimizer,
+    resume_conflicts,
+)
 from spectral_analysis.train.tensorboard import TensorBoardMirror
 
 
 class TrainingDivergedError(RuntimeError):
     """The loss became NaN or infinite: the run stops instead of training on garbage."""
-
-
-def lock_run_directory(out: Path) -> IO[str]:
-    """An exclusive lock on ``out/.lock`` held while this process trains into ``out`` (released when the
-    returned file is closed or the process ends); a second writer gets one line naming the holder."""
-    out.mkdir(parents=True, exist_ok=True)
-    handle = open(out / ".lock", "a+")  # noqa: SIM115 (held open for the trainer's lifetime)
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "unknown"
-        handle.close()
-        raise ValueError(f"{out} is locked: another process (pid {holder}) is training into it") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(str(os.getpid()))
-    handle.flush()
-    return handle
 
 
 def resolve_device(name: str) -> torch.device:
@@ -111,34 +98,6 @@ def freeze_parameters(model: nn.Module, patterns: list[str]) -> list[str]:
         if name in frozen:
             parameter.requires_grad_(False)
     return frozen
-
-
-def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> dict[str, Tensor]:
-    return {f"optimizer/{i}/{key}": value for i, state in optimizer.state_dict()["state"].items()
-            for key, value in state.items() if isinstance(value, Tensor)}
-
-
-def _restore_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, Tensor]) -> None:
-    state: dict[int, dict[str, Tensor]] = {}
-    for name, value in tensors.items():
-        if name.startswith("optimizer/"):
-            _, index, key = name.split("/", 2)
-            state.setdefault(int(index), {})[key] = value
-    optimizer.load_state_dict({"state": state, "param_groups": optimizer.state_dict()["param_groups"]})
-
-
-def _carry_tensors(carry) -> dict[str, Tensor]:
-    if carry is None:
-        return {}
-    parts = carry if isinstance(carry, tuple) else (carry,)
-    return {f"carry/{i}": t for i, t in enumerate(parts)}
-
-
-def _restore_carry(tensors: dict[str, Tensor], device: torch.device):
-    parts = [tensors[f"carry/{i}"].to(device) for i in range(2) if f"carry/{i}" in tensors]
-    if not parts:
-        return None
-    return tuple(parts) if len(parts) == 2 else parts[0]
 
 
 def _detach(state):
@@ -225,8 +184,8 @@ class Trainer:
             raise ValueError(f"cannot resume: {conflicts[0]}")
         checkpoint = load_checkpoint(last, self.device)
         self.model.load_state_dict(checkpoint.model.state_dict())
-        _restore_optimizer(self.optimizer, checkpoint.tensors)
-        self.carry = _restore_carry(checkpoint.tensors, self.device)
+        restore_optimizer(self.optimizer, checkpoint.tensors)
+        self.carry = restore_carry(checkpoint.tensors, self.device)
         if checkpoint.metadata.get("step") is None or checkpoint.metadata.get("elapsed") is None:
             raise ValueError(f"cannot resume: {last} records no step or elapsed time (not written by the "
                              "trainer)")
@@ -247,7 +206,7 @@ class Trainer:
     def _save(self) -> None:
         meta = {"task": self.task_metadata(), "step": self.step, "elapsed": self.elapsed,
                 "metrics": self.latest, "train": asdict(self.config)}
-        extra = {**_optimizer_tensors(self.optimizer), **_carry_tensors(self.carry)}
+        extra = {**optimizer_tensors(self.optimizer), **carry_tensors(self.carry)}
         numbered = self.out / "checkpoints" / f"step-{self.step:06d}.safetensors"
         save_checkpoint(numbered, self.model, meta, extra)
         save_checkpoint(self.out / "last.safetensors", self.model, meta, extra)
@@ -380,26 +339,6 @@ class Trainer:
                 break
         bar.close()
         return dict(self.latest)
-
-
-def resume_conflicts(config: TrainConfig) -> list[str]:
-    """What keeps the run in ``config.out`` from being resumed with ``config``: the fields that changed
-    (beyond :data:`RESUMABLE_CHANGES`), each as "key was X in this run, now Y"; ``ValueError`` when
-    its ``config.json`` is unreadable or holds no training configuration."""
-    config_file = Path(config.out) / "config.json"
-    try:
-        stored = json.loads(config_file.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"cannot resume: {config_file} is unreadable ({error})") from None
-    if not isinstance(stored, dict) or not isinstance(stored.get("train"), dict):
-        raise ValueError(f"cannot resume: {config_file} holds no training configuration (no 'train' object)")
-    conflicts = []
-    for key, value in asdict(config).items():
-        before = stored["train"][key] if key in stored["train"] else field_default(key)
-        same = Path(before) == Path(value) if key == "out" else before == value  # run/ is run
-        if key not in RESUMABLE_CHANGES and not same:
-            conflicts.append(f"{key} was {before!r} in this run, now {value!r}")
-    return conflicts
 
 
 def train(config: TrainConfig, resume: bool = False,

@@ -1,0 +1,84 @@
+"""What a run keeps beside its model: the run directory's lock, the resume check against its
+``config.json``, and the training state a checkpoint carries (optimizer moments, the hidden state a
+streamed task carries across batches) as named tensors, so that a checkpoint loads without pickle."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO
+
+import torch
+from torch import Tensor
+
+from spectral_analysis.train.config import RESUMABLE_CHANGES, TrainConfig, field_default
+
+
+def lock_run_directory(out: Path) -> IO[str]:
+    """An exclusive lock on ``out/.lock`` held while this process trains into ``out`` (released when the
+    returned file is closed or the process ends); a second writer gets one line naming the holder."""
+    out.mkdir(parents=True, exist_ok=True)
+    handle = open(out / ".lock", "a+")  # noqa: SIM115 (held open for the trainer's lifetime)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise ValueError(f"{out} is locked: another process (pid {holder}) is training into it") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+def optimizer_tensors(optimizer: torch.optim.Optimizer) -> dict[str, Tensor]:
+    return {f"optimizer/{i}/{key}": value for i, state in optimizer.state_dict()["state"].items()
+            for key, value in state.items() if isinstance(value, Tensor)}
+
+
+def restore_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, Tensor]) -> None:
+    state: dict[int, dict[str, Tensor]] = {}
+    for name, value in tensors.items():
+        if name.startswith("optimizer/"):
+            _, index, key = name.split("/", 2)
+            state.setdefault(int(index), {})[key] = value
+    optimizer.load_state_dict({"state": state, "param_groups": optimizer.state_dict()["param_groups"]})
+
+
+def carry_tensors(carry) -> dict[str, Tensor]:
+    if carry is None:
+        return {}
+    parts = carry if isinstance(carry, tuple) else (carry,)
+    return {f"carry/{i}": t for i, t in enumerate(parts)}
+
+
+def restore_carry(tensors: dict[str, Tensor], device: torch.device):
+    parts = [tensors[f"carry/{i}"].to(device) for i in range(2) if f"carry/{i}" in tensors]
+    if not parts:
+        return None
+    return tuple(parts) if len(parts) == 2 else parts[0]
+
+
+def resume_conflicts(config: TrainConfig) -> list[str]:
+    """What keeps the run in ``config.out`` from being resumed with ``config``: the fields that changed
+    (beyond :data:`RESUMABLE_CHANGES`), each as "key was X in this run, now Y"; ``ValueError`` when
+    its ``config.json`` is unreadable or holds no training configuration."""
+    config_file = Path(config.out) / "config.json"
+    try:
+        stored = json.loads(config_file.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"cannot resume: {config_file} is unreadable ({error})") from None
+    if not isinstance(stored, dict) or not isinstance(stored.get("train"), dict):
+        raise ValueError(f"cannot resume: {config_file} holds no training configuration (no 'train' object)")
+    conflicts = []
+    for key, value in asdict(config).items():
+        before = stored["train"][key] if key in stored["train"] else field_default(key)
+        same = Path(before) == Path(value) if key == "out" else before == value  # run/ is run
+        if key not in RESUMABLE_CHANGES and not same:
+            conflicts.append(f"{key} was {before!r} in this run, now {value!r}")
+    return conflicts
