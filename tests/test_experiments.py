@@ -920,24 +920,33 @@ def test_kept_singular_values_thin_their_steps_to_fit_the_byte_cap(tmp_path):
         assert (out / SINGULAR_VALUES_NAME).stat().st_size <= MAX_KEPT_SINGULAR_VALUE_BYTES + 2**14
 
 
-def test_make_paper_runs_every_catalog_grid_at_a_scale_it_has():
-    """Each `run` line of the Makefile's paper target names catalog experiments at a scale they have, and
-    its --only keeps trials; together the lines cover the whole catalog (a typo would fail hours in)."""
+def make_recipe_grids(target: str, command: str) -> list[tuple[list[str], str, dict[str, str] | None]]:
+    """The Makefile ``target``'s ``spectral-analysis COMMAND`` lines as (experiment names, scale, only)."""
     text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
     variables = dict(re.findall(r"^(\w+) [:?]= *(.*)$", text, flags=re.M))
-    recipe = text.split("\npaper:", 1)[1].split("\n\n", 1)[0]
+    recipe = text.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
     lines = [re.sub(r"\$\((\w+)\)", lambda m: variables.get(m[1], m[0]), line)
-             for line in recipe.splitlines() if " run " in line]
-    catalog, covered = load_catalog(), set()
-    assert len(lines) >= 3
+             for line in recipe.splitlines() if f" {command} " in line]
+    grids = []
     for line in lines:
-        args = line.split(" run ", 1)[1].split()
+        args = line.split(f" {command} ", 1)[1].split()
         names = [a for a in args[: next(i for i, a in enumerate(args) if a.startswith("--"))]]
         scale = args[args.index("--scale") + 1]
         only = None
         if "--only" in args:
             key, value = args[args.index("--only") + 1].split("=")
             only = {key: value}
+        grids.append((names, scale, only))
+    return grids
+
+
+def test_make_paper_runs_every_catalog_grid_at_a_scale_it_has():
+    """Each `run` line of the Makefile's paper target names catalog experiments at a scale they have, and
+    its --only keeps trials; together the lines cover the whole catalog (a typo would fail hours in)."""
+    grids = make_recipe_grids("paper", "run")
+    catalog, covered = load_catalog(), set()
+    assert len(grids) >= 3
+    for names, scale, only in grids:
         for name in names:
             assert catalog[name].trials(scale, only=only), (name, scale, only)
             covered.add(name)

@@ -168,6 +168,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_park(args: argparse.Namespace) -> int:
+    from spectral_analysis.experiments import load_catalog, park_sweeps
+
+    catalog = load_catalog(args.catalog)
+    names = sweep_names(catalog, args.names, args.scale)
+    lines = park_sweeps([catalog[name] for name in names], args.scale, seeds=args.seeds,
+                        only=_only(args.only), out=args.out, results=_results(args))
+    payload = {"parked": lines, "results": str(_results(args))}
+    emit(args, payload, lambda p: "\n".join(p["parked"]) or f"no unfinished run directory under {args.out}",
+         lambda p: [{"line": line} for line in p["parked"]])
+    return 0
+
+
 def cmd_zoo_check(args: argparse.Namespace) -> int:
     import sys
 
@@ -270,6 +283,23 @@ def cmd_figures(args: argparse.Namespace) -> int:
     return 0
 
 
+def grid_arguments(parser: argparse.ArgumentParser) -> None:
+    """--scale, --seeds and --only: which trials of the named experiments (``run`` and ``park``)."""
+    parser.add_argument("--scale", choices=SCALES, default="smoke",
+                        help="smoke (CI's sizes), paper (the papers' sizes, until plateau) or budget (the "
+                        "paper's sizes for a stated CPU budget, where the paper scale needs a GPU); all: "
+                        "every experiment that has the scale")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="seeds per configuration (default: the scale's)")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="KEY=VALUE",
+        help="only trials whose variant, seed or axis matches (variant=spectral, length=300, seed=0); "
+             "several values of a key match any (variant=spectral,lstm)",
+    )
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     def common(parser: argparse.ArgumentParser, catalog: bool = True) -> None:
@@ -308,18 +338,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="experiment name(s), or all (spectral-analysis "
         "experiments lists them); several run in one Ray session",
     )
-    run.add_argument("--scale", choices=SCALES, default="smoke",
-                     help="smoke (CI's sizes), paper (the papers' sizes, until plateau) or budget (the "
-                     "paper's sizes for a stated CPU budget, where the paper scale needs a GPU); all: every "
-                     "experiment that has the scale")
-    run.add_argument("--seeds", type=int, default=None, help="seeds per configuration (default: the scale's)")
-    run.add_argument(
-        "--only",
-        nargs="+",
-        metavar="KEY=VALUE",
-        help="only trials whose variant, seed or axis matches (variant=spectral, length=300, seed=0); "
-             "several values of a key match any (variant=spectral,lstm)",
-    )
+    grid_arguments(run)
     run.add_argument(
         "--workers", type=int, default=1, help="trials at a time on a local Ray (CPUs it may use)"
     )
@@ -342,6 +361,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                      "files into its run directory (tensorboard --logdir OUT/NAME)")
     common(run)
     run.set_defaults(func=cmd_run)
+
+    park = sub.add_parser(
+        "park",
+        help="keep the resumable state of a stopped sweep's unfinished trials beside the results "
+        "(results/<experiment>/<scale>/parked/), where the next run on any checkout resumes them",
+    )
+    park.add_argument("names", nargs="+", metavar="NAME", help="experiment name(s) of the sweep, or all")
+    grid_arguments(park)
+    park.add_argument("--out", default="runs", help="the sweep's run directories (run's --out)")
+    common(park)
+    park.set_defaults(func=cmd_park)
 
     zoo = sub.add_parser(
         "zoo", help="list the kept models (zoo:<experiment>/<trial> names for the analyzers)"

@@ -12,7 +12,14 @@ from spectral_analysis.experiments.catalog import (
 )
 from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_grids
 from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values, write_summary
-from spectral_analysis.experiments.runner import SweepOutcome, ray_session, run_sweep, run_sweeps, run_trial
+from spectral_analysis.experiments.runner import (
+    SweepOutcome,
+    park_sweeps,
+    ray_session,
+    run_sweep,
+    run_sweeps,
+    run_trial,
+)
 
 __all__ = [
     "SCALES",
@@ -30,6 +37,7 @@ __all__ = [
     "read_curves",
     "read_rows",
     "read_singular_values",
+    "park_sweeps",
     "run_sweep",
     "run_sweeps",
     "run_trial",

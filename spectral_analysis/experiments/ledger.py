@@ -1,7 +1,8 @@
 """The compute ledger, ``results/LEDGER.md``, generated from the kept summaries: per experiment and
 scale, trials done / planned, how many of the done ones trained to a plateau (no improvement of the
 validation metric over their last 20% of steps), failed, how many done ones the catalog now asks to
-train on (a ``max_steps`` given after they ended without a plateau), training seconds per trial (median and
+train on (a ``max_steps`` given after they ended without a plateau), how many unfinished ones are parked
+(:mod:`~spectral_analysis.experiments.parking`), training seconds per trial (median and
 total), the device and machine they ran on, and the date of the last one. Rewritten at the end of
 every sweep."""
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from spectral_analysis.atomic import atomic_write_text
 from spectral_analysis.experiments.catalog import Experiment
+from spectral_analysis.experiments.parking import parked_trials
 from spectral_analysis.experiments.results import kept_row_stands, plateaued, read_rows
 from spectral_analysis.vocabulary import SCALES
 
@@ -22,8 +24,8 @@ def ledger_rows(results: str | Path, catalog: dict[str, Experiment]) -> list[dic
     rows = []
     for name, experiment in catalog.items():
         for scale in SCALES:
-            kept = read_rows(results, name, scale)
-            if not kept:
+            kept, parked = read_rows(results, name, scale), parked_trials(results, name, scale)
+            if not kept and not parked:
                 continue
             done = [r for r in kept if r["status"] == "done"]
             trials = {t.key: t for t in experiment.trials(scale)}
@@ -38,6 +40,7 @@ def ledger_rows(results: str | Path, catalog: dict[str, Experiment]) -> list[dic
                     "planned": len(trials),
                     "failed": sum(r["status"] == "failed" for r in kept),
                     "to_train_on": len(stale),
+                    "parked": len(parked),
                     "median_seconds": statistics.median(seconds) if seconds else None,
                     "total_seconds": sum(seconds),
                     "devices": sorted({r["device"] for r in done}),
@@ -58,17 +61,20 @@ def write_ledger(results: str | Path, catalog: dict[str, Experiment]) -> Path:
         "the trainer's training seconds per trial (evaluation excluded). Plateaued: done trials whose "
         "best validation metric came before their last 20% of steps (the paper-scale criterion). "
         "To train on: done trials that the catalog now trains until plateau (`max_steps`), which ended "
-        "without one; the next `spectral-analysis run` resumes them.",
+        "without one; the next `spectral-analysis run` resumes them. Parked: unfinished trials whose "
+        "resumable state is kept in `<experiment>/<scale>/parked/` (`spectral-analysis park`), where the "
+        "next run resumes them.",
         "",
-        "| experiment | scale | done / planned | plateaued | failed | to train on | s per trial (median) "
-        "| s in all | device | machine | last trial |",
-        "|---|---|---|---:|---:|---:|---:|---:|---|---|---|",
+        "| experiment | scale | done / planned | plateaued | failed | to train on | parked "
+        "| s per trial (median) | s in all | device | machine | last trial |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|---|",
     ]
     for r in rows:
         median = "-" if r["median_seconds"] is None else f"{r['median_seconds']:.1f}"
         lines.append(
             f"| {r['experiment']} | {r['scale']} | {r['done']} / {r['planned']} "
-            f"| {r['plateaued']} / {r['done']} | {r['failed']} | {r['to_train_on']} | {median} "
+            f"| {r['plateaued']} / {r['done']} | {r['failed']} | {r['to_train_on']} | {r['parked']} "
+            f"| {median} "
             f"| {r['total_seconds']:.0f} | {', '.join(r['devices'])} | {'; '.join(r['machines'])} "
             f"| {r['last']} |"
         )

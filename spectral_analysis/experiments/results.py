@@ -87,9 +87,9 @@ def plateau_count(rows: list[dict[str, Any]]) -> str:
 def outcome_text(row: dict[str, Any]) -> str:
     """A kept trial in a few words, for the sweep's progress lines: ``done: 20000 steps (no plateau
     by its cap), 3620 s, test mse 3.34e-05``, ``failed: TrainingDivergedError: ...`` or, for a trial
-    stopped by the time budget, ``unfinished at step 1500``."""
+    stopped by the time budget, ``unfinished at step 1500; parked ...``."""
     if row.get("status") == "unfinished":
-        return f"unfinished at step {row.get('step')}"
+        return f"unfinished at step {row.get('step')}" + (f"; {row['parked']}" if row.get("parked") else "")
     if row.get("status") != "done":
         return f"{row.get('status')}: {row.get('error') or 'no error recorded'}"
     cap, steps = (row.get("config") or {}).get("max_steps"), row.get("steps")

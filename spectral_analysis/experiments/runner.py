@@ -38,6 +38,7 @@ from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT, keep_freed_memory
 from spectral_analysis.experiments.catalog import Experiment, Trial, load_catalog
 from spectral_analysis.experiments.estimate import read_estimate
 from spectral_analysis.experiments.ledger import write_ledger
+from spectral_analysis.experiments.parking import drop_parked, park_run, parked_dir, restore_parked
 from spectral_analysis.experiments.results import (
     keep_trial,
     kept_row_stands,
@@ -74,6 +75,24 @@ class SweepOutcome:
     unfinished: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     seconds: float = 0.0  # wall time of the whole run (one grid for every experiment of a call)
+
+
+def park_sweeps(experiments: list[Experiment], scale: str, *, seeds: int | None = None,
+                only: dict[str, str] | None = None, out: str | Path = "runs",
+                results: str | Path | None = None) -> list[str]:
+    """Park (:mod:`~spectral_analysis.experiments.parking`) the run directory of every trial of the grids
+    that is not kept yet, as a sweep stopped from outside (a session's end, a job's wall time) left them;
+    one line per run directory found."""
+    results = Path(results) if results else default_results_dir()
+    lines: list[str] = []
+    for experiment in experiments:
+        for trial in experiment.trials(scale, seeds, only):
+            kept = _kept_row(results, trial)
+            run_dir = Path(out) / experiment.name / scale / trial.key
+            if run_dir.is_dir() and not (kept and kept_row_stands(kept, trial, retry_failed=False)):
+                lines.append(f"{experiment.name}: "
+                             f"{park_run(run_dir, parked_dir(results, experiment.name, scale, trial.key))}")
+    return lines
 
 
 def git_revision() -> str:
@@ -114,6 +133,8 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
         return {"trial": trial.key, "status": "unfinished", "step": 0}
     config = trial.train_config(run_dir, spec.device)
     config.tensorboard = spec.tensorboard
+    parked = parked_dir(spec.results, trial.experiment, trial.scale, trial.key)
+    restore_parked(parked, run_dir)
     resume = (run_dir / "last.safetensors").is_file() and _same_run(config)
     if not resume and run_dir.exists():
         shutil.rmtree(run_dir)  # killed before its first checkpoint, or a run of an older catalog entry
@@ -126,7 +147,9 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 (any failure of one trial is recorded; the grid goes on)
         status, error = "failed", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     if status == "unfinished":
-        return {"trial": trial.key, "status": status, "step": trainer.step}
+        return {"trial": trial.key, "status": status, "step": trainer.step,
+                "parked": park_run(run_dir, parked)}
+    drop_parked(parked)
     return keep_trial(
         trial,
         run_dir,

@@ -1,0 +1,134 @@
+"""Parking: a stopped sweep's unfinished trials resume from the results directory on another checkout."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+from test_experiments import TINY, make_recipe_grids, tiny_catalog
+
+from spectral_analysis.cli import main
+from spectral_analysis.experiments import (
+    load_catalog,
+    load_experiment,
+    park_sweeps,
+    parking,
+    read_rows,
+    run_trial,
+    runner,
+)
+from spectral_analysis.experiments.ledger import ledger_rows
+from spectral_analysis.experiments.parking import checkpoint_step, parked_dir, restore_parked
+from spectral_analysis.experiments.runner import TrialSpec
+from spectral_analysis.io.zoo import zoo_entries
+from spectral_analysis.train import Trainer
+
+LONG = TINY.replace("steps = 8\ntask_options = { train_size = 32",
+                    "steps = 40\ntask_options = { train_size = 32")
+
+
+def _stopped_run(tmp_path, step: int = 12):
+    """The tiny grid's first smoke trial trained to ``step`` in ``tmp_path/a/runs``, as a killed sweep
+    leaves it."""
+    experiment = load_experiment(tiny_catalog(tmp_path, LONG) / "tiny.toml")
+    trial = experiment.trials("smoke", seeds=1)[0]
+    run_dir = tmp_path / "a" / "runs" / "tiny" / "smoke" / trial.key
+    trainer = Trainer(trial.train_config(run_dir), resume=False)
+    trainer.run(stop=lambda s: s >= step)
+    return experiment, trial, run_dir
+
+
+def _spec(trial, run_dir, results) -> TrialSpec:
+    return TrialSpec(trial.__dict__.copy(), str(run_dir), str(results), "cpu", "test")
+
+
+def test_a_parked_run_resumes_on_a_fresh_checkout_and_ends_as_the_uninterrupted_run(tmp_path):
+    experiment, trial, run_dir = _stopped_run(tmp_path)
+    results = tmp_path / "a" / "results"
+    [line] = park_sweeps([experiment], "smoke", seeds=1, out=tmp_path / "a" / "runs", results=results)
+    assert line.startswith(f"tiny: parked {trial.key} at step 12 (")
+    parked = parked_dir(results, "tiny", "smoke", trial.key)
+    assert sorted(p.name for p in parked.iterdir()) == ["config.json", "last.safetensors", "metrics.jsonl.gz"]
+    assert read_rows(results, "tiny", "smoke") == [] and zoo_entries(results) == []  # not a kept trial
+    [entry] = ledger_rows(results, load_catalog(tmp_path / "catalog"))
+    assert (entry["scale"], entry["done"], entry["parked"]) == ("smoke", 0, 1)
+
+    # another machine: only the results directory travels (a commit), the run directory does not
+    fresh = tmp_path / "b"
+    shutil.copytree(results, fresh / "results")
+    resumed = run_trial(_spec(trial, fresh / "runs" / trial.key, fresh / "results"))
+    before = (run_dir / "metrics.jsonl").read_text().splitlines()
+    after = (fresh / "runs" / trial.key / "metrics.jsonl").read_text().splitlines()
+    # resumed, not retrained: the first 12 steps' lines are machine A's, their training times included
+    assert after[:len(before)] == before and json.loads(before[-1])["step"] == 12
+    assert not parked_dir(fresh / "results", "tiny", "smoke", trial.key).parent.exists()
+
+    straight = run_trial(_spec(trial, tmp_path / "c" / "runs" / trial.key, tmp_path / "c" / "results"))
+    assert resumed["status"] == straight["status"] == "done" and resumed["steps"] == 40
+    assert resumed["test_metrics"]["mse"] == straight["test_metrics"]["mse"]
+    assert resumed["seconds"] > 0
+
+
+def test_a_run_too_big_to_park_is_named_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    experiment, trial, run_dir = _stopped_run(tmp_path)
+    monkeypatch.setattr(parking, "PARK_LIMIT_BYTES", 1000)
+    results = tmp_path / "results"
+    [line] = park_sweeps([experiment], "smoke", seeds=1, out=tmp_path / "a" / "runs", results=results)
+    assert line.startswith(f"tiny: not parked: {trial.key} would take") and "> 0.000954 MB" in line
+    assert not any((results / "tiny" / "smoke" / "parked").iterdir())
+
+
+def test_the_later_checkpoint_wins_between_the_run_directory_and_the_parked_run(tmp_path):
+    _, trial, run_dir = _stopped_run(tmp_path, step=12)
+    target = tmp_path / "parked" / trial.key
+    assert parking.park_run(run_dir, target).startswith(f"parked {trial.key} at step 12")
+    behind = tmp_path / "behind"
+    trainer = Trainer(trial.train_config(behind), resume=False)
+    trainer.run(stop=lambda s: s >= 4)
+    assert restore_parked(target, behind) == 12 and checkpoint_step(behind / "last.safetensors") == 12
+    assert restore_parked(target, behind) is None  # level: the run directory stays as it is
+    ahead = Trainer(trial.train_config(run_dir), resume=True)
+    ahead.run(stop=lambda s: s >= 16)
+    assert restore_parked(target, run_dir) is None and checkpoint_step(run_dir / "last.safetensors") == 16
+    assert parking.park_run(run_dir, target).startswith(f"parked {trial.key} at step 16")
+    assert parking.park_run(behind, target) == f"not parked: {target} already holds a later step"
+    assert checkpoint_step(target / "last.safetensors") == 16
+
+
+def test_kept_trials_are_not_parked(tmp_path):
+    experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
+    trial = experiment.trials("smoke", seeds=1)[0]
+    out, results = tmp_path / "runs", tmp_path / "results"
+    assert run_trial(_spec(trial, out / "tiny" / "smoke" / trial.key, results))["status"] == "done"
+    assert park_sweeps([experiment], "smoke", seeds=1, out=out, results=results) == []
+
+
+def test_a_trial_stopped_by_the_time_budget_parks_itself(tmp_path, monkeypatch):
+    _, trial, _ = _stopped_run(tmp_path)
+    clock = iter([0.0] + [10.0] * 1000)  # the deadline check before training passes, the first stop check not
+    monkeypatch.setattr(runner, "time", type("Clock", (), {"time": staticmethod(lambda: next(clock)),
+                                                          "perf_counter": staticmethod(time.perf_counter)}))
+    results = tmp_path / "results"
+    spec = _spec(trial, tmp_path / "runs" / trial.key, results)
+    spec.deadline = 5.0
+    row = run_trial(spec)
+    assert row["status"] == "unfinished" and row["parked"].startswith(f"parked {trial.key} at step")
+    parked = parked_dir(results, "tiny", "smoke", trial.key)
+    assert checkpoint_step(parked / "last.safetensors") == row["step"]
+
+
+def test_the_park_command_parks_a_killed_sweep_and_says_when_there_is_nothing(tmp_path, capsys):
+    _, trial, _ = _stopped_run(tmp_path)
+    where = ["--catalog", str(tmp_path / "catalog"), "--results", str(tmp_path / "results"), "--seeds", "1"]
+    assert main(["park", "tiny", "--out", str(tmp_path / "empty"), *where]) == 0
+    assert capsys.readouterr().out.strip() == f"no unfinished run directory under {tmp_path / 'empty'}"
+    assert main(["park", "tiny", "--out", str(tmp_path / "a" / "runs"), *where, "--json"]) == 0
+    [line] = json.loads(capsys.readouterr().out)["parked"]
+    assert line.startswith(f"tiny: parked {trial.key} at step 12")
+
+
+def test_make_park_parks_every_grid_make_paper_runs():
+    parked = {(name, scale) for names, scale, _ in make_recipe_grids("park", "park") for name in names}
+    ran = {(name, scale) for names, scale, _ in make_recipe_grids("paper", "run") for name in names}
+    assert ran and ran <= parked
