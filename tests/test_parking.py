@@ -132,3 +132,15 @@ def test_make_park_parks_every_grid_make_paper_runs():
     parked = {(name, scale) for names, scale, _ in make_recipe_grids("park", "park") for name in names}
     ran = {(name, scale) for names, scale, _ in make_recipe_grids("paper", "run") for name in names}
     assert ran and ran <= parked
+
+
+def test_an_unreadable_parked_run_fails_its_trial_with_the_file_named_and_stays_for_a_look(tmp_path):
+    experiment, trial, run_dir = _stopped_run(tmp_path)
+    results = tmp_path / "results"
+    park_sweeps([experiment], "smoke", seeds=1, out=tmp_path / "a" / "runs", results=results)
+    parked = parked_dir(results, "tiny", "smoke", trial.key)
+    (parked / "config.json").write_text("<<<<<<< HEAD\n")  # a merge conflict
+    row = run_trial(_spec(trial, tmp_path / "b" / trial.key, results))
+    assert row["status"] == "failed"
+    assert row["error"].startswith(f"ValueError: parked run {parked} is unreadable (config.json: ")
+    assert (parked / "last.safetensors").is_file()

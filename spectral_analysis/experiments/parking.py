@@ -6,7 +6,7 @@ the next session does not have, and a trial longer than one such session would s
 :func:`park_run` copies what the trainer resumes from (``config.json``, ``metrics.jsonl`` compressed,
 ``last.safetensors``) to ``<results>/<experiment>/<scale>/parked/<trial>/``, a directory the results
 readers and the zoo do not list; the runner restores it (:func:`restore_parked`) when the trial's run
-directory is missing or behind, and deletes it once the trial is kept. A run whose parked files would
+directory is missing or behind, and deletes it once the trial is kept done. A run whose parked files would
 exceed :data:`PARK_LIMIT_BYTES` is not parked (its checkpoint is too big to keep in a repository).
 """
 
@@ -80,15 +80,25 @@ def park_run(run_dir: str | Path, target: str | Path) -> str:
 
 def restore_parked(target: str | Path, run_dir: str | Path) -> int | None:
     """Put the run parked in ``target`` back into ``run_dir`` when ``run_dir`` has no checkpoint or an
-    earlier one; the step restored, or ``None`` when the run directory was kept as it is."""
+    earlier one; the step restored, or ``None`` when nothing is parked or the run directory was kept as
+    it is. ``ValueError`` naming the file for a parked run that cannot be read."""
     target, run_dir = Path(target), Path(run_dir)
+    if not target.is_dir():
+        return None
     parked = checkpoint_step(target / CHECKPOINT)
-    if parked is None or (checkpoint_step(run_dir / CHECKPOINT) or -1) >= parked:
+    try:
+        config = json.loads((target / CONFIG).read_text())
+        config["train"]["out"] = str(run_dir)  # the parking machine's path is not this one's
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"parked run {target} is unreadable ({CONFIG}: {error}); delete it to start the "
+                         "trial over") from None
+    if parked is None:
+        raise ValueError(f"parked run {target} has no readable {CHECKPOINT}; delete it to start the trial "
+                         "over")
+    if (checkpoint_step(run_dir / CHECKPOINT) or -1) >= parked:
         return None
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    config = json.loads((target / CONFIG).read_text())
-    config["train"]["out"] = str(run_dir)  # the parking machine's path is not this one's
     (run_dir / CONFIG).write_text(json.dumps(config, indent=2))
     shutil.copyfile(target / CHECKPOINT, run_dir / CHECKPOINT)
     if (target / PARKED_LOG).is_file():

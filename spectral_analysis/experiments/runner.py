@@ -134,13 +134,13 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
     config = trial.train_config(run_dir, spec.device)
     config.tensorboard = spec.tensorboard
     parked = parked_dir(spec.results, trial.experiment, trial.scale, trial.key)
-    restore_parked(parked, run_dir)
-    resume = (run_dir / "last.safetensors").is_file() and _same_run(config)
-    if not resume and run_dir.exists():
-        shutil.rmtree(run_dir)  # killed before its first checkpoint, or a run of an older catalog entry
     started = time.perf_counter()
     stop = None if spec.deadline is None else (lambda _step: time.time() >= spec.deadline)
     try:
+        restore_parked(parked, run_dir)
+        resume = (run_dir / "last.safetensors").is_file() and _same_run(config)
+        if not resume and run_dir.exists():
+            shutil.rmtree(run_dir)  # killed before its first checkpoint, or a run of an older catalog entry
         trainer = Trainer(config, resume=resume)
         trainer.run(stop=stop)
         status, error = ("done" if trainer.finished else "unfinished"), None
@@ -149,7 +149,8 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
     if status == "unfinished":
         return {"trial": trial.key, "status": status, "step": trainer.step,
                 "parked": park_run(run_dir, parked)}
-    drop_parked(parked)
+    if status == "done":  # a failed trial keeps its parked state: --retry-failed resumes from it
+        drop_parked(parked)
     return keep_trial(
         trial,
         run_dir,
