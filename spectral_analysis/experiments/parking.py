@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from safetensors import safe_open
+from spectral_analysis.train.checkpoint import CheckpointError, read_checkpoint
 
 PARKED_DIR = "parked"
 PARK_LIMIT_BYTES = 4 * 2**20
@@ -38,14 +38,13 @@ def parked_trials(results: str | Path, experiment: str, scale: str) -> list[str]
 
 
 def checkpoint_step(path: str | Path) -> int | None:
-    """The training step a trainer checkpoint was written at (read from its header), or ``None`` when
-    ``path`` is missing or not a readable checkpoint."""
+    """The training step a trainer checkpoint was written at, or ``None`` when ``path`` is missing or not
+    a valid checkpoint (:func:`~spectral_analysis.train.checkpoint.read_checkpoint`)."""
     try:
-        with safe_open(str(path), framework="pt") as f:
-            meta = json.loads((f.metadata() or {}).get("spectral_analysis", "{}"))
-    except (OSError, ValueError, RuntimeError):
+        meta, _ = read_checkpoint(path)
+    except CheckpointError:
         return None
-    step = meta.get("step") if isinstance(meta, dict) else None
+    step = meta.get("step")
     return step if isinstance(step, int) else None
 
 

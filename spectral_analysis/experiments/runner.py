@@ -87,9 +87,8 @@ def park_sweeps(experiments: list[Experiment], scale: str, *, seeds: int | None 
     lines: list[str] = []
     for experiment in experiments:
         for trial in experiment.trials(scale, seeds, only):
-            kept = _kept_row(results, trial)
             run_dir = Path(out) / experiment.name / scale / trial.key
-            if run_dir.is_dir() and not (kept and kept_row_stands(kept, trial, retry_failed=False)):
+            if run_dir.is_dir() and not _kept_and_standing(results, trial, retry_failed=False):
                 lines.append(f"{experiment.name}: "
                              f"{park_run(run_dir, parked_dir(results, experiment.name, scale, trial.key))}")
     return lines
@@ -173,6 +172,12 @@ def _kept_row(results: Path, trial: Trial) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     return json.loads(path.read_text())
+
+
+def _kept_and_standing(results: Path, trial: Trial, retry_failed: bool) -> bool:
+    """Whether ``trial`` has a kept row that stands for it (a sweep skips it, ``park`` leaves it)."""
+    kept = _kept_row(results, trial)
+    return kept is not None and kept_row_stands(kept, trial, retry_failed)
 
 
 @contextmanager
@@ -323,8 +328,7 @@ def run_sweeps(
         outcome = outcomes[experiment.name] = SweepOutcome(experiment.name, scale, [])
         to_run = []
         for trial in longest_first(trials, read_estimate(results, experiment.name, device)):
-            kept = _kept_row(results, trial)
-            if kept and kept_row_stands(kept, trial, retry_failed):
+            if _kept_and_standing(results, trial, retry_failed):
                 outcome.skipped.append(trial.key)
                 continue
             run_dir = out / experiment.name / scale / trial.key
