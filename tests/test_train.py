@@ -136,7 +136,8 @@ KILL_TRIALS = 10
 
 
 def test_kill_9_at_random_moments_then_resume_is_bit_identical(tmp_path):
-    """SIGKILL at 10 seeded random moments (before the first checkpoint, mid-run, near the end), then
+    """SIGKILL at 10 seeded random moments in the 4 s after the run directory appears (before the first
+    checkpoint, mid-run, near the end on this machine: the run takes about 4 s from there), then
     --resume until done: every logged row survives and the final weights equal an uninterrupted run's."""
     args = ["--threads", "1", "train", "--model", "rnn", "--task", "addition", "--length", "30",
             "--train-size", "256", "--valid-size", "32", "--test-size", "32", "--hidden", "16",
@@ -151,7 +152,12 @@ def test_kill_9_at_random_moments_then_resume_is_bit_identical(tmp_path):
         out = tmp_path / f"killed{trial}"
         proc = subprocess.Popen([*cmd, "--out", str(out)], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(1.0, 6.0))
+        # time the kill from the moment the run directory exists: a kill during the interpreter's start
+        # leaves nothing on disk, and --resume rightly answers "nothing to resume" to a missing directory
+        deadline = time.time() + 120
+        while not out.exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 4.0))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         done = subprocess.run([*cmd, "--out", str(out), "--resume"], capture_output=True, text=True,
