@@ -137,19 +137,25 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
     return fig
 
 
-def plot_depth_sweep(accuracy: dict[str, dict[int, float]], curves: dict[str, tuple[np.ndarray, np.ndarray]],
-                     deepest: int, title: str) -> plt.Figure:
-    """Fig. 5: test accuracy against the number of hidden layers L (left) and the validation accuracy
-    over training at the deepest L (right), one line per model. A variant ``"name (...)"`` is drawn dashed
-    in the colour of ``name``."""
+def plot_depth_sweep(accuracy: dict[str, dict[int, list[float]]],
+                     curves: dict[str, tuple[np.ndarray, np.ndarray]], deepest: int,
+                     title: str) -> plt.Figure:
+    """Fig. 5: test accuracy against the number of hidden layers L (left: the mean over seeds as a line,
+    each seed as a dot, nudged sideways per model so that seeds at the same accuracy stay apart) and the
+    validation accuracy over training at the deepest L (right), one line per model. A variant
+    ``"name (...)"`` is drawn dashed in the colour of ``name``."""
     _style()
     bases = list(dict.fromkeys(model.split(" (")[0] for model in accuracy))
     colour = dict(zip(bases, sns.color_palette("tab10", len(bases)), strict=True))
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
-    for model, by_depth in accuracy.items():
+    for rank, (model, by_depth) in enumerate(accuracy.items()):
         depths = sorted(by_depth)
         style = {"color": colour[model.split(" (")[0]], "ls": "--" if " (" in model else "-", "label": model}
-        axes[0].plot(depths, [by_depth[d] for d in depths], marker="o", **style)
+        axes[0].plot(depths, [np.nanmean(by_depth[d]) for d in depths], **style)
+        nudge = (rank - (len(accuracy) - 1) / 2) * 0.6
+        for d in depths:
+            axes[0].plot([d + nudge] * len(by_depth[d]), by_depth[d], ls="none", marker="o", ms=4,
+                         mfc="white" if " (" in model else style["color"], mec=style["color"], alpha=0.8)
         axes[1].plot(*curves[model], **style)
     axes[0].set_xlabel("hidden layers L")
     axes[0].set_ylabel("test accuracy (fraction)")
@@ -158,6 +164,6 @@ def plot_depth_sweep(accuracy: dict[str, dict[int, float]], curves: dict[str, tu
     for ax in axes:
         ax.axhline(0.1, color="black", ls=":", lw=1, label="chance 0.1")
         ax.set_ylim(0, 1)
-    axes[0].legend(fontsize=8, loc="lower left")
+    axes[1].legend(fontsize=8, loc="center right")  # the left panel's dots fill its corners
     fig.suptitle(_wrapped(title, fig), fontsize=10)
     return fig

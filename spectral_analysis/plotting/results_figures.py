@@ -213,7 +213,7 @@ def fig5(results: Path, out: Path) -> list[Drawn]:
     names = {v: v.replace("-plain-ends", " (plain ends)") for v in grid.variants()}
     depths = sorted(grid.values("num_layers"))
     accuracy = {
-        names[v]: {d: g.final().mean for d in depths if (g := grid.group(v, num_layers=d))}
+        names[v]: {d: g.final_per_seed() for d in depths if (g := grid.group(v, num_layers=d))}
         for v in grid.variants()
     }
     curves = {}
@@ -221,8 +221,8 @@ def fig5(results: Path, out: Path) -> list[Drawn]:
         steps, value = grid.group(v, num_layers=depths[-1]).curve("valid", "accuracy")
         curves[names[v]] = (steps, value.mean)
     title = (
-        f"Fig. 5: flattened MNIST, width {grid.groups[0].rows[0]['hidden']}, test accuracy (mean over "
-        f"seeds) against depth ({grid.stamp()}); dashed: plain input and output layers"
+        f"Fig. 5: flattened MNIST, width {grid.groups[0].rows[0]['hidden']}, test accuracy against depth "
+        f"(line: mean over seeds, dots: each seed; {grid.stamp()}); dashed: plain input and output layers"
     )
     return [_drawn(save_figure(plot_depth_sweep(accuracy, curves, depths[-1], title), out / "fig5_depth.png"),
                    grid)]
