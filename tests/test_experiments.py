@@ -583,6 +583,21 @@ def test_a_paper_grid_under_way_is_not_read_until_every_configuration_has_a_tria
     assert read_grid(tmp_path, "table2-mnist").scale == "paper"
 
 
+def test_the_variants_a_claim_reads_are_judged_once_theirs_are_kept_while_the_grid_runs_on(tmp_path):
+    from spectral_analysis.experiments.reading import read_variants
+
+    for variant in ("rnn", "lstm"):
+        _fake_trial(tmp_path, "table2-mnist", "paper", f"{variant}_s0", variant, {}, 0, ["valid,1,0.9,,"],
+                    0.9)
+    _fake_trial(tmp_path, "table2-mnist", "smoke", "rnn_s0", "rnn", {}, 0, ["valid,1,0.1,,"], 0.1)
+    assert read_grid(tmp_path, "table2-mnist").scale == "smoke"  # spectral, ornn, urnn still to run
+    grid = read_variants(tmp_path, "table2-mnist", {"rnn", "lstm"})
+    assert grid.scale == "paper" and [g.variant for g in grid.groups] == ["rnn", "lstm"]
+    assert read_variants(tmp_path, "table2-mnist", {"rnn", "spectral"}) is None  # spectral not kept
+    assert read_variants(tmp_path, "table2-mnist", {"no-such-variant"}) is None
+    assert read_variants(tmp_path, "not-in-the-catalog", {"rnn"}) is None
+
+
 def test_committed_smoke_results_cover_the_catalog():
     catalog = load_catalog()
     for name, experiment in catalog.items():

@@ -13,9 +13,12 @@ from spectral_analysis.nn.feedforward import SpectralLinear
 from spectral_analysis.paper.depth import (
     PLAIN_ENDS,
     DepthRun,
+    failure_depth_records,
     forward_gain,
     records_from_runs,
     resilient,
+    stops_around,
+    stops_training_from,
     trains_where_plain_fails,
 )
 
@@ -59,6 +62,11 @@ def test_depth_verdicts_follow_the_accuracies_over_seeds():
                         "spectral-resnet" + PLAIN_ENDS: {10: 0.9, 40: 0.9}})
     records = records_from_runs(as_claimed, "made up")
     assert [r.verdict for r in records] == ["holds", "holds", "differs", "differs"]
+    # the plain nets' failure depths: MLP fails from L = 40, one grid step from 35; ResNet trains on
+    failures = failure_depth_records(as_claimed, "made up")
+    assert [r.verdict for r in failures] == ["holds", "differs"]
+    assert "every seed fails from L = 40" in failures[0].evidence
+    assert "every seed trains at the deepest L" in failures[1].evidence
     assert records[0].numbers["accuracy"]["spectral-mlp"][40] == pytest.approx(0.8)
     assert "spectral-resnet (plain ends) holds" in records[3].evidence
     # within the 0.02 tolerance counts as resilient; beyond it does not
@@ -83,6 +91,29 @@ def test_resilience_is_judged_on_each_seeds_drop_with_the_tolerance():
     assert resilient([0.50, 0.55, 0.60], [0.01, 0.02, 0.03]) == "differs"
     assert resilient([0.01, 0.40], [0.1, 0.2]) == "inconclusive"
     assert resilient([0.11], [0.1]) == "holds"  # 0.01 more than the plain net's: inside the tolerance
+
+
+def test_where_a_plain_net_stops_training_is_read_two_ways_and_judged_within_one_grid_step():
+    """Fig. 5's grid (L = 30, 40, 50, 70, 100): the paper's MLP stops "around L ~ 35", its ResNet "with
+    L ~ 70"; a depth counts when it is within one grid step of the grid depths nearest the stated one."""
+    chance, trained = 0.114, 0.95
+    mlp = _runs({"mlp": {30: [0.81, 0.88, 0.95], 40: [0.81, chance, 0.89], 50: [chance] * 3,
+                         70: [chance] * 3, 100: [chance] * 3}})["mlp"]
+    assert stops_training_from(mlp, every_seed=False) == 40
+    assert stops_training_from(mlp, every_seed=True) == 50
+    assert stops_around(mlp, 35) == ("holds", [30, 40, 50])  # 30 and 40 tie as nearest
+    assert stops_around(mlp, 70)[0] == "inconclusive"  # every seed fails from 50 (in), some from 40 (out)
+    resnet = _runs({"resnet": {d: [trained] * 3 for d in (30, 40, 50, 70)} | {100: [0.96, 0.95, 0.83]}})
+    resnet = resnet["resnet"]
+    assert stops_training_from(resnet, every_seed=False) is None
+    assert stops_around(resnet, 70) == ("differs", [50, 70, 100])
+    split = _runs({"m": {30: [trained] * 3, 40: [trained] * 3, 50: [trained] * 3,
+                         70: [trained, chance, chance], 100: [chance] * 3}})["m"]
+    assert stops_around(split, 35) == ("differs", [30, 40, 50])
+    assert stops_around(split, 50) == ("inconclusive", [40, 50, 70])  # some seed from 70, every seed from 100
+    # a depth that trains again deeper down does not count as where the net stopped
+    again = _runs({"m": {30: [chance] * 3, 40: [trained] * 3, 50: [chance] * 3}})["m"]
+    assert stops_training_from(again, every_seed=True) == 50
 
 
 def test_thestart_model_is_the_net_the_trainer_started_from(tmp_path):

@@ -265,3 +265,24 @@ def read_grids(results: str | Path, experiment: str) -> list[KeptGrid]:
     if grid is not None and grid.scale == "paper":
         return [grid]
     return [g for g in (grid, read_grid(results, experiment, scale="paper")) if g is not None]
+
+
+def read_variants(results: str | Path, experiment: str, variants: set[str],
+                  scale: str = "paper") -> KeptGrid | None:
+    """The ``scale`` grid of ``experiment`` cut to ``variants`` once every catalog configuration of those
+    variants is kept at that scale, while the rest of the grid may still be running (a claim about the
+    baselines alone need not wait for the other models); ``None`` before that."""
+    grid = read_grid(results, experiment, scale=scale)
+    try:
+        wanted = {t.key.rsplit("_s", 1)[0] for t in find_experiment(experiment).trials(scale, seeds=1)
+                  if t.variant in variants}
+    except ValueError:
+        return None
+    if grid is None or not wanted:
+        return None
+    groups = [g for g in grid.groups if g.variant in variants]
+    if {g.rows[0]["trial"].rsplit("_s", 1)[0] for g in groups} != wanted:
+        return None
+    keys = {r["trial"] for g in groups for r in g.rows}
+    return KeptGrid(experiment, scale, groups, [r for r in grid.failed if r["variant"] in variants],
+                    {k: v for k, v in grid.stale.items() if k in keys})

@@ -22,7 +22,8 @@ import torch
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.data import TaskData, load_task
-from spectral_analysis.experiments.reading import Group, KeptGrid
+from spectral_analysis.experiments.reading import Group, KeptGrid, read_variants
+from spectral_analysis.io import default_results_dir
 from spectral_analysis.nn import build_model
 from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record, spread_text
 from spectral_analysis.train import load_checkpoint
@@ -33,6 +34,8 @@ READINGS = {"": "every layer SVD-parameterized", PLAIN_ENDS: "plain input and ou
 SOURCE = "ICML Section 7.2 (Fig. 5)"
 TRAINS = 0.5  # the test accuracy a net must reach to count as trained on MNIST (chance: 0.1)
 RESILIENCE_TOLERANCE = 0.02  # accuracy an SVD net may lose beyond its plain twin and still count as resilient
+STATED_FAILURE_DEPTHS = {"mlp": 35, "resnet": 70}  # "MLP is not able to function around L ~ 35 and ResNet
+# with L ~ 70"
 
 
 @dataclass
@@ -112,6 +115,37 @@ def resilient(spectral_drops: list[float], plain_drops: list[float]) -> str:
     return beats(spectral_drops, [d + RESILIENCE_TOLERANCE for d in plain_drops], higher_is_better=False)
 
 
+def stops_training_from(runs: dict[int, DepthRun], every_seed: bool) -> int | None:
+    """The smallest depth from which (at it and every deeper one) every seed, or with ``every_seed``
+    false at least one seed, stays below :data:`TRAINS`; ``None`` when there is none."""
+    first = None
+    for depth in sorted(runs, reverse=True):
+        failing = [a < TRAINS for a in runs[depth].accuracies]
+        if not (all(failing) if every_seed else any(failing)):
+            break
+        first = depth
+    return first
+
+
+def _fails_from(depth: int | None, every_seed: bool) -> str:
+    if depth is None:  # the deepest L has a seed that trains (every_seed) or no seed that fails
+        return f"{'some' if every_seed else 'every'} seed trains at the deepest L"
+    return f"{'every' if every_seed else 'some'} seed fails from L = {depth}"
+
+
+def stops_around(runs: dict[int, DepthRun], stated: int) -> tuple[str, list[int]]:
+    """Whether a plain net stops training "around" the ``stated`` depth: within one grid step of the
+    grid depths nearest to it. ``holds`` when both readings of where it stops (the first depth from which
+    any seed fails, and every seed) are within, ``differs`` when neither is, else ``inconclusive``;
+    also returns the accepted depths."""
+    depths = sorted(runs)
+    distance = min(abs(d - stated) for d in depths)
+    nearest = [i for i, d in enumerate(depths) if abs(d - stated) == distance]
+    accepted = depths[max(0, nearest[0] - 1): nearest[-1] + 2]
+    inside = [stops_training_from(runs, every_seed) in accepted for every_seed in (False, True)]
+    return ("holds" if all(inside) else "differs" if not any(inside) else "inconclusive"), accepted
+
+
 def records_from_runs(runs: dict[str, dict[int, DepthRun]], size: str) -> list[CheckRecord]:
     """Two claims, each judged in both readings over seeds: Spectral-MLP trains at the deepest L where MLP
     fails, and the SVD nets lose no more accuracy from the shallowest to the deepest L than their plain
@@ -167,12 +201,43 @@ def records_from_runs(runs: dict[str, dict[int, DepthRun]], size: str) -> list[C
     return records
 
 
+def failure_depth_records(runs: dict[str, dict[int, DepthRun]], size: str) -> list[CheckRecord]:
+    """Where each plain net stops training against the depth the paper states (:func:`stops_around`)."""
+    records = []
+    for model, stated in STATED_FAILURE_DEPTHS.items():
+        verdict, accepted = stops_around(runs[model], stated)
+        first_any, first_every = (stops_training_from(runs[model], e) for e in (False, True))
+        records.append(
+            CheckRecord(
+                SOURCE,
+                f"plain {model} stops training (test accuracy < {TRAINS}) around L ~ {stated}: from a depth "
+                f"within one grid step of it ({', '.join(map(str, accepted))})",
+                verdict,
+                f"{size}: {model} " + ", ".join(f"L = {d} {spread_text(r.accuracies, '.3f')}"
+                                               for d, r in runs[model].items())
+                + f". {_fails_from(first_any, False)}; {_fails_from(first_every, True)}",
+                {"first_depth_some_seed_fails": first_any, "first_depth_every_seed_fails": first_every,
+                 "stated_depth": stated, "accepted_depths": accepted, "trains": TRAINS},
+                quote="MLP is not able to function around $L \\sim 35$ and ResNet with $L \\sim 70$",
+            )
+        )
+    return records
+
+
+def _size(grid: KeptGrid) -> str:
+    return (f"flattened MNIST, width {grid.groups[0].rows[0]['hidden']}, leaky ReLU (leak {DEFAULT_LEAK}), "
+            "sigma in [0.9, 1.1]; test accuracy, mean [min, max] over seeds")
+
+
 def run(quick: bool = True) -> list[CheckRecord]:
-    """The two claims in both readings from kept results (``quick`` is accepted for the common interface)."""
+    """The claims from kept results (``quick`` is accepted for the common interface). Where each plain net
+    stops training reads MLP and ResNet alone, so it is judged at paper scale as soon as those are kept."""
     grid = kept_grid("fig5-depth")
     if grid is None:
         claim = "the SVD based methods are resilient to increasing depth"
         return [missing_record(SOURCE, claim, "fig5-depth", claim)]
-    size = (f"flattened MNIST, width {grid.groups[0].rows[0]['hidden']}, leaky ReLU (leak {DEFAULT_LEAK}), "
-            "sigma in [0.9, 1.1]; test accuracy, mean [min, max] over seeds")
-    return [judged(grid, record) for record in records_from_runs(runs_from_grid(grid), size)]
+    records = [judged(grid, record) for record in records_from_runs(runs_from_grid(grid), _size(grid))]
+    plain = grid
+    if grid.scale != "paper":
+        plain = read_variants(default_results_dir(), "fig5-depth", set(STATED_FAILURE_DEPTHS)) or grid
+    return records + [judged(plain, r) for r in failure_depth_records(runs_from_grid(plain), _size(plain))]
