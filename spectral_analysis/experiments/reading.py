@@ -203,12 +203,15 @@ def scale_label(experiment: str, scale: str) -> str:
     return f"{scale} scale, not the paper's"
 
 
-def _catalog_configurations(experiment: str) -> list[str] | None:
-    """The configuration keys of the catalog's grid of ``experiment``, in order (``None``: not in it)."""
+def _catalog_configurations(experiment: str, scale: str = "paper",
+                            variants: set[str] | None = None) -> list[str] | None:
+    """The configuration keys of the catalog's ``scale`` grid of ``experiment`` (only those of ``variants``
+    when given), in order (``None``: not in the catalog)."""
     try:
-        return [t.key.rsplit("_s", 1)[0] for t in find_experiment(experiment).trials("paper", seeds=1)]
+        trials = find_experiment(experiment).trials(scale, seeds=1)
     except ValueError:
         return None
+    return [t.key.rsplit("_s", 1)[0] for t in trials if variants is None or t.variant in variants]
 
 
 def _stale_trials(experiment: str, scale: str, rows: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -273,11 +276,7 @@ def read_variants(results: str | Path, experiment: str, variants: set[str],
     variants is kept at that scale, while the rest of the grid may still be running (a claim about the
     baselines alone need not wait for the other models); ``None`` before that."""
     grid = read_grid(results, experiment, scale=scale)
-    try:
-        wanted = {t.key.rsplit("_s", 1)[0] for t in find_experiment(experiment).trials(scale, seeds=1)
-                  if t.variant in variants}
-    except ValueError:
-        return None
+    wanted = set(_catalog_configurations(experiment, scale, variants) or [])
     if grid is None or not wanted:
         return None
     groups = [g for g in grid.groups if g.variant in variants]

@@ -22,10 +22,17 @@ import torch
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.data import TaskData, load_task
-from spectral_analysis.experiments.reading import Group, KeptGrid, read_variants
-from spectral_analysis.io import default_results_dir
+from spectral_analysis.experiments.reading import Group, KeptGrid
 from spectral_analysis.nn import build_model
-from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record, spread_text
+from spectral_analysis.paper.kept import (
+    beats,
+    every,
+    judged,
+    kept_grid,
+    kept_variants,
+    missing_record,
+    spread_text,
+)
 from spectral_analysis.train import load_checkpoint
 from spectral_analysis.vocabulary import DEFAULT_LEAK
 
@@ -239,5 +246,5 @@ def run(quick: bool = True) -> list[CheckRecord]:
     records = [judged(grid, record) for record in records_from_runs(runs_from_grid(grid), _size(grid))]
     plain = grid
     if grid.scale != "paper":
-        plain = read_variants(default_results_dir(), "fig5-depth", set(STATED_FAILURE_DEPTHS)) or grid
+        plain = kept_variants("fig5-depth", set(STATED_FAILURE_DEPTHS)) or grid
     return records + [judged(plain, r) for r in failure_depth_records(runs_from_grid(plain), _size(plain))]

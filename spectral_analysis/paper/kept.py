@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.reading import KeptGrid, read_grid
+from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_variants
 from spectral_analysis.experiments.results import plateau_count
 from spectral_analysis.io import default_results_dir
 
@@ -20,6 +20,11 @@ MIN_SEEDS = 3
 
 def kept_grid(experiment: str, results: str | Path | None = None) -> KeptGrid | None:
     return read_grid(results or default_results_dir(), experiment)
+
+
+def kept_variants(experiment: str, variants: set[str], results: str | Path | None = None) -> KeptGrid | None:
+    """The paper-scale grid cut to ``variants`` once theirs is complete (:func:`read_variants`)."""
+    return read_variants(results or default_results_dir(), experiment, variants)
 
 
 def missing_record(source: str, claim: str, experiment: str, quote: str) -> CheckRecord:
