@@ -135,3 +135,26 @@ def test_thestart_model_is_the_net_the_trainer_started_from(tmp_path):
     trained_gain = forward_gain(trained, probe)
     assert forward_gain(start_model(row, task), probe) == pytest.approx(trained_gain, abs=1e-6)
     assert forward_gain(start_model({**row, "seed": 4}, task), probe) != pytest.approx(trained_gain, abs=1e-3)
+
+
+def test_plain_failure_depths_read_every_kept_seed_while_an_svd_cell_has_one(tmp_path, monkeypatch):
+    """The kept paper-scale grid with one SVD cell cut to seed 0: the grid is read with 1 seed, yet MLP
+    and ResNet, complete with 3 seeds, are judged on all 3 (read from a copy of results/fig5-depth)."""
+    import shutil
+
+    from spectral_analysis.io.zoo import default_results_dir
+    from spectral_analysis.paper import depth
+
+    kept = default_results_dir() / "fig5-depth" / "paper"
+    for trial in kept.glob("*_s[0-9]"):
+        if trial.name.startswith("spectral-resnet_num_layers30_s") and not trial.name.endswith("_s0"):
+            continue
+        (tmp_path / "fig5-depth" / "paper" / trial.name).mkdir(parents=True)
+        for name in ("result.json", "curves.csv"):
+            shutil.copy(trial / name, tmp_path / "fig5-depth" / "paper" / trial.name / name)
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    records = depth.run()
+    plain = [r for r in records if r.claim.startswith("plain ")]
+    assert [r.claim.split()[1] for r in plain] == ["mlp", "resnet"]
+    assert all(r.scale == "paper" and r.seeds == 3 and r.verdict != "unverified" for r in plain)
+    assert all(r.seeds == 1 and r.verdict == "unverified" for r in records if r not in plain)
