@@ -206,7 +206,9 @@ def _kept_curve(directory, steps, values):
     return directory
 
 
-def test_seeds_that_stopped_at_different_steps_are_read_on_the_union_of_their_steps(tmp_path):
+def test_seeds_that_stopped_at_different_steps_are_read_on_the_union_of_their_steps_held_at_their_ends(
+    tmp_path,
+):
     from spectral_analysis.experiments.reading import Group
 
     long = _kept_curve(tmp_path / "s0", range(10, 101, 10), [float(s) for s in range(10, 101, 10)])
@@ -217,6 +219,8 @@ def test_seeds_that_stopped_at_different_steps_are_read_on_the_union_of_their_st
     at = dict(zip(steps.tolist(), zip(curve.mean, curve.low, curve.high, strict=True), strict=True))
     assert at[30] == (45.0, 30.0, 60.0)  # both recorded step 30
     assert at[20] == (30.0, 20.0, 40.0)  # the short seed interpolated between its steps 15 and 30
-    assert at[10] == (10.0, 10.0, 10.0) and at[70] == (70.0, 70.0, 70.0)  # outside the short seed's range
+    assert at[10] == (10.0, 10.0, 10.0)  # before the short seed's first record: the long seed alone
+    assert at[70] == (95.0, 70.0, 120.0)  # past the short seed's last record it holds it (120)
+    assert at[100] == (110.0, 100.0, 120.0)  # so the mean moves only as the seeds' own values do
     end = group.last("valid", "mse", records=2)  # each seed's own last two records
     assert (end.mean, end.low, end.high, end.seeds) == (100.0, 95.0, 105.0, 2)

@@ -31,14 +31,15 @@ from spectral_analysis.vocabulary import SCALES
 
 
 def _on_steps(steps: np.ndarray, values: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """``values`` recorded at ``steps``, linearly interpolated onto ``grid`` between their first and last
-    finite record, NaN outside it."""
+    """``values`` recorded at ``steps``, linearly interpolated onto ``grid`` from their first finite record,
+    held at their last one past it (the run stopped there: its model no longer changes), NaN before the
+    first."""
     finite = np.isfinite(values)
     if not finite.any():
         return np.full(grid.shape, np.nan)
     known, at = steps[finite], values[finite]
-    out = np.interp(grid, known, at)
-    out[(grid < known[0]) | (grid > known[-1])] = np.nan
+    out = np.interp(grid, known, at)  # np.interp holds the end values outside the recorded range
+    out[grid < known[0]] = np.nan
     return out
 
 
@@ -69,7 +70,9 @@ class Group:
         """``column`` of the ``phase`` curves as mean and min-max over seeds. Seeds may record different
         steps (a run trained until plateau stops when it plateaus; kept curves are thinned evenly): the
         curve is read on the union of their steps, each seed interpolated linearly inside its own range
-        and missing outside it, so past a seed's last step the spread is over the seeds still training."""
+        and held at its last record past it, since a stopped run's model is final. Every seed counts to
+        the end, so the mean does not jump where a seed stops (as it would if the mean were taken over
+        the seeds still training)."""
         curves = [read_curves(d)[phase] for d in self.dirs]
         usable = [c for c in curves if column in c and len(c["step"])]
         if not usable:
