@@ -147,7 +147,7 @@ def plot_depth_sweep(accuracy: dict[str, dict[int, list[float]]],
     _style()
     bases = list(dict.fromkeys(model.split(" (")[0] for model in accuracy))
     colour = dict(zip(bases, sns.color_palette("tab10", len(bases)), strict=True))
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    fig, axes = plt.subplots(1, 2, figsize=(13.5, 4.6))
     for rank, (model, by_depth) in enumerate(accuracy.items()):
         depths = sorted(by_depth)
         style = {"color": colour[model.split(" (")[0]], "ls": "--" if " (" in model else "-", "label": model}
@@ -164,6 +164,6 @@ def plot_depth_sweep(accuracy: dict[str, dict[int, list[float]]],
     for ax in axes:
         ax.axhline(0.1, color="black", ls=":", lw=1, label="chance 0.1")
         ax.set_ylim(0, 1)
-    axes[1].legend(fontsize=8, loc="center right")  # the left panel's dots fill its corners
+    axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside: no curve is covered
     fig.suptitle(_wrapped(title, fig), fontsize=10)
     return fig
