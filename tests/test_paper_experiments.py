@@ -69,6 +69,10 @@ def test_depth_verdicts_follow_the_accuracies_over_seeds():
     assert "every seed trains at the deepest L" in failures[1].evidence
     assert records[0].numbers["accuracy"]["spectral-mlp"][40] == pytest.approx(0.8)
     assert "spectral-resnet (plain ends) holds" in records[3].evidence
+    # the trained gain is quoted only where a checkpoint gave one
+    assert "spectral-mlp -1.00 -> 0.00," in records[0].evidence
+    as_claimed["mlp"][40].log10_gain_trained = math.nan
+    assert "mlp -1.00, resnet -1.00 -> 0.00" in records_from_runs(as_claimed, "made up")[0].evidence
     # within the 0.02 tolerance counts as resilient; beyond it does not
     for model, shallow, deep in (("mlp", 0.9, 0.2), ("spectral-mlp", 0.9, 0.9 - 0.7 - 0.019)):
         as_claimed[model][10].accuracies, as_claimed[model][40].accuracies = [shallow] * 3, [deep] * 3

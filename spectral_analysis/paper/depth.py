@@ -164,7 +164,9 @@ def records_from_runs(runs: dict[str, dict[int, DepthRun]], size: str) -> list[C
         for m, v in runs.items()
     )
     gains = ", ".join(
-        f"{m} {v[deep].log10_gain_at_init:.2f} -> {v[deep].log10_gain_trained:.2f}" for m, v in runs.items()
+        f"{m} {v[deep].log10_gain_at_init:.2f}"
+        + (f" -> {v[deep].log10_gain_trained:.2f}" if math.isfinite(v[deep].log10_gain_trained) else "")
+        for m, v in runs.items()
     )
     numbers = {
         key: {m: {d: getattr(r, key) for d, r in v.items()} for m, v in runs.items()}
@@ -182,7 +184,8 @@ def records_from_runs(runs: dict[str, dict[int, DepthRun]], size: str) -> list[C
                 trains_where_plain_fails(spectral, mlp),
                 f"{size}: {table}. At L = {deep}, Spectral-MLP ({reading}) {spread_text(spectral, '.3f')} "
                 f"against MLP {spread_text(mlp, '.3f')}. "
-                f"Forward gain log10 ||h_L||/||h_0|| at L = {deep}, at init -> trained: {gains}",
+                f"Forward gain log10 ||h_L||/||h_0|| at L = {deep}, at init (-> trained, where the zoo kept "
+                f"the checkpoint): {gains}",
                 {**numbers, "deepest": deep, "trains": TRAINS},
                 quote="when the network is deeper, both MLP and ResNet start to fail. MLP is not able to "
                       "function around $L \\sim 35$ and ResNet with $L \\sim 70$",
