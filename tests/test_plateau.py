@@ -222,5 +222,10 @@ def test_seeds_that_stopped_at_different_steps_are_read_on_the_union_of_their_st
     assert at[10] == (10.0, 10.0, 10.0)  # before the short seed's first record: the long seed alone
     assert at[70] == (95.0, 70.0, 120.0)  # past the short seed's last record it holds it (120)
     assert at[100] == (110.0, 100.0, 120.0)  # so the mean moves only as the seeds' own values do
+    # a seed whose last records are not finite diverged: its curve ends at its last finite record
+    diverged = _kept_curve(tmp_path / "s2", [15, 30, 45], [30.0, float("nan"), float("nan")])
+    steps, curve = Group("rnn", {}, [{}, {}], [long, diverged]).curve("valid", "mse")
+    at = dict(zip(steps.tolist(), curve.mean, strict=True))
+    assert at[15] == 22.5 and at[40] == 40.0 and at[100] == 100.0
     end = group.last("valid", "mse", records=2)  # each seed's own last two records
     assert (end.mean, end.low, end.high, end.seeds) == (100.0, 95.0, 105.0, 2)

@@ -32,14 +32,16 @@ from spectral_analysis.vocabulary import SCALES
 
 def _on_steps(steps: np.ndarray, values: np.ndarray, grid: np.ndarray) -> np.ndarray:
     """``values`` recorded at ``steps``, linearly interpolated onto ``grid`` from their first finite record,
-    held at their last one past it (the run stopped there: its model no longer changes), NaN before the
-    first."""
+    NaN before it. Past the run's last record its value is held (the run stopped there: its model no
+    longer changes), unless that record is not finite (a diverged run): then NaN past the last finite one."""
     finite = np.isfinite(values)
     if not finite.any():
         return np.full(grid.shape, np.nan)
     known, at = steps[finite], values[finite]
     out = np.interp(grid, known, at)  # np.interp holds the end values outside the recorded range
     out[grid < known[0]] = np.nan
+    if known[-1] < steps[-1]:
+        out[grid > known[-1]] = np.nan
     return out
 
 
