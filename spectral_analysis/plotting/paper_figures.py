@@ -12,6 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
+from matplotlib.ticker import MaxNLocator
 
 
 def _style() -> None:
@@ -132,6 +133,8 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
         axes[0, col].set_ylabel(f"validation {metric}{' (log scale)' if log_scale else ''}")
         axes[1, col].set_ylabel(r"$\|\partial L / \partial h^{(0)}\|_2$ (log scale)")
         axes[1, col].set_xlabel("training step")
+        for ax in axes[:, col]:  # at most 5 step ticks: 5-digit labels collide in a 4.5-inch column
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
     axes[0, 0].legend(fontsize=8)
     fig.suptitle(_wrapped(title, fig), fontsize=10)
     return fig
