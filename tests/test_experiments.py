@@ -10,7 +10,14 @@ import pytest
 import torch
 
 from spectral_analysis.cli import main
-from spectral_analysis.experiments import SCALES, load_catalog, load_experiment, read_grid, run_trial
+from spectral_analysis.experiments import (
+    SCALES,
+    load_catalog,
+    load_experiment,
+    read_grid,
+    read_grids,
+    run_trial,
+)
 from spectral_analysis.experiments.catalog import CONFIG_FIELDS
 from spectral_analysis.experiments.estimate import estimate_experiment, read_estimate
 from spectral_analysis.experiments.ledger import ledger_rows, write_ledger
@@ -625,10 +632,11 @@ def test_figures_are_drawn_from_kept_results_without_training(tmp_path, monkeypa
         "table4_ucr.md",
     } <= names
     assert all(Path(d["path"]).stat().st_size > 0 for d in drawn)
-    for d in drawn:  # each file at its grid's scale; the rows kept at paper scale beside it at paper scale
+    for d in drawn:  # each file at the scale of a grid it reads (drawn grid, paper rows beside it)
         if d["experiment"] != "benchmarks":
-            grid_scale = read_grid(ROOT / "results", d["experiment"]).scale
-            assert d["scale"] == ("paper" if Path(d["path"]).name.endswith("_paper_rows.md") else grid_scale)
+            assert d["scale"] in {g.scale for g in read_grids(ROOT / "results", d["experiment"])}
+    table2_files = [d["scale"] for d in drawn if d["experiment"] == "table2-mnist"]
+    assert table2_files == [g.scale for g in read_grids(ROOT / "results", "table2-mnist")]
     table2 = read_grid(ROOT / "results", "table2-mnist")
     assert table2.stamp() in (tmp_path / "table2_mnist.md").read_text()
     assert set(READERS) - {"benchmarks"} <= set(load_catalog())
