@@ -509,6 +509,16 @@ def test_experimental_checks_read_the_committed_results_through_the_gate():
     assert "gradient w.r.t. first cell of oRNN/Spectral-RNN does not vanish" in records[0].claim
 
 
+def test_the_fig4_margin_check_says_when_irnns_margin_first_passes_r_or_that_it_never_does():
+    grid = read_grid(ROOT / "results", "fig3-mnist")
+    steps, values = grid.group("irnn", task="mnist", pixels_per_step=1).curve("train", "spectral_margin")
+    above = values.mean > 0.1
+    expected = (f"above r = 0.1 from step {int(steps[above.argmax()])}" if above.any()
+                else "never above r = 0.1")
+    evidence = experiments.margin_record().evidence
+    assert expected in evidence and "None" not in evidence
+
+
 BUDGET = """[scales.budget]
 seeds = 2
 budget = "2 of the paper's 8 steps"
