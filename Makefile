@@ -31,16 +31,15 @@ docs: $(VENV)
 notebooks: $(VENV)
 	$(BIN)/python scripts/make_notebooks.py
 
-# The paper-scale sweep: the CPU tier at paper scale in the order of the paper-scale issue; then Table 2's
-# headline row, Spectral-RNN's 97.7%, at paper scale on its own (1.7-3.3 CPU hours for 3 seeds), drawn
-# beside the budget grid; then the GPU tier (Table 2, Fig. 3, Table 3) at its stated CPU budget (the
-# budget scale) while no GPU is lent. Table 2 at paper scale would take 41.6 CPU hours, 28 of them the
-# uRNN row (n = 512, 4.3 s a step at T = 784 alone; results/table2-mnist/paper/estimate_cpu.json), and
-# its budget grid a fifth of that, so the headline row goes first rather than behind the uRNN row. In the
-# budget tier Fig. 3/4 and Table 3 go before Table 2's grid, whose uRNN trials take about 5 hours each two
-# side by side; the shorter grids finish (and park) within a session. KRU's copy and adding grids come
-# last, which alone take 90-180 CPU hours, so that they do not hold back the main paper's tables.
-# Each line is one grid. Hours to days: rerun the same target to resume it (kept trials are skipped, the
+# The paper-scale sweep, one grid per line: the CPU tier at paper scale in the order of the paper-scale
+# issue; Table 2's headline row, Spectral-RNN's 97.7%, at paper scale on its own (1.7-3.3 CPU hours for 3
+# seeds; Table 2 at paper scale would take 41.6 CPU hours, 28 of them the uRNN row: n = 512, 4.3 s a step
+# at T = 784 alone, results/table2-mnist/paper/estimate_cpu.json); Fig. 3/4 and Table 3 at their budget
+# scale (the paper's sizes for a stated CPU budget, while no GPU is lent); that Spectral-RNN row at two
+# more points of the paper's grid search (table2-grid: at lr 1e-3 and batch 128 it reached 86%); Table 2's
+# budget grid, whose uRNN trials take about 5 hours each two side by side; last KRU's copy and adding
+# grids, which alone take 90-180 CPU hours, so that they do not hold back the main paper's tables.
+# Hours to days: rerun the same target to resume it (kept trials are skipped, the
 # others continue from their last checkpoint, trials trained until plateau train on). On a GPU machine,
 # `make paper-gpu`.
 PAPER_ORDER := table4-ucr fig1-addition fig2-copy svdrnn-fig2-leak svdrnn-fig2-r fig5-depth dizzy-copy \
@@ -52,14 +51,16 @@ WORKERS ?= 2
 paper: $(VENV)
 	nice -n 10 $(BIN)/spectral-analysis run $(PAPER_ORDER) --scale paper --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run table2-mnist --scale paper --only variant=spectral --workers $(WORKERS)
-	nice -n 10 $(BIN)/spectral-analysis run $(BUDGET_TIER) --scale budget --workers $(WORKERS)
+	nice -n 10 $(BIN)/spectral-analysis run fig3-mnist table3-ptb --scale budget --workers $(WORKERS)
+	nice -n 10 $(BIN)/spectral-analysis run table2-grid --scale paper --workers $(WORKERS)
+	nice -n 10 $(BIN)/spectral-analysis run table2-mnist --scale budget --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run $(KRU_LONG) --scale paper --workers $(WORKERS)
 
 # After stopping `make paper` (a session's or a batch job's end): copy its unfinished trials' resumable state
 # to results/<experiment>/<scale>/parked/, to commit with the results; `make paper` on a fresh clone resumes
 # them from there instead of starting them over (the run directories in runs/ are not committed).
 park: $(VENV)
-	$(BIN)/spectral-analysis park $(PAPER_ORDER) table2-mnist $(KRU_LONG) --scale paper
+	$(BIN)/spectral-analysis park $(PAPER_ORDER) table2-mnist table2-grid $(KRU_LONG) --scale paper
 	$(BIN)/spectral-analysis park $(BUDGET_TIER) --scale budget
 
 paper-gpu: $(VENV)

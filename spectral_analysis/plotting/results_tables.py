@@ -7,7 +7,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from spectral_analysis.experiments.reading import Group, KeptGrid, Spread, read_grid, read_grids
+from spectral_analysis.experiments.reading import (
+    Group,
+    KeptGrid,
+    Spread,
+    read_grid,
+    read_grids,
+    read_variants,
+)
+from spectral_analysis.experiments.results import plateau_count
 
 # As printed: ICML Table 2 (test accuracy, %), Table 3 (train and test perplexity), Table 4 (test accuracy).
 TABLE2 = {"spectral": 97.7, "ornn": 97.2, "rnn": 94.1, "urnn": 95.1, "lstm": 97.3}
@@ -38,7 +46,8 @@ def _spread(s: Spread, scale: float = 1.0, digits: int = 3) -> str:
 
 
 def _write(
-    grid: KeptGrid, out: Path, file: str, title: str, header: list[str], rows: list[list[str]]
+    grid: KeptGrid, out: Path, file: str, title: str, header: list[str], rows: list[list[str]],
+    footer: str | None = None,
 ) -> dict:
     lines = [
         f"# {title}",
@@ -50,6 +59,7 @@ def _write(
         "|" + "---|" * len(header),
     ]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["", footer] if footer else []
     path = out / file
     path.write_text("\n".join(lines) + "\n")
     return {
@@ -86,6 +96,54 @@ def table2(results: Path, out: Path) -> list[dict[str, Any]]:
                        "scale") if written else ("table2_mnist.md", "ICML Table 2: pixel MNIST")
         written.append(_write(grid, out, file, title, header, rows))
     return written
+
+
+def table2_grid_points(results: Path) -> list[tuple[KeptGrid, Group]]:
+    """Table 2's Spectral-RNN row at each point of the paper's grid search that is kept, as ``(grid,
+    group)``: table2-mnist's paper-scale row once its seeds are complete, then each configuration of the
+    ``table2-grid`` experiment (at the scale :func:`read_grid` reads)."""
+    points = []
+    for grid in (read_variants(results, "table2-mnist", {"spectral"}), read_grid(results, "table2-grid")):
+        points += [(grid, g) for g in grid.groups] if grid is not None else []
+    return points
+
+
+def best_grid_point(points: list[tuple[KeptGrid, Group]]) -> tuple[KeptGrid, Group] | None:
+    """The paper-scale point with the highest mean best validation accuracy, as the paper chose its rows
+    ("The reported results are the best one among them", Section 7.2); ``None`` below two such points."""
+    paper = [(grid, g) for grid, g in points if grid.scale == "paper"]
+    return max(paper, key=lambda p: p[1].final("best_valid").mean) if len(paper) >= 2 else None
+
+
+def grid_point_text(group: Group) -> str:
+    """A grid point's learning rate, per-epoch decay and batch size, from its kept configuration."""
+    config = group.rows[0]["config"]
+    return f"lr {config['lr']:g}, decay {config['lr_decay']:g}, batch {config['batch_size']}"
+
+
+def table2_grid(results: Path, out: Path) -> list[dict[str, Any]]:
+    """``table2_grid.md``: Spectral-RNN's Table 2 row at each kept grid point, and the best by validation."""
+    grid = read_grid(results, "table2-grid")
+    if grid is None:
+        return []
+    points = table2_grid_points(results)
+    rows = [[grid_point_text(g), str(g.rows[0]["hidden"]), f"{kept.experiment} {g.variant}",
+             f"{kept.scale}, {g.seeds}", _spread(_steps(g), 1, 0), _spread(g.final(), 100, 1),
+             _spread(g.final("best_valid"), 100, 1), plateau_count(g.rows)] for kept, g in points]
+    best = best_grid_point(points)
+    footer = ("Fewer than two grid points are kept at paper scale: no best point yet." if best is None else
+              f"Best by validation at paper scale: {grid_point_text(best[1])}, "
+              f"{_spread(best[1].final(), 100, 1)}% test (the paper's Table 2: {TABLE2['spectral']:.1f}%).")
+    header = ["grid point", "n_h", "kept in", "scale, seeds", "steps", "test %", "best validation %",
+              "plateaued"]
+    return [_write(grid, out, "table2_grid.md", "ICML Table 2's Spectral-RNN row over points of the paper's "
+                   "grid search", header, rows, footer)]
+
+
+def _steps(group: Group) -> Spread:
+    """The steps each seed trained, as mean and min-max over seeds."""
+    steps = [float(row["steps"]) for row in group.rows]
+    return Spread(sum(steps) / len(steps), min(steps), max(steps), len(steps))
 
 
 def table3(results: Path, out: Path) -> list[dict[str, Any]]:
@@ -166,6 +224,7 @@ def kru_table4(results: Path, out: Path) -> list[dict[str, Any]]:
 
 TABLES: dict[str, Callable[[Path, Path], list[dict[str, Any]]]] = {
     "table2-mnist": table2,
+    "table2-grid": table2_grid,
     "table3-ptb": table3,
     "table4-ucr": table4,
     "kru-music": kru_table4,
