@@ -7,7 +7,7 @@ Spectral-RNN's best, otherwise inconclusive)."""
 from __future__ import annotations
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.reading import KeptGrid
+from spectral_analysis.experiments.reading import Group, KeptGrid
 from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record
 
 SOURCE = "ICML Section 7.2 (Fig. 3)"
@@ -19,14 +19,15 @@ PANELS = {
 }
 
 
+def panel_groups(grid: KeptGrid, task: str, pixels: int) -> list[Group]:
+    """The configurations of one panel: every model at ``task`` and ``pixels`` per step."""
+    return [g for g in grid.groups if g.axes.get("task") == task and g.axes.get("pixels_per_step") == pixels]
+
+
 def panel_accuracy(grid: KeptGrid, task: str, pixels: int) -> dict[str, tuple[float, float, float]]:
     """Each model's test accuracy in one panel: (mean, min, max) over seeds."""
-    accuracy = {}
-    for g in grid.groups:
-        if g.axes.get("task") == task and g.axes.get("pixels_per_step") == pixels:
-            s = g.final()
-            accuracy[g.variant] = (s.mean, s.low, s.high)
-    return accuracy
+    spreads = {g.variant: g.final() for g in panel_groups(grid, task, pixels)}
+    return {model: (s.mean, s.low, s.high) for model, s in spreads.items()}
 
 
 def ranking_verdict(accuracy: dict[str, tuple[float, float, float]]) -> str:
@@ -64,6 +65,7 @@ def records_from_grid(grid: KeptGrid) -> list[CheckRecord]:
                     {"test_accuracy": accuracy, "steps_per_sequence": 784 // pixels},
                     quote=CLAIM,
                 ),
+                min(g.seeds for g in panel_groups(grid, task, pixels)),  # this panel's, not the grid's
             )
         )
     return records
