@@ -98,14 +98,12 @@ def table2(results: Path, out: Path) -> list[dict[str, Any]]:
     return written
 
 
-def table2_grid_points(results: Path) -> list[tuple[KeptGrid, Group]]:
+def table2_grid_points(results: Path, grid: KeptGrid) -> list[tuple[KeptGrid, Group]]:
     """Table 2's Spectral-RNN row at each point of the paper's grid search that is kept, as ``(grid,
-    group)``: table2-mnist's paper-scale row once its seeds are complete, then each configuration of the
-    ``table2-grid`` experiment (at the scale :func:`read_grid` reads)."""
-    points = []
-    for grid in (read_variants(results, "table2-mnist", {"spectral"}), read_grid(results, "table2-grid")):
-        points += [(grid, g) for g in grid.groups] if grid is not None else []
-    return points
+    group)``: table2-mnist's paper-scale row once its seeds are complete, then each configuration of
+    ``grid``, the ``table2-grid`` experiment as :func:`read_grid` reads it."""
+    row = read_variants(results, "table2-mnist", {"spectral"})
+    return [(kept, g) for kept in (row, grid) if kept is not None for g in kept.groups]
 
 
 def best_grid_point(points: list[tuple[KeptGrid, Group]]) -> tuple[KeptGrid, Group] | None:
@@ -126,7 +124,7 @@ def table2_grid(results: Path, out: Path) -> list[dict[str, Any]]:
     grid = read_grid(results, "table2-grid")
     if grid is None:
         return []
-    points = table2_grid_points(results)
+    points = table2_grid_points(results, grid)
     rows = [[grid_point_text(g), str(g.rows[0]["hidden"]), f"{kept.experiment} {g.variant}",
              f"{kept.scale}, {g.seeds}", _spread(_steps(g), 1, 0), _spread(g.final(), 100, 1),
              _spread(g.final("best_valid"), 100, 1), plateau_count(g.rows)] for kept, g in points]
