@@ -444,6 +444,21 @@ def test_grids_aggregate_seeds_and_prefer_the_paper_scale(tmp_path):
     assert read_grid(tmp_path, "nothing") is None
 
 
+def test_final_reads_a_rows_own_numbers_beside_its_metrics(tmp_path):
+    for seed, (steps, best) in enumerate(((100, 0.7), (300, None))):
+        _fake_trial(tmp_path, "x", "paper", f"a_s{seed}", "a", {}, seed, ["valid,1,0.5,,"], 0.5)
+        path = tmp_path / "x" / "paper" / f"a_s{seed}" / "result.json"
+        row = json.loads(path.read_text()) | {"steps": steps, "best_valid": best, "seconds": 10.0 * (seed + 1)}
+        path.write_text(json.dumps(row))
+    group = read_grid(tmp_path, "x").group("a")
+    steps = group.final("steps")
+    assert (steps.mean, steps.low, steps.high, steps.seeds) == pytest.approx((200, 100, 300, 2))
+    best = group.final_per_seed("best_valid")
+    assert best[0] == pytest.approx(0.7) and np.isnan(best[1]) and group.final("best_valid").seeds == 1
+    assert sorted(group.final_per_seed("seconds")) == pytest.approx([10.0, 20.0])
+    assert group.final("test_metrics").mean == pytest.approx(0.5)
+
+
 def test_gate_judges_only_paper_scale_with_enough_seeds(tmp_path):
     for seed in range(MIN_SEEDS):
         _fake_trial(tmp_path, "x", "paper", f"a_s{seed}", "a", {}, seed, ["valid,1,0.5,,"], 0.5)

@@ -45,6 +45,9 @@ def _on_steps(steps: np.ndarray, values: np.ndarray, grid: np.ndarray) -> np.nda
     return out
 
 
+ROW_NUMBERS = ("best_valid", "steps", "seconds")  # a summary row's own numbers, read by Group.final
+
+
 @dataclass
 class Spread:
     """Mean and min-max over seeds."""
@@ -104,13 +107,14 @@ class Group:
                           int(np.isfinite(array).sum()))
 
     def final_per_seed(self, source: str = "test_metrics", metric: str | None = None) -> list[float]:
-        """A final metric of each seed's row (``source``: ``test_metrics``, ``final_valid``, ``final_train``
-        or ``best_valid``; default metric: the primary one); NaN for a row without it."""
+        """A final value of each seed's row: ``source`` is a metrics field (``test_metrics``, ``final_valid``,
+        ``final_train``; default metric: the primary one) or a number of the row itself (``best_valid``,
+        ``steps``, ``seconds``); NaN for a row without it."""
 
         def value(row: dict[str, Any]) -> float:
             got = (
-                row.get("best_valid")
-                if source == "best_valid"
+                row.get(source)
+                if source in ROW_NUMBERS
                 else (row.get(source) or {}).get(metric or row["metric"])
             )
             return np.nan if got is None else float(got)

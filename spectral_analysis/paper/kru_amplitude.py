@@ -29,11 +29,6 @@ def end_margins(group: Group) -> list[float]:
     return group.last_per_seed("train", "spectral_margin", RECORDS)
 
 
-def best_validation(group: Group) -> list[float]:
-    """Each seed's best validation value of its primary metric (NLL on the chorales)."""
-    return [float(row["best_valid"]) for row in group.rows]
-
-
 
 def records_from_grid(grid: KeptGrid | None) -> list[CheckRecord]:
     """The claims from a kept grid (``None``: nothing kept, every claim ``unverified``)."""
@@ -55,7 +50,7 @@ def records_from_grid(grid: KeptGrid | None) -> list[CheckRecord]:
         {"spectral_margin": {f"{a:g}": m for a, m in margins.items()}}, quote=UNITARY_QUOTE)
     records = [judged(grid, unitary, seeds)]
     if CLAIMED_BEST in groups:
-        nll = {a: best_validation(g) for a, g in groups.items()}
+        nll = {a: g.final_per_seed("best_valid") for a, g in groups.items()}
         outcomes = {a: beats(nll[CLAIMED_BEST], v, higher_is_better=False) for a, v in nll.items()
                     if a != CLAIMED_BEST}
         best = CheckRecord(

@@ -12,6 +12,7 @@ rows between the README's ``reproduction-kept`` markers. Nothing trains here.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,7 +33,7 @@ HEADER = ["source", "the paper", "ours (mean [min, max])", "scale, seeds", "plat
 
 
 def _seconds(group: Group) -> str:
-    values = [row["seconds"] for row in group.rows if isinstance(row.get("seconds"), int | float)]
+    values = [v for v in group.final_per_seed("seconds") if math.isfinite(v)]
     return f"{statistics.median(values):.0f}" if values else "-"
 
 

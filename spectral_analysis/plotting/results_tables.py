@@ -126,7 +126,7 @@ def table2_grid(results: Path, out: Path) -> list[dict[str, Any]]:
         return []
     points = table2_grid_points(results, grid)
     rows = [[grid_point_text(g), str(g.rows[0]["hidden"]), f"{kept.experiment} {g.variant}",
-             f"{kept.scale}, {g.seeds}", _spread(_steps(g), 1, 0), _spread(g.final(), 100, 1),
+             f"{kept.scale}, {g.seeds}", _spread(g.final("steps"), 1, 0), _spread(g.final(), 100, 1),
              _spread(g.final("best_valid"), 100, 1), plateau_count(g.rows)] for kept, g in points]
     best = best_grid_point(points)
     footer = ("Fewer than two grid points are kept at paper scale: no best point yet." if best is None else
@@ -136,12 +136,6 @@ def table2_grid(results: Path, out: Path) -> list[dict[str, Any]]:
               "plateaued"]
     return [_write(grid, out, "table2_grid.md", "ICML Table 2's Spectral-RNN row over points of the paper's "
                    "grid search", header, rows, footer)]
-
-
-def _steps(group: Group) -> Spread:
-    """The steps each seed trained, as mean and min-max over seeds."""
-    steps = [float(row["steps"]) for row in group.rows]
-    return Spread(sum(steps) / len(steps), min(steps), max(steps), len(steps))
 
 
 def table3(results: Path, out: Path) -> list[dict[str, Any]]:
