@@ -439,8 +439,13 @@ def test_grids_aggregate_seeds_and_prefer_the_paper_scale(tmp_path):
     final = grid.group("a").final()
     assert (final.mean, final.low, final.high, final.seeds) == pytest.approx((0.3, 0.2, 0.4, 2))
     assert sorted(grid.group("a").final_per_seed()) == pytest.approx([0.2, 0.4])
+    _fake_trial(tmp_path, "x", "smoke", "b_s0", "b", {}, 0, ["valid,10,0.5,,"], 0.5)
+    grid = read_grid(tmp_path, "x")
+    assert grid.stamp() == "smoke scale, not the paper's; 1-2 seeds" and grid.seeds == 1
+    assert grid.stamp([grid.group("a")]).endswith("; 2 seeds")
+    assert grid.stamp([grid.group("b")]).endswith("; 1 seed")
     _fake_trial(tmp_path, "x", "paper", "a_s0", "a", {}, 0, ["valid,10,0.9,,"], 0.9)
-    assert read_grid(tmp_path, "x").scale == "paper" and read_grid(tmp_path, "x", "smoke").seeds == 2
+    assert read_grid(tmp_path, "x").scale == "paper" and read_grid(tmp_path, "x", "smoke").seeds == 1
     assert read_grid(tmp_path, "nothing") is None
 
 

@@ -13,6 +13,7 @@ and from which a paper check does not judge.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,9 +194,12 @@ class KeptGrid:
                 f"entry (they differ in {', '.join(fields)}); spectral-analysis run {self.experiment} "
                 f"--scale {self.scale} retrains them")
 
-    def stamp(self) -> str:
-        """What a figure title says of the evidence: the scale, the seeds and any stale trials."""
-        stamp = f"{self.scale_label}; {self.seeds} seed{'s' if self.seeds != 1 else ''}"
+    def stamp(self, groups: Sequence[Group] | None = None) -> str:
+        """What a figure title says of the evidence: the scale, the seeds of ``groups`` (default: every
+        configuration; a range where they differ, e.g. after a diverged seed) and any stale trials."""
+        counts = sorted({g.seeds for g in (self.groups if groups is None else groups)}) or [0]
+        seeds = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        stamp = f"{self.scale_label}; {seeds} seed{'s' if seeds != '1' else ''}"
         return stamp + (f"; {len(self.stale)} of {self.trials} trials stale" if self.stale else "")
 
 
