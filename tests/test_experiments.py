@@ -453,8 +453,8 @@ def test_final_reads_a_rows_own_numbers_beside_its_metrics(tmp_path):
     for seed, (steps, best) in enumerate(((100, 0.7), (300, None))):
         _fake_trial(tmp_path, "x", "paper", f"a_s{seed}", "a", {}, seed, ["valid,1,0.5,,"], 0.5)
         path = tmp_path / "x" / "paper" / f"a_s{seed}" / "result.json"
-        row = json.loads(path.read_text()) | {"steps": steps, "best_valid": best, "seconds": 10.0 * (seed + 1)}
-        path.write_text(json.dumps(row))
+        numbers = {"steps": steps, "best_valid": best, "seconds": 10.0 * (seed + 1)}
+        path.write_text(json.dumps(json.loads(path.read_text()) | numbers))
     group = read_grid(tmp_path, "x").group("a")
     steps = group.final("steps")
     assert (steps.mean, steps.low, steps.high, steps.seeds) == pytest.approx((200, 100, 300, 2))

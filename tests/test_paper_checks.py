@@ -165,6 +165,35 @@ def test_paper_figure_functions_write_pngs(tmp_path):
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
 
 
+def test_a_gradient_that_underflowed_to_zero_is_marked_on_the_log_panel_not_left_out():
+    import numpy as np
+
+    from spectral_analysis.plotting.paper_figures import (
+        ZERO_NOTE,
+        plot_learning_curves,
+        plot_training_dynamics,
+    )
+
+    steps = {"vanished": np.arange(6.0), "alive": np.arange(6.0)}
+    grads = {"vanished": np.array([1e-3, 1e-20, 0.0, 0.0, 1e-30, 0.0]), "alive": np.full(6, 1e-2)}
+    fig = plot_training_dynamics(steps, {k: np.zeros(6) for k in steps}, grads, "t")
+    panel = fig.axes[1]
+    marks = [line for line in panel.get_lines() if line.get_gid() == "zero-gradient"]
+    assert len(marks) == 1 and list(marks[0].get_xdata()) == [2.0, 3.0, 5.0]
+    vanished = next(line for line in panel.get_lines() if line.get_label() == "vanished")
+    assert marks[0].get_color() == vanished.get_color()
+    assert [line.get_label() for line in panel.get_lines()].count(ZERO_NOTE) == 1
+    assert ZERO_NOTE in [text.get_text() for text in panel.get_legend().get_texts()]
+    alive_only = plot_training_dynamics({"alive": steps["alive"]}, {"alive": np.zeros(6)},
+                                        {"alive": grads["alive"]}, "t")
+    assert [line.get_label() for line in alive_only.axes[1].get_lines()] == ["alive"]
+    curves = plot_learning_curves({30: {name: {"steps": steps[name], "metric": np.ones(6),
+                                                "grad_steps": steps[name], "grad": grads[name]}
+                                         for name in steps}}, "MSE", None, "t")
+    gradient_panel = curves.axes[1]
+    assert [text.get_text() for text in gradient_panel.get_legend().get_texts()] == [ZERO_NOTE]
+
+
 def test_a_check_that_raises_becomes_a_failed_record_not_a_crash(monkeypatch):
     from spectral_analysis.paper import svd_map
 

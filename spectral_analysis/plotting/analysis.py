@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
-from spectral_analysis.plotting.paper_figures import save_figure
+from spectral_analysis.plotting.paper_figures import save_figure, semilogy_gradient
 
 
 def _finite(values: list[Any]) -> np.ndarray:
@@ -38,7 +38,7 @@ def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
     axes[1].set_xlabel("T - t (steps)")
     axes[1].set_ylabel("log10 condition number")
     grads = _finite(report["grad_norms"])
-    axes[2].semilogy(np.arange(T + 1), np.where(grads > 0, grads, np.nan))
+    semilogy_gradient(axes[2], np.arange(T + 1), grads)
     axes[2].set_xlabel("t (step)")
     axes[2].set_ylabel(r"$\|\partial L/\partial h^{(t)}\|$")
     fig.suptitle(f"{name}: Jacobian products and gradient flow ({report['task']}, T = {T})", fontsize=11)
@@ -61,7 +61,7 @@ def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
         axes[0].set_ylabel(r"spectral margin $\max_i|\sigma_i - 1|$")
         axes[1].semilogy(steps, [row["condition_number"] for row in trajectory])
         axes[1].set_ylabel("condition number of W")
-        axes[2].semilogy(steps, _finite([row["grad_h0_norm"] for row in trajectory]))
+        semilogy_gradient(axes[2], steps, _finite([row["grad_h0_norm"] for row in trajectory]))
         axes[2].set_ylabel(r"$\|\partial L/\partial h^{(0)}\|$")
         for ax in axes:
             ax.set_xlabel("training step")

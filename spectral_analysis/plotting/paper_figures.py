@@ -81,6 +81,25 @@ def plot_lyapunov_spectra(exponents: dict[str, np.ndarray], title: str,
                       title, ax, style=".-", zero_line=True, symlog_y=0.1)
 
 
+ZERO_NOTE = "on the floor: exactly 0 (underflowed)"
+
+
+def semilogy_gradient(ax: plt.Axes, steps: np.ndarray, grad: np.ndarray, label: str = "_nolegend_") -> None:
+    """``||dL/dh^(0)||`` against ``steps`` on a log axis. A gradient that vanished below float32 reads
+    exactly 0, which a log axis cannot show: those steps are marked on the panel's floor in the line's
+    colour, keyed in the legend by :data:`ZERO_NOTE`, so a vanished gradient is seen rather than left out."""
+    grad = np.asarray(grad, dtype=float)
+    line = ax.semilogy(steps, np.where(grad > 0, grad, np.nan), label=label)[0]
+    zero = grad == 0
+    if zero.any():
+        row = sum(other.get_gid() == "zero-gradient" for other in ax.get_lines())  # one row per model
+        ax.plot(np.asarray(steps)[zero], np.full(int(zero.sum()), 0.02 + 0.03 * row), "v",
+                color=line.get_color(), ms=4, clip_on=False, transform=ax.get_xaxis_transform(),
+                gid="zero-gradient")
+        if row == 0:  # the legend's key to the marks
+            ax.plot([], [], "v", color="gray", ms=4, label=ZERO_NOTE)
+
+
 def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.ndarray],
                            gradients: dict[str, np.ndarray], title: str) -> plt.Figure:
     """Fig. 4's two panels: the spectral margin max_i |sigma_i - 1| and ||dL/dh^(0)|| over training."""
@@ -88,8 +107,7 @@ def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.n
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     for model in steps:
         axes[0].plot(steps[model], margins[model], label=model)
-        grad = gradients[model]
-        axes[1].semilogy(steps[model], np.where(grad > 0, grad, np.nan), label=model)
+        semilogy_gradient(axes[1], steps[model], gradients[model], model)
     axes[0].set_ylabel(r"spectral margin $\max_i |\sigma_i - 1|$")
     axes[1].set_ylabel(r"$\|\partial L / \partial h^{(0)}\|_2$ (log scale)")
     for ax in axes:
@@ -119,7 +137,7 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
         for model, c in curves[L].items():
             line = (axes[0, col].semilogy if log_scale else axes[0, col].plot)(c["steps"], c["metric"],
                                                                                label=model)[0]
-            axes[1, col].semilogy(c["grad_steps"], np.where(c["grad"] > 0, c["grad"], np.nan), label=model)
+            semilogy_gradient(axes[1, col], c["grad_steps"], c["grad"], model)
             if "metric_low" in c:  # the spread over seeds
                 axes[0, col].fill_between(c["steps"], c["metric_low"], c["metric_high"], alpha=0.2,
                                           color=line.get_color(), lw=0)
@@ -136,6 +154,10 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
         for ax in axes[:, col]:  # at most 5 step ticks: 5-digit labels collide in a 4.5-inch column
             ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
     axes[0, 0].legend(fontsize=8)
+    for ax in axes[1]:  # the models' colours are keyed above; a gradient panel keys only its zero marks
+        zero_key = [line for line in ax.get_lines() if line.get_label() == ZERO_NOTE]
+        if zero_key:
+            ax.legend(handles=zero_key, fontsize=7, loc="upper right")
     fig.suptitle(_wrapped(title, fig), fontsize=10)
     return fig
 
