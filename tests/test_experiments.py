@@ -3,6 +3,7 @@
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -867,6 +868,50 @@ def test_the_kru_table4_claims_read_test_nll_and_the_overfitting_gap(tmp_path, m
     better, less = kru_music.run()
     assert better.verdict == "holds" and less.verdict == "holds"  # gaps: kru 0-0.1, rnn 0.6-0.8, lstm 0.6-0.7
     assert less.numbers["kru"][0] == pytest.approx(8.6 - 8.5)  # median of the last five: 8.3 + 0.2
+
+
+def _ptb_grid(root: Path, runs: dict[str, tuple[list[float], float]]) -> None:
+    """Kept paper-scale table3-ptb trials: per variant, each seed's test perplexity and a training
+    perplexity that ends at the given value (the last five records' median)."""
+    for variant, (tests, train) in runs.items():
+        for seed, test in enumerate(tests):
+            directory = root / "table3-ptb" / "paper" / f"{variant}_s{seed}"
+            directory.mkdir(parents=True)
+            row = {"experiment": "table3-ptb", "scale": "paper", "trial": f"{variant}_s{seed}",
+                   "status": "done", "variant": variant, "axes": {}, "seed": seed, "hidden": 128,
+                   "metric": "cross_entropy", "test_metrics": {"perplexity": test}, "config": {}}
+            (directory / "result.json").write_text(json.dumps(row))
+            (directory / "curves.csv").write_text("phase,step,perplexity\n" + "".join(
+                f"train,{s},{train + (9 - s) * 10}\n" for s in range(1, 10)))
+
+
+def test_the_table3_claims_read_test_perplexity_per_depth_and_the_two_layer_training_gap(tmp_path,
+                                                                                           monkeypatch):
+    from spectral_analysis.paper import ptb
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+    _ptb_grid(tmp_path, {"spectral-1x512": ([130, 131, 129], 65), "lstm-1x128": ([140, 139, 141], 69),
+                         "spectral-2x512": ([121, 120, 122], 36), "lstm-2x128": ([125, 124, 126], 26)})
+    better, two = ptb.run()
+    assert better.verdict == "holds" and two.verdict == "holds", (better.evidence, two.evidence)
+    assert two.numbers["train_perplexity"]["spectral-2x512"][0] == pytest.approx(56)  # 36 + 2 * 10
+    assert better.quote == ptb.BETTER_QUOTE and better.seeds == 3
+    for run in (tmp_path / "table3-ptb" / "paper").glob("lstm-2x128_s*"):
+        shutil.rmtree(run)  # the 2-layer LSTM now overfits less and generalizes better
+    _ptb_grid(tmp_path, {"lstm-2x128": ([110, 111, 112], 60)})
+    better, two = ptb.run()
+    assert better.verdict == "differs" and two.verdict == "differs"
+    assert "(lower: differs)" in two.evidence and "(higher: differs)" in two.evidence
+
+
+def test_the_table3_claims_are_unverified_without_their_rows():
+    from spectral_analysis.paper import ptb
+
+    records = ptb.records_from_grid(None)
+    assert [r.verdict for r in records] == ["unverified", "unverified"]
+    assert [r.quote for r in records] == [ptb.BETTER_QUOTE, ptb.TWO_LAYER_QUOTE]
 
 
 @pytest.mark.parametrize("module", ["dizzy_copy", "kru_amplitude", "kru_music", "svdrnn_leak"])

@@ -23,6 +23,7 @@ PAPER_CHECKS: dict[str, str] = {
     "dizzy": "dizzy_copy",
     "kru-amplitude": "kru_amplitude",
     "kru-music": "kru_music",
+    "ptb": "ptb",
     "kru-synthetic": "kru_synthetic",
     "depth": "depth",
     "linear-rnn": "linear_rnn",

@@ -121,6 +121,7 @@ def experimental_records() -> list[CheckRecord]:
         kru_music,
         kru_synthetic,
         mnist_ranking,
+        ptb,
         svdrnn_leak,
         svdrnn_r,
         synthetic_tasks,
@@ -128,7 +129,7 @@ def experimental_records() -> list[CheckRecord]:
 
     return (experiments.run() + synthetic_tasks.run() + mnist_ranking.run() + depth.run() + svdrnn_r.run()
             + svdrnn_leak.run() + dizzy_copy.run() + kru_amplitude.run() + kru_music.run()
-            + kru_synthetic.run())
+            + kru_synthetic.run() + ptb.run())
 
 
 def write_reproduction(results: Path, out: Path, readmes: Sequence[Path] = ()) -> Path:

@@ -1,0 +1,86 @@
+"""Paper check: ICML Table 3 (Section 7.3, Penn Treebank word level), read from the kept ``table3-ptb``
+results. "As seen in Table 3, Spectral-RNN achieves better performance than LSTM with about half the number
+of parameters. Note that 2-layered Spectral-RNN achieves lower test perplexity with higher training
+perplexity, which shows its generalization ability." Two claims, each by
+:func:`~spectral_analysis.paper.kept.beats` over seeds:
+
+- better than the LSTM: a lower test perplexity than the LSTM of the same depth, at both depths
+  (:func:`~spectral_analysis.paper.kept.every`); the parameter counts are the ``parameter-counts`` check's;
+- 2 layers: Spectral-RNN(2, 512) has a lower test perplexity *and* a higher training perplexity than
+  LSTM(2, 128). The training perplexity is each seed's median over its last :data:`RECORDS` training
+  records (running batches, as the trainer records them, not a pass over the training set).
+"""
+
+from __future__ import annotations
+
+from spectral_analysis.checks import CheckRecord
+from spectral_analysis.experiments.reading import Group, KeptGrid
+from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record, spread_text
+
+SOURCE = "ICML Section 7.3 (Table 3, PTB)"
+EXPERIMENT = "table3-ptb"
+BETTER_QUOTE = "Spectral-RNN achieves better performance than LSTM with about half the number of parameters"
+TWO_LAYER_QUOTE = "2-layered Spectral-RNN achieves lower test perplexity with higher training perplexity"
+DEPTHS = {1: ("spectral-1x512", "lstm-1x128"), 2: ("spectral-2x512", "lstm-2x128")}
+RECORDS = 5  # the last training records a seed's end-of-training perplexity is the median of
+PPL = ".1f"  # how evidence prints a perplexity
+NO_DROPOUT = "the 2-layer rows train without the paper's 80% dropout (the toolkit has none)"
+
+
+def ppl_on_test(group: Group) -> list[float]:
+    """Each seed's test perplexity."""
+    return group.final_per_seed("test_metrics", "perplexity")
+
+
+def ppl_in_training(group: Group) -> list[float]:
+    """Each seed's training perplexity: its median over its last :data:`RECORDS` records."""
+    return group.last_per_seed("train", "perplexity", RECORDS)
+
+
+def better_than_lstm(grid: KeptGrid, pairs: dict[int, tuple[Group, Group]]) -> CheckRecord:
+    """Spectral-RNN's test perplexity against the LSTM's of the same depth, at both depths."""
+    outcomes = {d: beats(ppl_on_test(s), ppl_on_test(lstm), higher_is_better=False)
+                for d, (s, lstm) in pairs.items()}
+    evidence = "test perplexity, mean [min, max] over seeds: " + "; ".join(
+        f"{d} layer{'s' if d > 1 else ''}: {s.variant} {spread_text(ppl_on_test(s), PPL)}, "
+        f"{lstm.variant} {spread_text(ppl_on_test(lstm), PPL)} ({outcomes[d]})"
+        for d, (s, lstm) in pairs.items())
+    groups = [g for pair in pairs.values() for g in pair]
+    record = CheckRecord(SOURCE, "Spectral-RNN has a lower test perplexity than the LSTM at 1 and 2 layers",
+                         every(list(outcomes.values())), f"{evidence}; {NO_DROPOUT}",
+                         {g.variant: ppl_on_test(g) for g in groups}, quote=BETTER_QUOTE)
+    return judged(grid, record, min(g.seeds for g in groups))
+
+
+def two_layers(grid: KeptGrid, spectral: Group, lstm: Group) -> CheckRecord:
+    """Spectral-RNN(2, 512) against LSTM(2, 128): a lower test and a higher training perplexity."""
+    mine, theirs = ((ppl_on_test(g), ppl_in_training(g)) for g in (spectral, lstm))
+    test = beats(mine[0], theirs[0], higher_is_better=False)
+    train = beats(mine[1], theirs[1], higher_is_better=True)
+    evidence = (
+        f"{spectral.variant} against {lstm.variant}, mean [min, max] over seeds: test perplexity "
+        f"{spread_text(mine[0], PPL)} against {spread_text(theirs[0], PPL)} (lower: {test}); training "
+        f"perplexity (median of the last {RECORDS} records) {spread_text(mine[1], PPL)} against "
+        f"{spread_text(theirs[1], PPL)} (higher: {train}); {NO_DROPOUT}")
+    numbers = {"test_perplexity": {spectral.variant: mine[0], lstm.variant: theirs[0]},
+               "train_perplexity": {spectral.variant: mine[1], lstm.variant: theirs[1]}}
+    record = CheckRecord(SOURCE, "2-layer Spectral-RNN: lower test and higher training perplexity than the "
+                         "2-layer LSTM", every([test, train]), evidence, numbers, quote=TWO_LAYER_QUOTE)
+    return judged(grid, record, min(spectral.seeds, lstm.seeds))
+
+
+def records_from_grid(grid: KeptGrid | None) -> list[CheckRecord]:
+    """Both claims from a kept grid (``None``, or a row not kept: that claim ``unverified``)."""
+    pairs = {depth: (grid.group(s), grid.group(lstm)) if grid else (None, None)
+             for depth, (s, lstm) in DEPTHS.items()}
+    complete = grid is not None and all(None not in pair for pair in pairs.values())
+    records = [better_than_lstm(grid, pairs) if complete
+               else missing_record(SOURCE, BETTER_QUOTE, EXPERIMENT, BETTER_QUOTE)]
+    if grid is None or None in pairs[2]:
+        return records + [missing_record(SOURCE, TWO_LAYER_QUOTE, EXPERIMENT, TWO_LAYER_QUOTE)]
+    return records + [two_layers(grid, *pairs[2])]
+
+
+def run(quick: bool = True) -> list[CheckRecord]:
+    """Both claims from kept results (``quick`` is accepted for the common interface)."""
+    return records_from_grid(kept_grid(EXPERIMENT))
