@@ -126,6 +126,9 @@ def test_the_park_command_parks_a_killed_sweep_and_says_when_there_is_nothing(tm
     assert main(["park", "tiny", "--out", str(tmp_path / "a" / "runs"), *where, "--json"]) == 0
     [line] = json.loads(capsys.readouterr().out)["parked"]
     assert line.startswith(f"tiny: parked {trial.key} at step 12")
+    ledger = (tmp_path / "results" / "LEDGER.md").read_text()
+    done, _, _, _, parked = ledger.split("| tiny | smoke |")[1].split("|")[:5]
+    assert done.strip() == "0 / 4" and parked.strip() == "1"
 
 
 def test_make_park_parks_every_grid_make_paper_runs():

@@ -57,7 +57,8 @@ def write_ledger(results: str | Path, catalog: dict[str, Experiment]) -> Path:
     lines = [
         "# Compute ledger",
         "",
-        "Generated from the kept summaries by `spectral-analysis run` (do not edit by hand). Seconds are "
+        "Generated from the kept summaries by `spectral-analysis run` and `park` (do not edit by hand). "
+        "Seconds are "
         "the trainer's training seconds per trial (evaluation excluded). Plateaued: done trials whose "
         "best validation metric came before their last 20% of steps (the paper-scale criterion). "
         "To train on: done trials that the catalog now trains until plateau (`max_steps`), which ended "

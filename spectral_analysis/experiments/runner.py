@@ -82,7 +82,7 @@ def park_sweeps(experiments: list[Experiment], scale: str, *, seeds: int | None 
                 results: str | Path | None = None) -> list[str]:
     """Park (:mod:`~spectral_analysis.experiments.parking`) the run directory of every trial of the grids
     that is not kept yet, as a sweep stopped from outside (a session's end, a job's wall time) left them;
-    one line per run directory found."""
+    one line per run directory found. The ledger is rewritten, so its ``parked`` column counts them."""
     results = Path(results) if results else default_results_dir()
     lines: list[str] = []
     for experiment in experiments:
@@ -91,6 +91,8 @@ def park_sweeps(experiments: list[Experiment], scale: str, *, seeds: int | None 
             if run_dir.is_dir() and not _kept_and_standing(results, trial, retry_failed=False):
                 lines.append(f"{experiment.name}: "
                              f"{park_run(run_dir, parked_dir(results, experiment.name, scale, trial.key))}")
+    if lines:
+        write_ledger(results, load_catalog(experiments[0].path.parent))
     return lines
 
 
