@@ -848,41 +848,34 @@ def test_a_run_directory_of_an_older_catalog_entry_is_started_over_not_resumed(t
     assert stored["train"]["hidden"] == 5
 
 
+def _kept_paper_trials(root: Path, experiment: str, column: str, slope: float,
+                       runs: dict[str, tuple[list[float], float]]) -> None:
+    """Kept paper-scale trials of ``experiment``: per variant, each seed's test ``column`` and a training
+    curve of ``column`` falling by ``slope`` a record to the given end value over 9 records (so the
+    median of the last five is that value + 2 * slope)."""
+    for variant, (tests, train) in runs.items():
+        for seed, test in enumerate(tests):
+            directory = root / experiment / "paper" / f"{variant}_s{seed}"
+            directory.mkdir(parents=True)
+            row = {"experiment": experiment, "scale": "paper", "trial": f"{variant}_s{seed}",
+                   "status": "done", "variant": variant, "axes": {}, "seed": seed, "hidden": 100,
+                   "metric": column, "test_metrics": {column: test}, "config": {}}
+            (directory / "result.json").write_text(json.dumps(row))
+            (directory / "curves.csv").write_text(f"phase,step,{column}\n" + "".join(
+                f"train,{s},{train + (9 - s) * slope}\n" for s in range(1, 10)))
+
+
 def test_the_kru_table4_claims_read_test_nll_and_the_overfitting_gap(tmp_path, monkeypatch):
     from spectral_analysis.paper import kru_music
 
     monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
     (tmp_path / "catalog").mkdir()
     monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
-    runs = {"kru": ([8.6, 8.5, 8.55], 8.3), "rnn": ([9.1, 9.0, 9.2], 8.2), "lstm": ([8.7, 8.8, 8.75], 7.9)}
-    for variant, (tests, train) in runs.items():
-        for seed, test in enumerate(tests):
-            directory = tmp_path / "kru-music" / "paper" / f"{variant}_s{seed}"
-            directory.mkdir(parents=True)
-            row = {"experiment": "kru-music", "scale": "paper", "trial": f"{variant}_s{seed}",
-                   "status": "done", "variant": variant, "axes": {}, "seed": seed, "hidden": 100,
-                   "metric": "nll", "test_metrics": {"nll": test}, "config": {}}
-            (directory / "result.json").write_text(json.dumps(row))
-            (directory / "curves.csv").write_text(
-                "phase,step,nll\n" + "".join(f"train,{s},{train + (9 - s) * 0.1}\n" for s in range(1, 10)))
+    _kept_paper_trials(tmp_path, "kru-music", "nll", 0.1, {
+        "kru": ([8.6, 8.5, 8.55], 8.3), "rnn": ([9.1, 9.0, 9.2], 8.2), "lstm": ([8.7, 8.8, 8.75], 7.9)})
     better, less = kru_music.run()
     assert better.verdict == "holds" and less.verdict == "holds"  # gaps: kru 0-0.1, rnn 0.6-0.8, lstm 0.6-0.7
     assert less.numbers["kru"][0] == pytest.approx(8.6 - 8.5)  # median of the last five: 8.3 + 0.2
-
-
-def _ptb_grid(root: Path, runs: dict[str, tuple[list[float], float]]) -> None:
-    """Kept paper-scale table3-ptb trials: per variant, each seed's test perplexity and a training
-    perplexity that ends at the given value (the last five records' median)."""
-    for variant, (tests, train) in runs.items():
-        for seed, test in enumerate(tests):
-            directory = root / "table3-ptb" / "paper" / f"{variant}_s{seed}"
-            directory.mkdir(parents=True)
-            row = {"experiment": "table3-ptb", "scale": "paper", "trial": f"{variant}_s{seed}",
-                   "status": "done", "variant": variant, "axes": {}, "seed": seed, "hidden": 128,
-                   "metric": "cross_entropy", "test_metrics": {"perplexity": test}, "config": {}}
-            (directory / "result.json").write_text(json.dumps(row))
-            (directory / "curves.csv").write_text("phase,step,perplexity\n" + "".join(
-                f"train,{s},{train + (9 - s) * 10}\n" for s in range(1, 10)))
 
 
 def test_the_table3_claims_read_test_perplexity_per_depth_and_the_two_layer_training_gap(tmp_path,
@@ -892,15 +885,16 @@ def test_the_table3_claims_read_test_perplexity_per_depth_and_the_two_layer_trai
     monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
     (tmp_path / "catalog").mkdir()
     monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
-    _ptb_grid(tmp_path, {"spectral-1x512": ([130, 131, 129], 65), "lstm-1x128": ([140, 139, 141], 69),
-                         "spectral-2x512": ([121, 120, 122], 36), "lstm-2x128": ([125, 124, 126], 26)})
+    _kept_paper_trials(tmp_path, "table3-ptb", "perplexity", 10, {
+        "spectral-1x512": ([130, 131, 129], 65), "lstm-1x128": ([140, 139, 141], 69),
+        "spectral-2x512": ([121, 120, 122], 36), "lstm-2x128": ([125, 124, 126], 26)})
     better, two = ptb.run()
     assert better.verdict == "holds" and two.verdict == "holds", (better.evidence, two.evidence)
     assert two.numbers["train_perplexity"]["spectral-2x512"][0] == pytest.approx(56)  # 36 + 2 * 10
     assert better.quote == ptb.BETTER_QUOTE and better.seeds == 3
     for run in (tmp_path / "table3-ptb" / "paper").glob("lstm-2x128_s*"):
         shutil.rmtree(run)  # the 2-layer LSTM now overfits less and generalizes better
-    _ptb_grid(tmp_path, {"lstm-2x128": ([110, 111, 112], 60)})
+    _kept_paper_trials(tmp_path, "table3-ptb", "perplexity", 10, {"lstm-2x128": ([110, 111, 112], 60)})
     better, two = ptb.run()
     assert better.verdict == "differs" and two.verdict == "differs"
     assert "(lower: differs)" in two.evidence and "(higher: differs)" in two.evidence
