@@ -192,6 +192,17 @@ def test_a_gradient_that_underflowed_to_zero_is_marked_on_the_log_panel_not_left
                                          for name in steps}}, "MSE", None, "t")
     gradient_panel = curves.axes[1]
     assert [text.get_text() for text in gradient_panel.get_legend().get_texts()] == [ZERO_NOTE]
+    import matplotlib.pyplot as plt
+
+    from spectral_analysis.plotting.paper_figures import key_zero_marks, semilogy_gradient
+
+    for grad, keyed in ((grads["vanished"], [ZERO_NOTE]), (grads["alive"], None)):  # the analyzer's panels
+        _, ax = plt.subplots()
+        semilogy_gradient(ax, np.arange(6.0), grad)
+        key_zero_marks(ax)
+        legend = ax.get_legend()
+        assert (None if legend is None else [text.get_text() for text in legend.get_texts()]) == keyed
+        plt.close(ax.figure)
 
 
 def test_a_check_that_raises_becomes_a_failed_record_not_a_crash(monkeypatch):

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
-from spectral_analysis.plotting.paper_figures import save_figure, semilogy_gradient
+from spectral_analysis.plotting.paper_figures import key_zero_marks, save_figure, semilogy_gradient
 
 
 def _finite(values: list[Any]) -> np.ndarray:
@@ -39,6 +39,7 @@ def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
     axes[1].set_ylabel("log10 condition number")
     grads = _finite(report["grad_norms"])
     semilogy_gradient(axes[2], np.arange(T + 1), grads)
+    key_zero_marks(axes[2])
     axes[2].set_xlabel("t (step)")
     axes[2].set_ylabel(r"$\|\partial L/\partial h^{(t)}\|$")
     fig.suptitle(f"{name}: Jacobian products and gradient flow ({report['task']}, T = {T})", fontsize=11)
@@ -62,6 +63,7 @@ def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
         axes[1].semilogy(steps, [row["condition_number"] for row in trajectory])
         axes[1].set_ylabel("condition number of W")
         semilogy_gradient(axes[2], steps, _finite([row["grad_h0_norm"] for row in trajectory]))
+        key_zero_marks(axes[2])
         axes[2].set_ylabel(r"$\|\partial L/\partial h^{(0)}\|$")
         for ax in axes:
             ax.set_xlabel("training step")

@@ -100,6 +100,14 @@ def semilogy_gradient(ax: plt.Axes, steps: np.ndarray, grad: np.ndarray, label: 
             ax.plot([], [], "v", color="gray", ms=4, label=ZERO_NOTE)
 
 
+def key_zero_marks(ax: plt.Axes) -> None:
+    """A legend holding only :func:`semilogy_gradient`'s key to the zero marks, on a panel that has them
+    (where the models' colours are keyed elsewhere or there is one model)."""
+    zero_key = [line for line in ax.get_lines() if line.get_label() == ZERO_NOTE]
+    if zero_key:
+        ax.legend(handles=zero_key, fontsize=7, loc="upper right")
+
+
 def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.ndarray],
                            gradients: dict[str, np.ndarray], title: str) -> plt.Figure:
     """Fig. 4's two panels: the spectral margin max_i |sigma_i - 1| and ||dL/dh^(0)|| over training."""
@@ -154,10 +162,8 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
         for ax in axes[:, col]:  # at most 5 step ticks: 5-digit labels collide in a 4.5-inch column
             ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
     axes[0, 0].legend(fontsize=8)
-    for ax in axes[1]:  # the models' colours are keyed above; a gradient panel keys only its zero marks
-        zero_key = [line for line in ax.get_lines() if line.get_label() == ZERO_NOTE]
-        if zero_key:
-            ax.legend(handles=zero_key, fontsize=7, loc="upper right")
+    for ax in axes[1]:  # the models' colours are keyed above
+        key_zero_marks(ax)
     fig.suptitle(_wrapped(title, fig), fontsize=10)
     return fig
 
