@@ -92,8 +92,13 @@ def park_sweeps(experiments: list[Experiment], scale: str, *, seeds: int | None 
                 lines.append(f"{experiment.name}: "
                              f"{park_run(run_dir, parked_dir(results, experiment.name, scale, trial.key))}")
     if lines:
-        write_ledger(results, load_catalog(experiments[0].path.parent))
+        _rewrite_ledger(results, experiments)
     return lines
+
+
+def _rewrite_ledger(results: Path, experiments: list[Experiment]) -> None:
+    """``results/LEDGER.md`` over the whole catalog the ``experiments`` come from."""
+    write_ledger(results, load_catalog(experiments[0].path.parent))
 
 
 def git_revision() -> str:
@@ -340,11 +345,9 @@ def run_sweeps(
             report(f"{experiment.name} ({scale}): {len(to_run)} trial(s) to run, "
                    f"{len(outcome.skipped)} already kept")
         specs += to_run
-    catalog_dir = experiments[0].path.parent
-
     def finished(experiment: str) -> None:
         write_summary(results, experiment, scale)
-        write_ledger(results, load_catalog(catalog_dir))
+        _rewrite_ledger(results, experiments)
 
     statuses: dict[str, str] = {}
     if specs:
@@ -370,5 +373,5 @@ def run_sweeps(
         outcome.failed = sorted({r["trial"] for r in outcome.rows if r["status"] == "failed"}
                                 | set(outcome.failed))
         outcome.seconds = time.perf_counter() - clock
-    write_ledger(results, load_catalog(catalog_dir))
+    _rewrite_ledger(results, experiments)
     return list(outcomes.values())
