@@ -71,14 +71,14 @@ def two_layers(grid: KeptGrid, spectral: Group, lstm: Group) -> CheckRecord:
 
 def records_from_grid(grid: KeptGrid | None) -> list[CheckRecord]:
     """Both claims from a kept grid (``None``, or a row not kept: that claim ``unverified``)."""
-    pairs = {depth: (grid.group(s), grid.group(lstm)) if grid else (None, None)
-             for depth, (s, lstm) in DEPTHS.items()}
-    complete = grid is not None and all(None not in pair for pair in pairs.values())
-    records = [better_than_lstm(grid, pairs) if complete
-               else missing_record(SOURCE, BETTER_QUOTE, EXPERIMENT, BETTER_QUOTE)]
-    if grid is None or None in pairs[2]:
-        return records + [missing_record(SOURCE, TWO_LAYER_QUOTE, EXPERIMENT, TWO_LAYER_QUOTE)]
-    return records + [two_layers(grid, *pairs[2])]
+    if grid is None:
+        return [missing_record(SOURCE, quote, EXPERIMENT, quote) for quote in (BETTER_QUOTE, TWO_LAYER_QUOTE)]
+    pairs = {depth: (grid.group(s), grid.group(lstm)) for depth, (s, lstm) in DEPTHS.items()}
+    complete = all(None not in pair for pair in pairs.values())
+    return [better_than_lstm(grid, pairs) if complete else missing_record(SOURCE, BETTER_QUOTE, EXPERIMENT,
+                                                                          BETTER_QUOTE),
+            missing_record(SOURCE, TWO_LAYER_QUOTE, EXPERIMENT, TWO_LAYER_QUOTE) if None in pairs[2]
+            else two_layers(grid, *pairs[2])]
 
 
 def run(quick: bool = True) -> list[CheckRecord]:
