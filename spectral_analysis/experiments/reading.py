@@ -13,7 +13,7 @@ and from which a paper check does not judge.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -197,10 +197,16 @@ class KeptGrid:
     def stamp(self, groups: Sequence[Group] | None = None) -> str:
         """What a figure title says of the evidence: the scale, the seeds of ``groups`` (default: every
         configuration; a range where they differ, e.g. after a diverged seed) and any stale trials."""
-        counts = sorted({g.seeds for g in (self.groups if groups is None else groups)}) or [0]
-        seeds = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-        stamp = f"{self.scale_label}; {seeds} seed{'s' if seeds != '1' else ''}"
+        seeds = seeds_text(g.seeds for g in (self.groups if groups is None else groups))
+        stamp = f"{self.scale_label}; {seeds}"
         return stamp + (f"; {len(self.stale)} of {self.trials} trials stale" if self.stale else "")
+
+
+def seeds_text(counts: Iterable[int]) -> str:
+    """Seed counts in words: ``"3 seeds"``, ``"1 seed"``, or a range where they differ (``"2-3 seeds"``)."""
+    distinct = sorted(set(counts)) or [0]
+    seeds = f"{distinct[0]}" if len(distinct) == 1 else f"{distinct[0]}-{distinct[-1]}"
+    return f"{seeds} seed{'s' if seeds != '1' else ''}"
 
 
 def scale_label(experiment: str, scale: str) -> str:

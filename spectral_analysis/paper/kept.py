@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_variants
+from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_variants, seeds_text
 from spectral_analysis.experiments.results import plateau_count
 from spectral_analysis.io import default_results_dir
 
@@ -55,7 +55,7 @@ def gate(grid: KeptGrid, verdict: str, evidence: str, seeds: int | None = None) 
     those of the configurations the claim reads, default every configuration's) and no stale trial, else
     ``unverified`` with the evidence prefixed by why."""
     seeds = grid.seeds if seeds is None else seeds
-    stamp = f"{grid.scale_label}; {seeds} seed{'s' if seeds != 1 else ''}"
+    stamp = f"{grid.scale_label}; {seeds_text([seeds])}"
     if grid.scale == "paper" and seeds >= MIN_SEEDS and not grid.stale:
         return verdict, f"{stamp}: {evidence}"
     if grid.scale != "paper":
