@@ -165,6 +165,19 @@ def test_paper_figure_functions_write_pngs(tmp_path):
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
 
 
+def test_the_lyapunov_axis_ends_on_whole_decades_so_float_noise_cannot_move_its_ticks():
+    import numpy as np
+
+    from spectral_analysis.plotting.paper_figures import plot_lyapunov_spectra
+
+    spectra = {"a": np.array([[2.5, 0.03, -0.05, -73.2]]), "b": np.array([[1.0, -1.0, -np.inf, -80.0]])}
+    assert plot_lyapunov_spectra(spectra, "t").get_ylim() == (-100.0, 10.0)
+    nudged = {k: v * (1 + 1e-7) for k, v in spectra.items()}
+    assert plot_lyapunov_spectra(nudged, "t").get_ylim() == (-100.0, 10.0)
+    negative = plot_lyapunov_spectra({"a": np.array([[-50.0, -0.01]])}, "t").get_ylim()
+    assert negative == (-100.0, 0.0)  # the top is the zero line, not a decade below the data
+
+
 def test_a_gradient_that_underflowed_to_zero_is_marked_on_the_log_panel_not_left_out():
     import numpy as np
 

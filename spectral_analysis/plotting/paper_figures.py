@@ -48,11 +48,23 @@ def line_chart(series: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, yl
         ax.axhline(0.0, color="black", lw=0.8)
     if symlog_y is not None:  # linear within +-symlog_y, log beyond: one tail cannot hide the rest
         ax.set_yscale("symlog", linthresh=symlog_y)
+        finite = np.concatenate([np.asarray(y, float).ravel() for _, y in series.values()])
+        finite = finite[np.isfinite(finite)]
+        if finite.size and finite.min() < finite.max():  # whole decades: float noise cannot move the ticks
+            ax.set_ylim(_decade_floor(finite.min(), symlog_y), -_decade_floor(-finite.max(), symlog_y))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(_wrapped(title, fig), fontsize=10)
     ax.legend(fontsize=8)
     return ax
+
+
+def _decade_floor(value: float, linthresh: float) -> float:
+    """The largest of 0, +-linthresh and the signed powers of ten beyond it that is at most ``value``: a
+    symlog axis's lower limit (its upper limit is ``-_decade_floor(-top)``)."""
+    if value >= 0:
+        return 0.0 if value < linthresh else float(10.0 ** np.floor(np.log10(value) + 1e-9))
+    return -float(10.0 ** np.ceil(np.log10(max(-value, linthresh)) - 1e-9))
 
 
 def plot_bound_growth(log10_G: dict[str, dict[int, float]], title: str,
