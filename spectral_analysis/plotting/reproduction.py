@@ -27,6 +27,7 @@ from spectral_analysis.plotting.results_tables import (
     TABLE4,
     _spread,
     grid_point_text,
+    table2_grid_points,
 )
 
 HEADER = ["source", "the paper", "ours (mean [min, max])", "scale, seeds", "plateaued", "s per trial"]
@@ -57,8 +58,9 @@ def table_rows(results: Path) -> list[list[str]]:
                 rows.append([f"Table 2, {g.variant} (n_h = {g.rows[0]['hidden']})",
                              f"{TABLE2[g.variant]:.1f}% test", _spread(g.final(), 100, 1) + "%",
                              _where(grid, g), plateau_count(g.rows), _seconds(g)])
-    grid = read_grid(results, "table2-grid")
-    for g in grid.groups if grid else []:
+    for grid, g in table2_grid_points(results):
+        if grid.experiment != "table2-grid":
+            continue  # table2-mnist's own row is listed above
         rows.append([f"Table 2, spectral (n_h = {g.rows[0]['hidden']}; {grid_point_text(g)})",
                      f"{TABLE2['spectral']:.1f}% test (the best of its grid)",
                      _spread(g.final(), 100, 1) + "%", _where(grid, g), plateau_count(g.rows), _seconds(g)])
