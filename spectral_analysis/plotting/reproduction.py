@@ -58,7 +58,8 @@ def table_rows(results: Path) -> list[list[str]]:
                 rows.append([f"Table 2, {g.variant} (n_h = {g.rows[0]['hidden']})",
                              f"{TABLE2[g.variant]:.1f}% test", _spread(g.final(), 100, 1) + "%",
                              _where(grid, g), plateau_count(g.rows), _seconds(g)])
-    for grid, g in table2_grid_points(results):
+    grids = read_grids(results, "table2-grid")
+    for grid, g in table2_grid_points(results, grids):
         if grid.experiment != "table2-grid":
             continue  # table2-mnist's own row is listed above
         rows.append([f"Table 2, spectral (n_h = {g.rows[0]['hidden']}; {grid_point_text(g)})",

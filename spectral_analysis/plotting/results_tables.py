@@ -99,14 +99,13 @@ def table2(results: Path, out: Path) -> list[dict[str, Any]]:
     return written
 
 
-def table2_grid_points(results: Path) -> list[tuple[KeptGrid, Group]]:
+def table2_grid_points(results: Path, grids: list[KeptGrid]) -> list[tuple[KeptGrid, Group]]:
     """Table 2's Spectral-RNN row at each point of the paper's grid search that is kept, as ``(grid,
     group)``: table2-mnist's paper-scale row once its seeds are complete, then each configuration of
-    the ``table2-grid`` experiment, at paper scale where it has any paper-scale seed (a point whose
-    seeds are still training shows those kept so far), else as :func:`read_grid` reads it."""
+    ``grids`` (the ``table2-grid`` experiment as :func:`read_grids` reads it), at paper scale where it
+    has any paper-scale seed (a point whose seeds are still training shows those kept so far)."""
     row = read_variants(results, "table2-mnist", {"spectral"})
     points = [(row, g) for g in row.groups] if row is not None else []
-    grids = read_grids(results, "table2-grid")
     at_paper = {g.variant for grid in grids if grid.scale == "paper" for g in grid.groups}
     return points + [(grid, g) for grid in grids for g in grid.groups
                      if grid.scale == "paper" or g.variant not in at_paper]
@@ -131,7 +130,7 @@ def table2_grid(results: Path, out: Path) -> list[dict[str, Any]]:
     grids = read_grids(results, "table2-grid")
     if not grids:
         return []
-    points = table2_grid_points(results)
+    points = table2_grid_points(results, grids)
     rows = [[grid_point_text(g), str(g.rows[0]["hidden"]), f"{kept.experiment} {g.variant}",
              f"{kept.scale}, {g.seeds}", _spread(g.final("steps"), 1, 0), _spread(g.final(), 100, 1),
              _spread(g.final("best_valid"), 100, 1), plateau_count(g.rows)] for kept, g in points]
