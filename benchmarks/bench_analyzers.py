@@ -44,7 +44,7 @@ def jacobians_by_one_backward(model: torch.nn.Module, x: torch.Tensor) -> torch.
     """Every ``J(t) = dh_T/dh_t`` by one batched backward pass of autograd (``is_grads_batched``: the d
     rows of the identity as d vmapped cotangents); ``(B, T + 1, d, d)``."""
     step = model.step_function()
-    s = model.initial_state(x.shape[0]).requires_grad_()
+    s = model.flat_state(model.start_state(x.shape[0])).detach().requires_grad_()
     states = [s]
     for t in range(x.shape[1]):
         s = step(s, x[:, t])
