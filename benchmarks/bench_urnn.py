@@ -1,13 +1,12 @@
-"""The uRNN's training pass: its layer-by-layer complex loop against the per-step reference.
+"""The uRNN's training pass: its one-node scan against the autograd loop and the per-step reference.
 
 Forward + backward of a full sequence (float32, one thread, freed memory kept as in training), side by
-side (medians of interleaved repeats; read the ratio):
+side (medians of interleaved repeats; read the ratios):
 - ``run``: ``UnitaryRNN.run``, each layer's factors and the input projections of all steps computed
-  once, the state kept complex;
+  once, the state kept complex, the time loop one autograd node (``nn.unitary_scan``, since 2026-11-25);
+- ``loop``: the same with ``recurrence="loop"``, autograd through every step (``run`` until 2026-11-25);
 - ``step_function``: the per-step view the analyzers use (``step_function``), which converts the state
-  between real and complex forms and rebuilds the factors at every step. ``run`` was this loop until
-  2026-11-24 (then 5.8 s at T = 784 in this benchmark, against 4.1-4.3 s for the new ``run`` in later
-  runs of it on the same VM beside a two-worker sweep).
+  between real and complex forms and rebuilds the factors at every step (``run`` until 2026-11-24).
 Case: ICML Table 2's uRNN row, pixel MNIST (T = 784, n = 512, batch 128), and a shorter T.
 
     python benchmarks/bench_urnn.py --out benchmarks/urnn_cpu.json
@@ -16,7 +15,7 @@ Case: ICML Table 2's uRNN row, pixel MNIST (T = 784, n = 512, batch 128), and a 
 from __future__ import annotations
 
 import torch
-from report import as_in_training, benchmark_parser, interleaved_medians, write_report
+from report import as_in_training, benchmark_parser, interleaved_medians, saved_bytes, write_report
 
 from spectral_analysis.nn import build_model
 
@@ -34,14 +33,17 @@ def routes(length: int, batch: int, n: int) -> dict:
     def run() -> None:
         loss(model.run(x).outputs)
 
+    def loop() -> None:
+        loss(model.run(x, recurrence="loop").outputs)
+
     def step_function() -> None:
-        step, state, states = model.step_function(), model.initial_state(batch), []
+        step, state, states = model.step_function(), model.flat_state(model.start_state(batch)), []
         for t in range(length):
             state = step(state, x[:, t])
             states.append(state)
         loss(model.readout(torch.stack(states, dim=1)))
 
-    return {"run": run, "step_function": step_function}
+    return {"run": run, "loop": loop, "step_function": step_function}
 
 
 def main() -> None:
@@ -51,11 +53,17 @@ def main() -> None:
     for name, length, batch, n in CASES:
         timed = routes(length, batch, n)
         med = interleaved_medians(timed, args.repeats)
+        saved = {route: saved_bytes(fn) / 2**30 for route, fn in timed.items()}
         case = {"case": name, "T": length, "B": batch, "n": n, "seconds": med,
+                "saved_for_backward_gib": saved,
+                "loop_over_run": med["loop"] / med["run"],
                 "step_function_over_run": med["step_function"] / med["run"]}
         cases.append(case)
-        print(f"{name} (T = {length}, batch {batch}, n = {n}): run {med['run']:.3f} s, step_function "
-              f"{med['step_function']:.3f} s ({case['step_function_over_run']:.2f}x)", flush=True)
+        print(f"{name} (T = {length}, batch {batch}, n = {n}): run {med['run']:.3f} s, "
+              f"loop {med['loop']:.3f} s ({case['loop_over_run']:.2f}x), "
+              f"step_function {med['step_function']:.3f} s ({case['step_function_over_run']:.2f}x); "
+              "saved for backward " + ", ".join(f"{route} {gib:.2f} GiB" for route, gib in saved.items()),
+              flush=True)
     write_report(args.out, "cpu", "uRNN forward + backward of a sequence, 1 thread", cases)
 
 

@@ -53,6 +53,21 @@ def interleaved_medians(routes: dict[str, Callable[[], object]], repeats: int) -
     return {route: sorted(v)[len(v) // 2] for route, v in times.items()}
 
 
+def saved_bytes(fn: Callable[[], object]) -> int:
+    """Bytes of the tensors autograd keeps for the backward pass while ``fn`` runs, each storage once:
+    the activation memory of a training step, which wall-clock noise does not touch."""
+    storages: dict[int, int] = {}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        fn()
+    return sum(storages.values())
+
+
 def benchmark_parser(doc: str, repeats: int) -> argparse.ArgumentParser:
     """The flags every benchmark takes, ``--repeats`` and ``--out``; described by ``doc``'s first line."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])

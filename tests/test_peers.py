@@ -31,6 +31,7 @@ from spectral_analysis.nn.peer_transitions import (
     default_factor_sizes,
 )
 from spectral_analysis.nn.time_loop import recurrence_loop, recurrence_scan
+from spectral_analysis.nn.unitary_scan import unitary_scan
 from spectral_analysis.nn.urnn import UnitaryTransition, modrelu
 from spectral_analysis.train import TrainConfig, load_checkpoint, save_checkpoint, train
 
@@ -313,6 +314,63 @@ def test_urnn_run_matches_a_complex_recurrence_and_is_refused_by_the_bound(tmp_p
 
     with pytest.raises(ValueError, match="modReLU"):
         eq17_network(model)
+
+
+def test_the_urnn_scan_gradchecks_against_finite_differences():
+    """The one-node time loop's hand-written backward, in torch's complex convention, for every input."""
+    torch.manual_seed(5)
+    T, B, n = 4, 3, 6
+    C = torch.complex128
+    u, h0 = torch.randn(T, B, n, dtype=C), torch.randn(B, n, dtype=C)
+    phases, conjugates, scaled = (torch.randn(rows, n, dtype=C) for rows in (3, 2, 2))
+    b = torch.linspace(-0.6, 0.4, n, dtype=D)
+    inputs = [t.requires_grad_() for t in (u, h0, phases, conjugates, scaled, b)]
+    permutation = torch.randperm(n)
+    assert torch.autograd.gradcheck(lambda *a: unitary_scan(*a, permutation), inputs)
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_the_urnn_scan_matches_its_autograd_loop_in_outputs_and_every_gradient(layers):
+    """``run``'s one-node scan against ``recurrence="loop"`` (autograd through each step), with a loss on
+    every step's output (a batch-first, strided gradient into the node) and modReLU's b of both signs."""
+    torch.manual_seed(6)
+    model = build_model("urnn", 3, 6, 2, num_layers=layers).double()
+    with torch.no_grad():
+        model.biases[0].copy_(torch.linspace(-0.8, 0.3, 6))
+    x, weights = torch.randn(4, 7, 3, dtype=D), torch.randn(4, 7, 2, dtype=D)
+    h0 = torch.randn(layers, 4, 12, dtype=D)  # a given start state: its gradient is dL/dh_0 (the analyzers')
+    results = {}
+    for recurrence in ("loop", None):
+        model.zero_grad()
+        start = h0.clone().requires_grad_()
+        run = model.run(x, start, recurrence=recurrence)
+        ((run.outputs * weights).sum() + run.state.square().sum()).backward()
+        trained = [p.grad.clone() for p in model.parameters() if p.grad is not None]  # not start_states
+        results[recurrence] = run.outputs.detach(), [*trained, start.grad]
+    (loop_out, loop_grads), (scan_out, scan_grads) = results["loop"], results[None]
+    assert torch.allclose(scan_out, loop_out, atol=1e-12)
+    for scan_grad, loop_grad in zip(scan_grads, loop_grads, strict=True):
+        assert torch.allclose(scan_grad, loop_grad, atol=1e-12)
+    assert all(float(g.abs().max()) > 0 for g in scan_grads)
+
+
+def test_the_urnn_scan_passes_no_gradient_through_modrelus_floor():
+    """From ``h_0 = 0``, zero inputs keep the pre-activations exactly 0 and then inputs of 1e-9 put them
+    below modReLU's floor (|a| < 1e-6): the scan's gradients are finite and equal the loop's, which get the
+    floor's zero gradient for ``|a|`` from autograd."""
+    torch.manual_seed(7)
+    model = build_model("urnn", 1, 4, 2).double()
+    with torch.no_grad():
+        model.biases[0].fill_(0.01)
+    x, h0 = torch.zeros(2, 5, 1, dtype=D), torch.zeros(1, 2, 8, dtype=D)
+    x[:, 2] = 1e-9 * torch.randn(2, 1, dtype=D)
+    grads = {}
+    for recurrence in ("loop", None):
+        model.zero_grad()
+        model.run(x, h0, recurrence=recurrence).outputs.square().sum().backward()
+        grads[recurrence] = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+    for scan_grad, loop_grad in zip(grads[None], grads["loop"], strict=True):
+        assert torch.isfinite(scan_grad).all() and torch.allclose(scan_grad, loop_grad, atol=1e-12)
 
 
 def test_modrelu_gradient_stays_finite_at_and_below_its_floor():

@@ -25,19 +25,7 @@ from torch import Tensor, nn
 from spectral_analysis.linalg import complex_vector, real_matrix, real_vector
 from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun, TransitionLayers, input_projection
 from spectral_analysis.nn.transitions import Transition, _check_size
-
-MODRELU_EPS = 1e-6  # |z| is floored here inside modReLU, so its gradient stays finite near z = 0
-
-
-def modrelu(z: Tensor, b: Tensor) -> Tensor:
-    """``relu(|z| + b) z / |z|`` per complex unit (Arjovsky et al., Eq. 8), |z| floored at ``MODRELU_EPS``.
-
-    The floor acts on ``|z|^2`` before the square root: ``torch.abs``'s gradient ``z / |z|`` overflows
-    to inf for subnormal ``z`` (``1 / |z|`` past float32's range), and inf times the floor's zero
-    gradient is nan.
-    """
-    magnitude = torch.view_as_real(z).square().sum(-1).clamp_min(MODRELU_EPS**2).sqrt()
-    return torch.relu(magnitude + b) / magnitude * z
+from spectral_analysis.nn.unitary_scan import modrelu, unitary_product, unitary_scan
 
 
 class UnitaryTransition(Transition):
@@ -62,13 +50,8 @@ class UnitaryTransition(Transition):
         return phases, v.conj(), 2.0 * v / v.abs().square().sum(-1, keepdim=True)
 
     def apply_factors(self, z: Tensor, phases: Tensor, conjugates: Tensor, scaled: Tensor) -> Tensor:
-        """``W z`` for complex ``z (..., n)`` from :meth:`factors`, right to left: D1, F, R1, Pi, D2, F^-1,
-        R2, D3; O(n log n). ``R_j z = z - (z . conj(v_j)) 2 v_j / ||v_j||^2``."""
-        z = torch.fft.fft(phases[0] * z, norm="ortho")
-        z = z - (z @ conjugates[0]).unsqueeze(-1) * scaled[0]
-        z = phases[1] * z[..., self.permutation]
-        z = torch.fft.ifft(z, norm="ortho")
-        return phases[2] * (z - (z @ conjugates[1]).unsqueeze(-1) * scaled[1])
+        """``W z`` for complex ``z (..., n)`` from :meth:`factors` (:func:`unitary_product`)."""
+        return unitary_product(z, phases, conjugates, scaled, self.permutation)
 
     def complex_apply(self, z: Tensor) -> Tensor:
         """``W z`` for complex ``z (..., n)`` (:meth:`apply_factors` of this step's :meth:`factors`)."""
@@ -179,9 +162,11 @@ class UnitaryRNN(TransitionLayers, RecurrentModel):
         return step
 
     def run(self, x: Tensor, h0: Tensor | None = None, recurrence: str | None = None) -> RecurrentRun:
-        """The time loop with W applied by its factors (FFTs, reflections), never formed: layer by layer on
-        complex states, each layer's factors and input projections of all steps computed once
-        (:meth:`step_function` is the per-step reference)."""
+        """The time loop with W applied by its factors (FFTs, reflections), never formed, layer by layer on
+        complex states, each layer's factors and input projections of all steps computed once: as one
+        autograd node (:func:`~spectral_analysis.nn.unitary_scan.unitary_scan`), or with
+        ``recurrence="loop"`` as its reference, autograd through every step (:meth:`step_function` is the
+        per-step view the analyzers use)."""
         self.check_input(x)
         if recurrence not in (None, "auto", "reflector", "loop"):
             raise ValueError(
@@ -191,11 +176,17 @@ class UnitaryRNN(TransitionLayers, RecurrentModel):
         h0 = self.start_state(B) if h0 is None else self.check_state(h0, B)
         layer_input, hidden = x, []
         for layer, (transition, b) in enumerate(zip(self.transitions, self.biases, strict=True)):
-            factors, h, states = transition.factors(), complex_vector(h0[layer]), []
-            for u in complex_vector(self._input(layer, layer_input)).unbind(1):  # unbind: one gradient
-                h = modrelu(transition.apply_factors(h, *factors) + u, b)
-                states.append(h)
-            layer_input = real_vector(torch.stack(states, dim=1))
+            factors, h = transition.factors(), complex_vector(h0[layer])
+            if recurrence == "loop":
+                states = []
+                for u in complex_vector(self._input(layer, layer_input)).unbind(1):  # unbind: one gradient
+                    h = modrelu(transition.apply_factors(h, *factors) + u, b)
+                    states.append(h)
+                H = torch.stack(states, dim=1)
+            else:  # time-major inside the node: the input projected from (T, B, n_i), no copy of u
+                u = complex_vector(self._input(layer, layer_input.transpose(0, 1)))
+                H = unitary_scan(u, h, *factors, b, transition.permutation).transpose(0, 1)
+            layer_input = real_vector(H)
             hidden.append(layer_input)
         final = torch.stack([H[:, -1] for H in hidden])
         return RecurrentRun(self.output, hidden, final)
