@@ -53,8 +53,8 @@ def unitary_product(z: Tensor, phases: Tensor, conjugates: Tensor, scaled: Tenso
 
     ``R_j z = z - (z . conj(v_j)) 2 v_j / ||v_j||^2`` from the rows ``conjugates[j] = conj(v_j)`` and
     ``scaled[j] = 2 v_j / ||v_j||^2``. With ``keep`` a list, the intermediate products the backward
-    needs are appended to it: ``F D1 z``, ``R1`` 's coefficients, ``Pi R1 F D1 z``, ``F^-1 D2 ...``,
-    ``R2`` 's coefficients and ``R2 F^-1 ...``."""
+    needs are appended to it: ``F D1 z``, the coefficients ``z . conj(v_1)`` of R1, ``Pi R1 F D1 z``,
+    ``F^-1 D2 Pi ...``, the coefficients of R2, and ``R2 F^-1 ...``."""
     z = torch.fft.fft(phases[0] * z, norm="ortho")
     alpha = z @ conjugates[0]
     reflected = z - alpha.unsqueeze(-1) * scaled[0]
