@@ -170,7 +170,8 @@ class UnitaryRNN(TransitionLayers, RecurrentModel):
         self.check_input(x)
         if recurrence not in (None, "auto", "reflector", "loop"):
             raise ValueError(
-                f"the uRNN runs its factored loop only; recurrence {recurrence!r} is not available"
+                "the uRNN applies W by its factors, as one autograd node ('auto') or through every step "
+                f"('loop'); recurrence {recurrence!r} is not available"
             )
         B = x.shape[0]
         h0 = self.start_state(B) if h0 is None else self.check_state(h0, B)
