@@ -352,6 +352,8 @@ def test_the_urnn_scan_matches_its_autograd_loop_in_outputs_and_every_gradient(l
     for scan_grad, loop_grad in zip(scan_grads, loop_grads, strict=True):
         assert torch.allclose(scan_grad, loop_grad, atol=1e-12)
     assert all(float(g.abs().max()) > 0 for g in scan_grads)
+    with pytest.raises(ValueError, match="recurrence 'scan' is not available"):
+        model.run(x, recurrence="scan")  # the dense scan's name: W is never formed here
 
 
 def test_the_urnn_scan_passes_no_gradient_through_modrelus_floor():
