@@ -262,6 +262,7 @@ def test_a_trial_thread_on_the_runners_ray_worker_reuses_freed_memory():
 
     with ray_session(workers=1):
         faults = ray.get(ray.remote(faults_of_steps_6_to_20_in_a_thread_started_before_the_policy).remote())
-    # measured: ~2,400 (one heap growth) with the policy, ~36,000 with the runtime_env left out (a thread
-    # arena's heap of ~7,200 pages mapped afresh every other step)
-    assert faults < 8000
+    # measured: ~2,400 (one heap growth) with the policy, and once 9,601 in a full CI run on 2026-11-25 (the
+    # heap grew more often); ~36,000 with the runtime_env left out (a thread arena's heap of ~7,200 pages
+    # mapped afresh every other step). The bound sits halfway to the latter.
+    assert faults < 18000
