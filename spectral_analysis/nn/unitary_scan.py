@@ -28,16 +28,21 @@ def modrelu(z: Tensor, b: Tensor) -> Tensor:
     to inf for subnormal ``z`` (``1 / |z|`` past float32's range), and inf times the floor's zero
     gradient is nan.
     """
-    magnitude = (z.real.square() + z.imag.square()).clamp_min(MODRELU_EPS**2).sqrt()
+    _, magnitude = _floored_magnitude(z)
     return torch.relu(magnitude + b) / magnitude * z
+
+
+def _floored_magnitude(z: Tensor) -> tuple[Tensor, Tensor]:
+    """``(|z|^2, sqrt(max(|z|^2, eps^2)))``: modReLU's magnitude, floored before the square root."""
+    squared = z.real.square() + z.imag.square()
+    return squared, squared.clamp_min(MODRELU_EPS**2).sqrt()
 
 
 def _modrelu_backward(a: Tensor, b: Tensor, g: Tensor) -> tuple[Tensor, Tensor]:
     """``(dL/da, dL/db)`` of ``h = modReLU(a, b) = s a``, ``s = relu(m + b) / m``, ``m = sqrt(max(|a|^2,
     eps^2))``, from ``g = dL/dh``: ``dL/ds = Re(conj(g) a)``; ``ds/dm = (1[m + b > 0] - s) / m``;
     ``dm/da = a / m`` where ``|a|^2 >= eps^2`` (the floor passes no gradient below it, as ``clamp_min``)."""
-    squared = a.real.square() + a.imag.square()
-    m = squared.clamp_min(MODRELU_EPS**2).sqrt()
+    squared, m = _floored_magnitude(a)
     shifted = m + b
     active = (shifted > 0).to(m.dtype)
     s = shifted.mul_(active).div_(m)  # relu(m + b) / m
