@@ -13,8 +13,8 @@ DEFAULT_LEAK = 0.2  # tf.nn.leaky_relu's default alpha; the ICML paper's experim
 
 # the registered models and every option with its default (spectral_analysis.nn.registry)
 _RECURRENT = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 1, "recurrence": "auto",
-              "output_bias": False}
-_SIGMA = {"sigma_map": "sigmoid", "sigma_star": 1.0, "r": 0.1}
+              "output_bias": False, "input_std": None}
+_SIGMA = {"sigma_map": "sigmoid", "sigma_star": 1.0, "r": 0.1, "unit_reflectors": False}
 _FEEDFORWARD = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 2, "output_bias": True}
 MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     "rnn": {**_RECURRENT, "init": "gaussian", "init_std": None},

@@ -590,7 +590,7 @@ def test_run_all_at_the_budget_scale_sweeps_only_the_experiments_that_have_one(t
 
     catalog = load_catalog()
     having = sweep_names(catalog, ["all"], "budget")
-    assert set(having) == {"table2-mnist", "fig3-mnist", "table3-ptb"}
+    assert set(having) == {"table2-mnist", "table2-grid", "fig3-mnist", "table3-ptb"}
     assert sweep_names(catalog, ["all"], "paper") == list(catalog)
     with pytest.raises(CommandError, match=r"\['fig1-addition'\] have no 'budget' scale; those that do"):
         sweep_names(catalog, ["table2-mnist", "fig1-addition"], "budget")

@@ -3,7 +3,7 @@
 import pytest
 import torch
 from safetensors.torch import load_file
-from torch import nn
+from torch import Tensor, nn
 
 from spectral_analysis.linalg import SigmaMap, svd_compose
 from spectral_analysis.nn import (
@@ -139,6 +139,59 @@ def test_trainer_trains_the_spectral_rnn_and_sigma_stays_in_range(tmp_path):
     svals = torch.linalg.svdvals(model.transition_matrix(0).detach())
     assert bool((svals >= 0.95 - 1e-5).all() and (svals <= 1.05 + 1e-5).all())
     assert result is not None
+
+
+def _reflector_lengths(module: nn.Module) -> list[Tensor]:
+    raw = module.parametrizations.weight
+    return [raw.original0.norm(dim=0), raw.original1.norm(dim=0)]
+
+
+def test_unit_reflectors_keep_the_weight_and_project_after_each_step(tmp_path):
+    torch.manual_seed(3)
+    layer = svd_parametrize(nn.Linear(7, 5).double(), m1=4, m2=3, sigma=(1.0, 0.5), unit_reflectors=True)
+    assert all(torch.allclose(lengths, torch.ones_like(lengths)) for lengths in _reflector_lengths(layer))
+    raw = layer.parametrizations.weight
+    with torch.no_grad():  # a step off the unit sphere, above the trapezoid included
+        raw.original0.mul_(torch.rand_like(raw.original0) * 5 + 0.5).add_(0.3)
+        raw.original1.mul_(torch.linspace(0.2, 3.0, 3, dtype=D))
+        raw.original1[:, 2] = 0.0  # a zero reflector is the identity and stays zero
+    W = layer.weight.detach().clone()
+    constrain_(layer)
+    assert torch.allclose(layer.weight.detach(), W, atol=1e-12)  # H(u) sees only u's direction (Eq. 1)
+    u_lengths, v_lengths = _reflector_lengths(layer)
+    assert torch.allclose(u_lengths, torch.ones(4, dtype=D))
+    assert torch.allclose(v_lengths, torch.tensor([1.0, 1.0, 0.0], dtype=D))
+    assert float(raw.original0.detach().triu(1).abs().max()) == 0.0  # nothing left above the trapezoid
+    plain = svd_parametrize(nn.Linear(7, 5).double(), m1=4, m2=3, sigma=(1.0, 0.5), init="random")
+    plain_lengths = _reflector_lengths(plain)[0]
+    constrain_(plain)
+    assert torch.equal(_reflector_lengths(plain)[0], plain_lengths)  # off by default
+    assert not torch.allclose(plain_lengths, torch.ones_like(plain_lengths))  # N(0, 1) entries
+
+    config = TrainConfig(task="addition", task_options={"length": 6, "train_size": 64, "test_size": 32},
+                         progress=False, model="spectral",
+                         model_options={"m1": 3, "m2": 2, "unit_reflectors": True, "input_std": 0.05},
+                         hidden=6, steps=5, batch_size=16, lr=0.05, out=str(tmp_path / "run"), eval_every=5)
+    train(config)
+    model = load_checkpoint(tmp_path / "run" / "last.safetensors").model
+    assert model.config["options"]["unit_reflectors"] is True
+    transition = model.transitions[0]
+    assert all(torch.allclose(lengths, torch.ones_like(lengths), atol=1e-6)
+               for lengths in _reflector_lengths(transition))
+    assert transition.svd.unit_reflectors
+
+
+def test_input_std_scales_the_input_weights_and_refuses_nonsense():
+    torch.manual_seed(0)
+    wide = build_model("spectral", 4, 256, 2, m1=2, m2=2)
+    narrow = build_model("spectral", 4, 256, 2, m1=2, m2=2, input_std=0.01)
+    assert float(wide.input_weights[0].detach().std()) == pytest.approx(0.5, rel=0.1)  # 1/sqrt(fan-in 4)
+    assert float(narrow.input_weights[0].detach().std()) == pytest.approx(0.01, rel=0.1)
+    two = build_model("rnn", 3, 64, 2, num_layers=2, input_std=0.2)
+    assert [float(M.detach().std()) for M in two.input_weights] == pytest.approx([0.2, 0.2], rel=0.15)
+    for bad in (0.0, -1.0, float("nan"), True, "0.1"):
+        with pytest.raises(ValueError, match="input_std must be a finite number > 0"):
+            build_model("rnn", 3, 8, 2, input_std=bad)
 
 
 def test_partial_counts_exact_init_explains_and_truncate_works():

@@ -101,7 +101,7 @@ def test_the_table2_grid_names_the_best_point_by_validation_and_each_point_gets_
     from spectral_analysis.plotting.results_tables import table2_grid
 
     def keep(experiment: str, scale: str, variant: str, lr: float, batch: int, valid: float, test: float,
-             seeds: range = range(3)):
+             seeds: range = range(3), model_options: dict | None = None):
         for seed in seeds:
             key = f"{variant}_s{seed}"
             directory = tmp_path / experiment / scale / key
@@ -110,7 +110,8 @@ def test_the_table2_grid_names_the_best_point_by_validation_and_each_point_gets_
                    "variant": variant, "axes": {}, "seed": seed, "hidden": 128, "metric": "accuracy",
                    "seconds": 60.0, "steps": 7800 + seed, "best_step": 7800,
                    "best_valid": valid + seed / 1000, "test_metrics": {"accuracy": test},
-                   "config": {"lr": lr, "lr_decay": 0.9, "batch_size": batch}}
+                   "config": {"lr": lr, "lr_decay": 0.9, "batch_size": batch,
+                              "model_options": {"m1": 16, "m2": 16, **(model_options or {})}}}
             (directory / "result.json").write_text(json.dumps(row))
 
     keep("table2-mnist", "paper", "spectral", 1e-3, 128, 0.86, 0.86)
@@ -129,3 +130,8 @@ def test_the_table2_grid_names_the_best_point_by_validation_and_each_point_gets_
     assert rows == {"Table 2, spectral (n_h = 128)": "86.0 [86.0, 86.0]%",
                     "Table 2, spectral (n_h = 128; lr 0.01, decay 0.9, batch 128)": "95.0 [95.0, 95.0]%",
                     "Table 2, spectral (n_h = 128; lr 0.001, decay 0.9, batch 64)": "92.0 [92.0, 92.0]%"}
+    keep("table2-grid", "paper", "authors-code", 1e-3, 128, 0.94, 0.90,
+         model_options={"unit_reflectors": True, "input_std": 0.125})
+    text = Path(table2_grid(tmp_path, tmp_path)[0]["path"]).read_text()
+    assert ("Best by validation at paper scale: lr 0.001, decay 0.9, batch 128, unit reflectors, "
+            "input std 0.125, 90.0 [90.0, 90.0]% test") in text  # model options name the point

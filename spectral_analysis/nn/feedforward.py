@@ -43,14 +43,16 @@ from spectral_analysis.vocabulary import DEFAULT_LEAK
 
 class SpectralLinear(nn.Linear):
     """``y = W x + b`` with ``W = U Sigma_hat V^T`` (Eq. 15): an ``nn.Linear`` whose ``weight`` is
-    :func:`svd_parametrize`'d (m1 reflectors for U, m2 for V, Section 4's random initialization)."""
+    :func:`svd_parametrize`'d (m1 reflectors for U, m2 for V, Section 4's random initialization;
+    ``unit_reflectors`` as there)."""
 
     def __init__(self, in_features: int, out_features: int, m1: int | None = None, m2: int | None = None,
-                 sigma_map: SigmaMap | None = None, bias: bool = True) -> None:
+                 sigma_map: SigmaMap | None = None, bias: bool = True, unit_reflectors: bool = False) -> None:
         super().__init__(in_features, out_features, bias=bias)
         p = min(in_features, out_features)
         m1, m2 = (p if m is None else min(m, p) for m in (m1, m2))
-        svd_parametrize(self, "weight", m1, m2, sigma_map if sigma_map is not None else SigmaMap(), "random")
+        svd_parametrize(self, "weight", m1, m2, sigma_map if sigma_map is not None else SigmaMap(), "random",
+                        unit_reflectors=unit_reflectors)
         accept_legacy_names(self)
         if bias:
             nn.init.zeros_(self.bias)

@@ -24,6 +24,13 @@ Assigning ``module.<name> = W`` later decomposes ``W`` by ``truncate`` (``exact`
 Constraints: the sigmoid map keeps sigma in range by construction; the ``clip`` map needs
 :func:`constrain_` after each optimizer step (the trainer calls it); the ``none`` map adds
 :func:`spectral_penalty` ``||sigma - sigma*||^2`` to the loss.
+
+``unit_reflectors=True`` keeps every packed reflector at unit length (a zero one, the identity, stays
+zero): set so at initialization and
+projected back by :func:`constrain_` after each optimizer step, as the authors' released code does after
+each Adam step (``l2_normalize`` of the Householder variables, ``rnn.py``). ``H(u)`` depends only on the
+direction of ``u`` (Eq. 1), so W is unchanged; what changes is the step an optimizer takes on that
+direction, which grows as ``1 / ||u||`` (a reflector drawn with N(0, 1) entries is about ``sqrt(n)`` long).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from torch.nn.utils import parametrize
 
 from spectral_analysis.linalg import (
     SigmaMap,
+    normalize_reflectors,
     pack_reflectors,
     svd_compose_packed,
     svd_decompose,
@@ -74,7 +82,7 @@ class SVDParametrization(nn.Module):
 
     def __init__(self, shape: tuple[int, int], m1: int | None = None, m2: int | None = None,
                  sigma_map: SigmaMap | None = None, init: str = "truncate",
-                 block_size: int | None = None) -> None:
+                 block_size: int | None = None, unit_reflectors: bool = False) -> None:
         super().__init__()
         r, c = int(shape[0]), int(shape[1])
         p = min(r, c)
@@ -90,6 +98,7 @@ class SVDParametrization(nn.Module):
         self.sigma_map = sigma_map if sigma_map is not None else SigmaMap("none")
         self.init = init
         self.block_size = block_size
+        self.unit_reflectors = bool(unit_reflectors)
         self.register_buffer("mask_u", trapezoid_mask(r, self.m1, dtype=torch.float32), persistent=False)
         self.register_buffer("mask_v", trapezoid_mask(c, self.m2, dtype=torch.float32), persistent=False)
 
@@ -128,7 +137,7 @@ class SVDParametrization(nn.Module):
         if self.init == "random":
             Yu, Yv = random_reflectors(r, self.m1), random_reflectors(c, self.m2)
             sigma_raw = self.sigma_map.inverse(torch.full((min(r, c),), self.sigma_map.sigma_star))
-            return Yu.to(W.device, W.dtype), Yv.to(W.device, W.dtype), sigma_raw.to(W.device, W.dtype)
+            return self._packed(Yu, Yv, sigma_raw, W)
         if self.init == "exact":
             u, v, sigma = svd_decompose(W.double(), self.m1, self.m2)
         else:
@@ -140,7 +149,14 @@ class SVDParametrization(nn.Module):
         sigma_raw = self.sigma_map.inverse(sigma)
         Yu = pack_reflectors(u, r) if u else torch.zeros(r, 0)
         Yv = pack_reflectors(v, c) if v else torch.zeros(c, 0)
-        return Yu.to(W.device, W.dtype), Yv.to(W.device, W.dtype), sigma_raw.to(W.device, W.dtype)
+        return self._packed(Yu, Yv, sigma_raw, W)
+
+    def _packed(self, Yu: Tensor, Yv: Tensor, sigma_raw: Tensor, W: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The raw tensors on ``W``'s device and dtype, reflectors at unit length if so chosen."""
+        Yu, Yv, sigma_raw = (t.to(W.device, W.dtype) for t in (Yu, Yv, sigma_raw))
+        if self.unit_reflectors:
+            Yu, Yv = normalize_reflectors(Yu), normalize_reflectors(Yv)
+        return Yu, Yv, sigma_raw
 
 
 def _save_with_names(plist: nn.Module, state_dict: dict, prefix: str, local_metadata: dict) -> None:
@@ -158,12 +174,12 @@ def _load_with_names(plist: nn.Module, state_dict: dict, prefix: str, *_: object
 
 def svd_parametrize(module: nn.Module, name: str = "weight", m1: int | None = None,
                     m2: int | None = None, sigma: SigmaSpec = (1.0, 0.1), init: str = "truncate",
-                    block_size: int | None = None) -> nn.Module:
+                    block_size: int | None = None, unit_reflectors: bool = False) -> nn.Module:
     """Put ``module.<name>`` (a 2-D weight) in SVD form, in place; returns ``module``.
 
     ``m1``, ``m2``: reflectors of U and V (default min(r, c), enough for every matrix, Theorem 4);
     ``sigma``: ``(sigma_star, r)`` for the sigmoid range, a :class:`SigmaMap`, or ``None``;
-    ``init``: see the module docstring.
+    ``init``, ``unit_reflectors``: see the module docstring.
 
     ```python
     >>> import torch
@@ -182,7 +198,8 @@ def svd_parametrize(module: nn.Module, name: str = "weight", m1: int | None = No
                          "the SVD parametrization needs a 2-D weight")
     if parametrize.is_parametrized(module, name):
         raise ValueError(f"{type(module).__name__}.{name} is already parametrized")
-    param = SVDParametrization(tuple(weight.shape), m1, m2, as_sigma_map(sigma), init, block_size)
+    param = SVDParametrization(tuple(weight.shape), m1, m2, as_sigma_map(sigma), init, block_size,
+                               unit_reflectors)
     parametrize.register_parametrization(module, name, param)
     if init == "random":
         param.init = "truncate"
@@ -244,11 +261,17 @@ def spectral_penalty(model: nn.Module) -> Tensor:
 
 
 @torch.no_grad()
+@torch.no_grad()
 def constrain_(model: nn.Module) -> nn.Module:
     """Project every SVD weight's ``sigma_raw`` into its map's range (the ``clip`` map needs this after
-    each optimizer step; the sigmoid map is in range by construction)."""
+    each optimizer step; the sigmoid map is in range by construction), and its reflectors back to unit
+    length where ``unit_reflectors`` is set."""
     for module, name, param in svd_parametrizations(model):
-        param.sigma_map.project_(module.parametrizations[name].original2)
+        raw = module.parametrizations[name]
+        param.sigma_map.project_(raw.original2)
+        if param.unit_reflectors:
+            raw.original0.copy_(normalize_reflectors(raw.original0))
+            raw.original1.copy_(normalize_reflectors(raw.original1))
     return model
 
 

@@ -10,6 +10,7 @@ materialized once per forward pass and the time loop runs by one of the routes o
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -232,11 +233,15 @@ class TransitionLayers:
 
 
 class RecurrentNet(TransitionLayers, RecurrentModel):
-    """Eq. 4-5 with one transition per layer (RNN, IRNN, oRNN, Spectral-RNN, later KRU/Dizzy)."""
+    """Eq. 4-5 with one transition per layer (RNN, IRNN, oRNN, Spectral-RNN, later KRU/Dizzy).
+
+    Every layer's input weight M starts with N(0, s^2) entries: ``s = input_std``, or ``1/sqrt(fan-in)``
+    when ``None`` (the paper: "other matrices are initialized by sampling from a Gaussian distribution",
+    Section 7, its variance unstated)."""
 
     def __init__(self, transitions: Sequence[Transition], input_size: int, output_size: int,
                  activation: str = "leaky_relu", leak: float = DEFAULT_LEAK, recurrence: str = "auto",
-                 output_bias: bool = False) -> None:
+                 output_bias: bool = False, input_std: float | None = None) -> None:
         super().__init__()
         if not transitions:
             raise ValueError("a recurrent net needs at least one layer (num_layers >= 1)")
@@ -249,6 +254,10 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         check_activation(activation, leak)
         if recurrence not in RECURRENCES:
             raise ValueError(f"unknown recurrence {recurrence!r}; expected one of {RECURRENCES}")
+        if input_std is not None and (isinstance(input_std, bool) or not isinstance(input_std, int | float)
+                                      or not math.isfinite(input_std) or input_std <= 0):
+            raise ValueError(f"input_std must be a finite number > 0 (or None for 1/sqrt(fan-in)), "
+                             f"got {input_std!r}")
         n = sizes.pop()
         self.input_size, self.hidden_size, self.output_size = input_size, n, output_size
         self.num_layers = len(transitions)
@@ -256,7 +265,8 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         self.transitions = nn.ModuleList(transitions)
         fan_ins = [input_size] + [n] * (self.num_layers - 1)
         self.input_weights = nn.ParameterList(
-            [nn.Parameter(torch.randn(n, f) * f ** -0.5) for f in fan_ins])
+            [nn.Parameter(torch.randn(n, f) * (f ** -0.5 if input_std is None else input_std))
+             for f in fan_ins])
         self.biases = nn.ParameterList([nn.Parameter(torch.zeros(n)) for _ in fan_ins])
         self.output = make_readout(n, output_size, output_bias)
 

@@ -50,7 +50,7 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
             sigma_map = SigmaMap(o["sigma_map"], o["sigma_star"], o["r"])
 
             def spectral_linear(i: int, j: int, bias: bool) -> SpectralLinear:
-                return SpectralLinear(i, j, o["m1"], o["m2"], sigma_map, bias)
+                return SpectralLinear(i, j, o["m1"], o["m2"], sigma_map, bias, o["unit_reflectors"])
             make_linear = {"make_linear": spectral_linear,
                            "make_end_linear": plain_linear if o["plain_ends"] else spectral_linear}
         return FeedForwardNet(ni, n, ny, o["num_layers"], o["activation"], o["leak"],
@@ -71,8 +71,10 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
         transitions = [kind(n, o["rotations"]) for _ in range(layers)]
     else:
         sigma_map = SigmaMap(o["sigma_map"], o["sigma_star"], o["r"])
-        transitions = [SpectralTransition(n, o["m1"], o["m2"], sigma_map) for _ in range(layers)]
-    return RecurrentNet(transitions, ni, ny, o["activation"], o["leak"], o["recurrence"], o["output_bias"])
+        transitions = [SpectralTransition(n, o["m1"], o["m2"], sigma_map, o["unit_reflectors"])
+                       for _ in range(layers)]
+    return RecurrentNet(transitions, ni, ny, o["activation"], o["leak"], o["recurrence"], o["output_bias"],
+                        o["input_std"])
 
 
 def build_model(name: str, input_size: int, hidden_size: int, output_size: int, **options: Any) -> nn.Module:

@@ -166,16 +166,18 @@ class SpectralTransition(Transition):
 
     ``weight`` is :func:`svd_parametrize`'d (the one SVD mechanism), initialized as Section 4 does:
     N(0, 1) reflector entries, ``sigma = sigma_map(sigma_raw)`` at ``sigma_star`` (Eq. 7 for the
-    default sigmoid map).
+    default sigmoid map); ``unit_reflectors`` keeps the reflectors at unit length (see
+    :mod:`spectral_analysis.nn.parametrize`).
     """
 
     def __init__(self, n: int, m1: int | None = None, m2: int | None = None,
-                 sigma_map: SigmaMap | None = None) -> None:
+                 sigma_map: SigmaMap | None = None, unit_reflectors: bool = False) -> None:
         super().__init__()
         self.size = _check_size(n)
         m1, m2 = _check_count(m1, n, "m1"), _check_count(m2, n, "m2")
         self.weight = nn.Parameter(torch.zeros(n, n))
-        svd_parametrize(self, "weight", m1, m2, sigma_map if sigma_map is not None else SigmaMap(), "random")
+        svd_parametrize(self, "weight", m1, m2, sigma_map if sigma_map is not None else SigmaMap(), "random",
+                        unit_reflectors=unit_reflectors)
         accept_legacy_names(self)
         self.m1, self.m2, self.sigma_map = m1, m2, self.svd.sigma_map
 

@@ -120,9 +120,14 @@ def best_grid_point(points: list[tuple[KeptGrid, Group]]) -> tuple[KeptGrid, Gro
 
 
 def grid_point_text(group: Group) -> str:
-    """A grid point's learning rate, per-epoch decay and batch size, from its kept configuration."""
+    """A grid point's learning rate, per-epoch decay and batch size, from its kept configuration, and any
+    model option besides the reflector counts (e.g. ``unit reflectors, input std 0.125``)."""
     config = group.rows[0]["config"]
-    return f"lr {config['lr']:g}, decay {config['lr_decay']:g}, batch {config['batch_size']}"
+    options = {k: v for k, v in (config.get("model_options") or {}).items() if k not in ("m1", "m2")}
+    extra = [k.replace("_", " ") if v is True else f"{k.replace('_', ' ')} {v:g}"
+             if isinstance(v, float) else f"{k.replace('_', ' ')} {v}" for k, v in options.items()]
+    return ", ".join([f"lr {config['lr']:g}", f"decay {config['lr_decay']:g}",
+                      f"batch {config['batch_size']}", *extra])
 
 
 def table2_grid(results: Path, out: Path) -> list[dict[str, Any]]:
