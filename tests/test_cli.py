@@ -105,6 +105,13 @@ def test_params_text_and_flag_errors(capsys):
     assert main(["params", "--model", "spectral", "--inputs", "2", "--hidden", "8", "--outputs", "1",
                  "--m1", "9"]) == 1
     assert "m1=9" in capsys.readouterr().err
+    assert main(["params", "--model", "spectral", "--inputs", "2", "--hidden", "8", "--outputs", "1",
+                 "--unit-reflectors", "--input-std", "0.1", "--json"]) == 0
+    options = json.loads(capsys.readouterr().out)["options"]
+    assert options["unit_reflectors"] is True and options["input_std"] == 0.1
+    assert main(["params", "--model", "lstm", "--inputs", "2", "--hidden", "8", "--outputs", "1",
+                 "--input-std", "0.1"]) == 1
+    assert "does not take option(s) ['input_std']" in capsys.readouterr().err
 
 
 def test_thread_policy_takes_the_free_cores_and_threads_overrides(capsys):
