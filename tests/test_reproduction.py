@@ -135,3 +135,13 @@ def test_the_table2_grid_names_the_best_point_by_validation_and_each_point_gets_
     text = Path(table2_grid(tmp_path, tmp_path)[0]["path"]).read_text()
     assert ("Best by validation at paper scale: lr 0.001, decay 0.9, batch 128, unit reflectors, "
             "input std 0.125, 90.0 [90.0, 90.0]% test") in text  # model options name the point
+    written = table2_grid(tmp_path, tmp_path)
+    assert [Path(w["path"]).name for w in written] == ["table2_grid.md"]  # no budget grid kept: no table
+    keep("table2-grid", "budget", "authors-code", 1e-3, 128, 0.70, 0.71,
+         model_options={"unit_reflectors": True, "input_std": 0.125})
+    keep("table2-mnist", "budget", "spectral", 1e-3, 128, 0.60, 0.61)
+    keep("table2-mnist", "budget", "urnn", 1e-3, 128, 0.88, 0.88)
+    budget = Path(table2_grid(tmp_path, tmp_path)[1]["path"]).read_text()
+    points = [line.split(" | ")[2:4] for line in budget.splitlines() if line.startswith("| lr")]
+    assert points == [["table2-mnist spectral", "budget, 3"], ["table2-grid authors-code", "budget, 3"]]
+    assert "| 61.0 [61.0, 61.0] |" in budget and "| 71.0 [71.0, 71.0] |" in budget

@@ -130,24 +130,39 @@ def grid_point_text(group: Group) -> str:
                       f"batch {config['batch_size']}", *extra])
 
 
+_GRID_HEADER = ["grid point", "n_h", "kept in", "scale, seeds", "steps", "test %", "best validation %",
+                "plateaued"]
+
+
+def _grid_rows(points: list[tuple[KeptGrid, Group]]) -> list[list[str]]:
+    return [[grid_point_text(g), str(g.rows[0]["hidden"]), f"{kept.experiment} {g.variant}",
+             f"{kept.scale}, {g.seeds}", _spread(g.final("steps"), 1, 0), _spread(g.final(), 100, 1),
+             _spread(g.final("best_valid"), 100, 1), plateau_count(g.rows)] for kept, g in points]
+
+
 def table2_grid(results: Path, out: Path) -> list[dict[str, Any]]:
-    """``table2_grid.md``: Spectral-RNN's Table 2 row at each kept grid point, and the best by validation."""
+    """``table2_grid.md``: Spectral-RNN's Table 2 row at each kept grid point, and the best by validation;
+    ``table2_grid_budget.md``: every point at the budget scale beside table2-mnist's budget Spectral-RNN
+    row (the same 4 epochs for each), once the budget grid has kept trials."""
     grids = read_grids(results, "table2-grid")
     if not grids:
         return []
     points = table2_grid_points(results, grids)
-    rows = [[grid_point_text(g), str(g.rows[0]["hidden"]), f"{kept.experiment} {g.variant}",
-             f"{kept.scale}, {g.seeds}", _spread(g.final("steps"), 1, 0), _spread(g.final(), 100, 1),
-             _spread(g.final("best_valid"), 100, 1), plateau_count(g.rows)] for kept, g in points]
     best = best_grid_point(points)
     footer = (f"Fewer than two grid points are kept at paper scale with {MIN_SEEDS} seeds: no best point yet."
               if best is None else
               f"Best by validation at paper scale: {grid_point_text(best[1])}, "
               f"{_spread(best[1].final(), 100, 1)}% test (the paper's Table 2: {TABLE2['spectral']:.1f}%).")
-    header = ["grid point", "n_h", "kept in", "scale, seeds", "steps", "test %", "best validation %",
-              "plateaued"]
     title = "ICML Table 2's Spectral-RNN row over points of the paper's grid search"
-    return [_write(grids[-1], out, "table2_grid.md", title, header, rows, footer)]
+    written = [_write(grids[-1], out, "table2_grid.md", title, _GRID_HEADER, _grid_rows(points), footer)]
+    budget = read_grid(results, "table2-grid", scale="budget")
+    if budget is not None:
+        row = read_grid(results, "table2-mnist", scale="budget")
+        base = [(row, g) for g in row.groups if g.variant == "spectral"] if row is not None else []
+        title = "ICML Table 2's Spectral-RNN row over points of the paper's grid search, at the budget scale"
+        written.append(_write(budget, out, "table2_grid_budget.md", title, _GRID_HEADER,
+                              _grid_rows(base + [(budget, g) for g in budget.groups])))
+    return written
 
 
 def table3(results: Path, out: Path) -> list[dict[str, Any]]:
