@@ -26,9 +26,9 @@ Constraints: the sigmoid map keeps sigma in range by construction; the ``clip`` 
 :func:`spectral_penalty` ``||sigma - sigma*||^2`` to the loss.
 
 ``unit_reflectors=True`` keeps every packed reflector at unit length (a zero one, the identity, stays
-zero): set so at initialization and
-projected back by :func:`constrain_` after each optimizer step, as the authors' released code does after
-each Adam step (``l2_normalize`` of the Householder variables, ``rnn.py``). ``H(u)`` depends only on the
+zero): set so at initialization and projected back by :func:`constrain_` after each optimizer step, as
+the authors' released code does after each Adam step (``l2_normalize`` of the Householder variables,
+``rnn.py``). ``H(u)`` depends only on the
 direction of ``u`` (Eq. 1), so W is unchanged; what changes is the step an optimizer takes on that
 direction, which grows as ``1 / ||u||`` (a reflector drawn with N(0, 1) entries is about ``sqrt(n)`` long).
 """
@@ -260,7 +260,6 @@ def spectral_penalty(model: nn.Module) -> Tensor:
     return next(model.parameters()).new_zeros(())
 
 
-@torch.no_grad()
 @torch.no_grad()
 def constrain_(model: nn.Module) -> nn.Module:
     """Project every SVD weight's ``sigma_raw`` into its map's range (the ``clip`` map needs this after
