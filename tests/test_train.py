@@ -195,6 +195,12 @@ def test_bad_checkpoints_are_named_errors(tmp_path, checkpoint_file, capsys):
     cases["pickled.safetensors"] = "pickle / torch.save"
     (tmp_path / "truncated.safetensors").write_bytes(data[: len(data) // 2])
     cases["truncated.safetensors"] = "truncated or corrupt"
+    length = int.from_bytes(data[:8], "little")  # pad the JSON header to a length whose low byte is 0x80,
+    padded = length + (0x80 - length) % 256     # the pickle protocol's first byte
+    header = data[8:8 + length] + b" " * (padded - length)
+    (tmp_path / "truncated-0x80.safetensors").write_bytes(
+        padded.to_bytes(8, "little") + header + data[8 + length:][:100])
+    cases["truncated-0x80.safetensors"] = "truncated or corrupt"
     tampered = bytearray(data)
     tampered[-3] ^= 0xFF
     (tmp_path / "tampered.safetensors").write_bytes(bytes(tampered))

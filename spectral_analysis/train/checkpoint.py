@@ -37,6 +37,17 @@ WEIGHT_DTYPES = (torch.float32, torch.float64)
 _PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # pickle protocol >= 2, torch.save's zip archive
 
 
+_SAFETENSORS_HEADER_LIMIT = 100_000_000  # safetensors refuses a JSON header longer than this
+
+
+def _safetensors_prefix(head: bytes) -> bool:
+    """Whether the first 9 bytes read as safetensors' own: a little-endian u64 header length within the
+    format's limit, then the JSON header's ``{``. A header length whose low byte is 0x80 starts the file
+    like a pickle, so this is asked before a damaged file is called one."""
+    return (len(head) == 9 and head[8:9] == b"{"
+            and int.from_bytes(head[:8], "little") <= _SAFETENSORS_HEADER_LIMIT)
+
+
 class CheckpointError(ValueError):
     """A checkpoint that cannot be used; the message names the file and the problem."""
 
@@ -85,8 +96,8 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Tensor]
             tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open has no iterator)
     except (SafetensorError, OSError, ValueError, RuntimeError) as error:
         with open(path, "rb") as f:
-            head = f.read(4)
-        if head.startswith(_PICKLE_MAGIC):
+            head = f.read(9)
+        if head.startswith(_PICKLE_MAGIC) and not _safetensors_prefix(head):
             raise CheckpointError(f"{path} is a pickle / torch.save file, not a safetensors checkpoint; "
                                   "it is not loaded because unpickling can run code") from None
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
