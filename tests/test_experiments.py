@@ -312,6 +312,33 @@ def test_a_failing_trial_is_kept_as_failed_with_its_error_line(tmp_path):
     assert [r["status"] for r in rows if r["variant"] != "diverges"] == ["done"] * 4
 
 
+def test_a_diverged_trial_keeps_its_record_up_to_the_divergence_and_curves_read_it_only_there(tmp_path):
+    from spectral_analysis.experiments.results import keep_trial, read_curves
+    from spectral_analysis.train.evaluation import RunLog
+
+    experiment, rows = _run_tiny(tmp_path, tiny_catalog(tmp_path), seeds=2)
+    trial = next(t for t in experiment.trials("smoke", seeds=2) if t.key == "rnn_length5_s1")
+    run_dir = tmp_path / "runs" / trial.key
+    RunLog(run_dir / "metrics.jsonl").truncate_after(4)  # as if the loss went inf at step 5
+    row = keep_trial(trial, run_dir, tmp_path / "results", status="failed",
+                     error="TrainingDivergedError: the training loss is inf at step 5", device="cpu",
+                     git_revision="test", wall_seconds=1.0)
+    kept = tmp_path / "results" / "tiny" / "smoke" / trial.key
+    assert row["status"] == "failed" and row["last_recorded_step"] == 4
+    assert read_curves(kept)["train"]["step"].max() == 4 and "steps" not in row
+
+    group = read_grid(tmp_path / "results", "tiny", scale="smoke").group("rnn", length=5)
+    assert group.seeds == 1 and [r["trial"] for r in group.failed_rows] == [trial.key]
+    alone_steps, alone = group.curve("train", "loss")
+    steps, both = group.curve("train", "loss", with_failed=True)
+    assert alone.seeds == 1 and both.seeds == 2 and list(steps) == list(alone_steps)
+    done_loss, failed_loss = (read_curves(d)["train"]["loss"] for d in (group.dirs[0], group.failed_dirs[0]))
+    early, late = steps <= 4, steps > 4
+    assert np.allclose(both.mean[early], (done_loss[early] + failed_loss) / 2)
+    assert np.allclose(both.mean[late], done_loss[late])  # past its divergence the failed seed is not held
+    assert np.allclose(both.high[late], both.low[late])
+
+
 def test_time_budget_stops_with_a_checkpoint_and_a_rerun_finishes_identically(tmp_path):
     catalog = tiny_catalog(
         tmp_path,
@@ -532,12 +559,15 @@ def test_experimental_checks_read_the_committed_results_through_the_gate():
 
 def test_the_fig4_margin_check_says_when_irnns_margin_first_passes_r_or_that_it_never_does():
     grid = read_grid(ROOT / "results", "fig3-mnist")
-    steps, values = grid.group("irnn", task="mnist", pixels_per_step=1).curve("train", "spectral_margin")
+    irnn = grid.group("irnn", task="mnist", pixels_per_step=1)
+    steps, values = irnn.curve("train", "spectral_margin", with_failed=True)
     above = values.mean > 0.1
     expected = (f"above r = 0.1 from step {int(steps[above.argmax()])}" if above.any()
                 else "never above r = 0.1")
     evidence = experiments.margin_record().evidence
     assert expected in evidence and "None" not in evidence
+    for row in irnn.failed_rows:  # a diverged seed counts with its record up to its divergence
+        assert str(row["last_recorded_step"]) in evidence and "diverged later" in evidence
 
 
 def test_each_fig3_panel_counts_its_own_seeds_not_the_grids_fewest():
@@ -545,8 +575,8 @@ def test_each_fig3_panel_counts_its_own_seeds_not_the_grids_fewest():
     grid = read_grid(ROOT / "results", "fig3-mnist")
     for record, (task, pixels) in zip(mnist_ranking.run(), mnist_ranking.PANELS.values(), strict=True):
         assert record.seeds == min(g.seeds for g in mnist_ranking.panel_groups(grid, task, pixels))
-    fig4 = [grid.group(m, task="mnist", pixels_per_step=1).seeds for m in ("irnn", "spectral")]
-    assert experiments.margin_record().seeds == min(fig4)
+    fig4 = [grid.group(m, task="mnist", pixels_per_step=1) for m in ("irnn", "spectral")]
+    assert experiments.margin_record().seeds == min(g.seeds + len(g.failed_dirs) for g in fig4)
 
 
 BUDGET = """[scales.budget]

@@ -22,6 +22,7 @@ import numpy as np
 
 from spectral_analysis.experiments.catalog import find_experiment
 from spectral_analysis.experiments.results import (
+    CURVES_NAME,
     kept_row_stands,
     read_curves,
     read_rows,
@@ -31,17 +32,18 @@ from spectral_analysis.io.zoo import CHECKPOINT_NAME, trial_results_dir
 from spectral_analysis.vocabulary import SCALES
 
 
-def _on_steps(steps: np.ndarray, values: np.ndarray, grid: np.ndarray) -> np.ndarray:
+def _on_steps(steps: np.ndarray, values: np.ndarray, grid: np.ndarray, held: bool = True) -> np.ndarray:
     """``values`` recorded at ``steps``, linearly interpolated onto ``grid`` from their first finite record,
     NaN before it. Past the run's last record its value is held (the run stopped there: its model no
-    longer changes), unless that record is not finite (a diverged run): then NaN past the last finite one."""
+    longer changes), unless that record is not finite or ``held`` is false (a diverged run): then NaN past
+    the last finite one."""
     finite = np.isfinite(values)
     if not finite.any():
         return np.full(grid.shape, np.nan)
     known, at = steps[finite], values[finite]
     out = np.interp(grid, known, at)  # np.interp holds the end values outside the recorded range
     out[grid < known[0]] = np.nan
-    if known[-1] < steps[-1]:
+    if known[-1] < steps[-1] or not held:
         out[grid > known[-1]] = np.nan
     return out
 
@@ -61,30 +63,35 @@ class Spread:
 
 @dataclass
 class Group:
-    """One configuration of a grid: the finished trials of every seed."""
+    """One configuration of a grid: the finished trials of every seed, and the kept record of its failed
+    ones (``failed_rows``, ``failed_dirs``: diverged runs, up to their divergence)."""
 
     variant: str
     axes: dict[str, Any]
     rows: list[dict[str, Any]]
     dirs: list[Path]
+    failed_rows: list[dict[str, Any]] = field(default_factory=list)
+    failed_dirs: list[Path] = field(default_factory=list)
 
     @property
     def seeds(self) -> int:
         return len(self.rows)
 
-    def curve(self, phase: str, column: str) -> tuple[np.ndarray, Spread]:
+    def curve(self, phase: str, column: str, with_failed: bool = False) -> tuple[np.ndarray, Spread]:
         """``column`` of the ``phase`` curves as mean and min-max over seeds. Seeds may record different
         steps (a run trained until plateau stops when it plateaus; kept curves are thinned evenly): the
         curve is read on the union of their steps, each seed interpolated linearly inside its own range
         and held at its last record past it, since a stopped run's model is final. Every seed counts to
         the end, so the mean does not jump where a seed stops (as it would if the mean were taken over
-        the seeds still training)."""
-        curves = [read_curves(d)[phase] for d in self.dirs]
-        usable = [c for c in curves if column in c and len(c["step"])]
+        the seeds still training). ``with_failed`` adds the failed seeds' records, each up to its
+        failure only (a diverged run has no model past it), so from there the others' mean goes on."""
+        sources = [(d, True) for d in self.dirs] + [(d, False) for d in self.failed_dirs if with_failed]
+        curves = [(read_curves(d)[phase], held) for d, held in sources]
+        usable = [(c, held) for c, held in curves if column in c and len(c["step"])]
         if not usable:
             return np.array([]), Spread(np.array([]), np.array([]), np.array([]), 0)
-        steps = np.unique(np.concatenate([c["step"] for c in usable]))
-        stack = np.stack([_on_steps(c["step"], c[column], steps) for c in usable])
+        steps = np.unique(np.concatenate([c["step"] for c, _ in usable]))
+        stack = np.stack([_on_steps(c["step"], c[column], steps, held) for c, held in usable])
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a step no seed has a value at stays NaN
             return steps, Spread(np.nanmean(stack, 0), np.nanmin(stack, 0), np.nanmax(stack, 0), len(usable))
@@ -272,6 +279,12 @@ def read_grid(results: str | Path, experiment: str, scale: str | None = None) ->
         order = _catalog_configurations(experiment)
         if order is not None and candidate != "smoke" and not scale and len(by_config) < len(order):
             continue  # a paper or budget grid still under way
+        for row in grid.failed:
+            group, kept = by_config.get(row["trial"].rsplit("_s", 1)[0]), trial_results_dir(
+                results, experiment, candidate, row["trial"])
+            if group is not None and (kept / CURVES_NAME).is_file():
+                group.failed_rows.append(row)
+                group.failed_dirs.append(kept)
         grid.stale = _stale_trials(experiment, candidate, done)
         rank = {key: i for i, key in enumerate(order or [])}
         grid.groups = [by_config[k] for k in sorted(by_config, key=lambda k: (rank.get(k, len(rank)), k))]

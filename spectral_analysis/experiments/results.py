@@ -6,6 +6,8 @@ configuration, final and best metrics, seconds, machine, git revision, torch ver
 evenly spaced, and the test line: loss, metrics, spectral margin, ||dL/dh0||, time),
 ``singular_values.safetensors`` (the singular values of every matrix at most :data:`TRAIN_ROWS`
 recorded steps) and ``model.safetensors`` (the final checkpoint without the optimizer state).
+A failed trial (a diverged run) keeps its row with the error, ``last_recorded_step``, and its curves and
+singular values up to the failure.
 ``summary.csv`` and ``summary.json`` gather the rows of every trial of the scale.
 
 To keep ``results/`` small enough to commit, the checkpoint and the singular values are kept for seed 0
@@ -230,6 +232,12 @@ def keep_trial(
         "wall_seconds": round(wall_seconds, 2),
     }
     lines = RunLog(run_dir / "metrics.jsonl").read()
+    if lines:  # a failed run's too: a diverged trial's margins and gradients up to its divergence
+        if trial.seed == 0:
+            _write_singular_values(lines, out / SINGULAR_VALUES_NAME)
+        _write_curves(lines, out / CURVES_NAME)
+    if status == "failed" and lines:
+        row["last_recorded_step"] = max(x["step"] for x in lines)
     last = run_dir / "last.safetensors"
     if status == "done" and last.is_file():
         checkpoint = load_checkpoint(last)
@@ -255,9 +263,6 @@ def keep_trial(
                 if trial.seed == 0
                 else "kept in the run directory only (the zoo keeps seed 0)"
             )
-        if trial.seed == 0:
-            _write_singular_values(lines, out / SINGULAR_VALUES_NAME)
-        _write_curves(lines, out / CURVES_NAME)
         row.update(
             {
                 "metric": metric,

@@ -192,16 +192,22 @@ def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
     steps, margins, gradients = {}, {}, {}
     drawn_groups = [g for g in grid.groups if g.axes.get("task") == "mnist"
                     and g.axes.get("pixels_per_step") == 1 and g.variant != "lstm"]
-    for g in drawn_groups:
-        steps[g.variant], margin = g.curve("train", "spectral_margin")
+    for g in drawn_groups:  # a seed that diverged is drawn up to its divergence
+        steps[g.variant], margin = g.curve("train", "spectral_margin", with_failed=True)
         margins[g.variant] = margin.mean
-        gradients[g.variant] = g.curve("train", "grad_h0_norm")[1].mean
+        gradients[g.variant] = g.curve("train", "grad_h0_norm", with_failed=True)[1].mean
+    diverged = "; ".join(
+        f"{g.variant}: {len(g.failed_rows)} more diverged, drawn to step "
+        + ", ".join(str(r.get("last_recorded_step")) for r in g.failed_rows)
+        for g in drawn_groups if g.failed_rows
+    )
     figure = plot_training_dynamics(
         steps,
         margins,
         gradients,
         "Fig. 4: spectral margin and gradient at the first "
-        f"cell, pixel MNIST 784 steps ({size}; {grid.stamp(drawn_groups)}; mean over seeds)",
+        f"cell, pixel MNIST 784 steps ({size}; {grid.stamp(drawn_groups)}"
+        + (f" ({diverged})" if diverged else "") + "; mean over seeds)",
     )
     path = save_figure(figure, out / "fig4_mnist_dynamics.png")
     return drawn + [_drawn(path, grid, "from the pixel-MNIST 784-step trials of fig3-mnist")]
