@@ -21,7 +21,7 @@ MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     "irnn": {**_RECURRENT, "init": "orthogonal"},  # ICML Section 7: "initialized to be orthogonal"
     "lstm": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "forget_bias": 1.0},
     "gru": {"num_layers": 1, "recurrence": "auto", "output_bias": False},
-    "ornn": {**_RECURRENT, "m": None},
+    "ornn": {**_RECURRENT, "m": None, "unit_reflectors": False},
     "spectral": {**_RECURRENT, "m1": None, "m2": None, **_SIGMA},
     "kru": {**_RECURRENT, "activation": "relu", "factor_sizes": None, "complex": False},
     "dizzy": {**_RECURRENT, "activation": "abs", "rotations": None, "svd": False},

@@ -181,6 +181,34 @@ def test_unit_reflectors_keep_the_weight_and_project_after_each_step(tmp_path):
     assert transition.svd.unit_reflectors
 
 
+def test_ornn_unit_reflectors_keep_w_and_project_after_each_training_step(tmp_path):
+    from spectral_analysis.nn.transitions import HouseholderTransition
+
+    torch.manual_seed(4)
+    unit = HouseholderTransition(6, 4, unit_reflectors=True).double()
+    assert torch.allclose(unit.reflectors.norm(dim=0), torch.ones(4, dtype=D))
+    with torch.no_grad():
+        unit.reflectors.mul_(torch.linspace(0.3, 4.0, 4, dtype=D))
+    W = unit.matrix().detach().clone()
+    unit.constrain_()
+    assert torch.allclose(unit.matrix().detach(), W, atol=1e-12)  # H(u) sees only u's direction (Eq. 1)
+    assert torch.allclose(unit.reflectors.norm(dim=0), torch.ones(4, dtype=D))
+    plain = HouseholderTransition(6, 4).double()
+    lengths = plain.reflectors.detach().norm(dim=0)
+    plain.constrain_()
+    assert torch.equal(plain.reflectors.detach().norm(dim=0), lengths)  # off by default
+    assert not torch.allclose(lengths, torch.ones_like(lengths))
+
+    config = TrainConfig(task="addition", task_options={"length": 6, "train_size": 64, "test_size": 32},
+                         progress=False, model="ornn", model_options={"m": 4, "unit_reflectors": True},
+                         hidden=6, steps=5, batch_size=16, lr=0.05, out=str(tmp_path / "run"), eval_every=5)
+    train(config)
+    model = load_checkpoint(tmp_path / "run" / "last.safetensors").model
+    assert model.config["options"]["unit_reflectors"] is True and model.transitions[0].unit_reflectors
+    trained = model.transitions[0].reflectors.detach()
+    assert torch.allclose(trained.norm(dim=0), torch.ones(4), atol=1e-6)
+
+
 def test_input_std_scales_the_input_weights_and_refuses_nonsense():
     torch.manual_seed(0)
     wide = build_model("spectral", 4, 256, 2, m1=2, m2=2)

@@ -22,8 +22,8 @@ MODEL_FLAGS: dict[str, dict[str, Any]] = {
     "r": {"type": float, "help": "singular values in [sigma* - r, sigma* + r] (default 0.1)"},
     "sigma_star": {"type": float, "help": "centre sigma* of the singular values (default 1)"},
     "sigma_map": {"choices": SIGMA_MAP_KINDS, "help": "Eq. 7 sigmoid, clip or none"},
-    "unit_reflectors": {"action": argparse.BooleanOptionalAction, "help": "Spectral: Householder vectors "
-                        "back to unit length after each optimizer step (the authors' code)"},
+    "unit_reflectors": {"action": argparse.BooleanOptionalAction, "help": "Spectral and oRNN: Householder "
+                        "vectors back to unit length after each optimizer step (the authors' code)"},
     "input_std": {"type": float, "help": "std of the input weight M's Gaussian entries (default "
                   "1/sqrt(fan-in))"},
     "num_layers": {"type": int, "help": "stacked recurrent layers / hidden layers of an MLP"},

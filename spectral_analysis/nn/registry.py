@@ -61,7 +61,7 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
     if name in ("rnn", "irnn"):
         transitions = [DenseTransition(n, o["init"], o.get("init_std")) for _ in range(layers)]
     elif name == "ornn":
-        transitions = [HouseholderTransition(n, o["m"]) for _ in range(layers)]
+        transitions = [HouseholderTransition(n, o["m"], o["unit_reflectors"]) for _ in range(layers)]
     elif name == "kru":
         sizes = o["factor_sizes"]
         transitions = [KroneckerTransition(n, None if sizes is None else list(sizes), bool(o["complex"]))

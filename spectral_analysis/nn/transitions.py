@@ -21,7 +21,13 @@ from abc import ABC, abstractmethod
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.linalg import SigmaMap, packed_reflector_product, reflector_loop, trapezoid_mask
+from spectral_analysis.linalg import (
+    SigmaMap,
+    normalize_reflectors,
+    packed_reflector_product,
+    reflector_loop,
+    trapezoid_mask,
+)
 from spectral_analysis.nn.parametrize import (
     SVDParametrization,
     accept_legacy_names,
@@ -128,13 +134,18 @@ class DenseTransition(Transition):
 
 
 class HouseholderTransition(Transition):
-    """oRNN: ``W = H_n(u_n) ... H_{n-m+1}(u_{n-m+1})``, orthogonal; parameters packed ``(n, m)``."""
+    """oRNN: ``W = H_n(u_n) ... H_{n-m+1}(u_{n-m+1})``, orthogonal; parameters packed ``(n, m)``.
+    ``unit_reflectors`` keeps the reflectors at unit length, as Spectral-RNN's option does (see
+    :mod:`spectral_analysis.nn.parametrize`): W is unchanged, the optimizer's step on each direction
+    is not."""
 
-    def __init__(self, n: int, m: int | None = None) -> None:
+    def __init__(self, n: int, m: int | None = None, unit_reflectors: bool = False) -> None:
         super().__init__()
         self.size = _check_size(n)
         self.m = _check_count(m, n, "m")
-        self.reflectors = nn.Parameter(random_reflectors(n, self.m))
+        self.unit_reflectors = bool(unit_reflectors)
+        reflectors = random_reflectors(n, self.m)
+        self.reflectors = nn.Parameter(normalize_reflectors(reflectors) if unit_reflectors else reflectors)
         self.register_buffer("mask", trapezoid_mask(n, self.m, dtype=torch.float32), persistent=False)
 
     def _masked(self) -> Tensor:
@@ -159,6 +170,12 @@ class HouseholderTransition(Transition):
         Y = self._masked()
         none = Y[:, :0]
         return reflector_loop(h, Y, torch.ones(self.size, dtype=Y.dtype, device=Y.device), none)
+
+    @torch.no_grad()
+    def constrain_(self) -> None:
+        """The reflectors back to unit length where ``unit_reflectors`` is set (a no-op otherwise)."""
+        if self.unit_reflectors:
+            self.reflectors.copy_(normalize_reflectors(self.reflectors))
 
 
 class SpectralTransition(Transition):

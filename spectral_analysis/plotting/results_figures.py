@@ -255,7 +255,7 @@ def analyzers(results: Path, out: Path) -> list[Drawn]:
         if g.variant != "lstm":
             subject = load(path)
             log10_G[g.variant] = {T: bound_report(subject, length=T)["log10_G"] for T in BOUND_LENGTHS}
-    size = f"n = {grid.groups[0].rows[0]['hidden']}, addition T = 100, seed 0; {grid.stamp()}"
+    size = f"n = {grid.groups[0].rows[0]['hidden']}, addition T = 100; {grid.stamp()} kept, drawn: seed 0"
     drawn = [
         save_figure(plot_bound_growth(log10_G, f"Theorem 5's G(w) against T, trained weights "
                                               f"({size})").figure, out / "bound_vs_T.png"),
