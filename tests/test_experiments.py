@@ -526,7 +526,7 @@ def test_fig3_verdict_names_the_best_model_from_kept_results(tmp_path, monkeypat
     (tmp_path / "catalog").mkdir()  # a catalog without fig3-mnist: the made-up grid counts as complete
     monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
     records = mnist_ranking.run()
-    assert [r.verdict for r in records] == ["differs", "differs", "holds"]
+    assert [r.verdict for r in records] == ["differs", "differs", "holds", "unverified"]  # no authors' grid
     assert "best first: irnn 0.610 [0.600, 0.620], spectral 0.510" in records[0].evidence
     assert records[2].numbers["test_accuracy"]["spectral"][0] == pytest.approx(0.91)
 
@@ -573,10 +573,37 @@ def test_the_fig4_margin_check_says_when_irnns_margin_first_passes_r_or_that_it_
 def test_each_fig3_panel_counts_its_own_seeds_not_the_grids_fewest():
     """A configuration with fewer seeds (diverged trials) lowers only the panel that holds it."""
     grid = read_grid(ROOT / "results", "fig3-mnist")
-    for record, (task, pixels) in zip(mnist_ranking.run(), mnist_ranking.PANELS.values(), strict=True):
+    panels = mnist_ranking.run()[:len(mnist_ranking.PANELS)]  # the authors' code's reading follows
+    for record, (task, pixels) in zip(panels, mnist_ranking.PANELS.values(), strict=True):
         assert record.seeds == min(g.seeds for g in mnist_ranking.panel_groups(grid, task, pixels))
     fig4 = [grid.group(m, task="mnist", pixels_per_step=1) for m in ("irnn", "spectral")]
     assert experiments.margin_record().seeds == min(g.seeds + len(g.failed_dirs) for g in fig4)
+
+
+def test_fig3_is_read_again_with_the_authors_code_models_only_beside_a_grid_of_the_same_scale(
+        tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    for name in ("fig3-mnist", mnist_ranking.AUTHORS_CODE):
+        shutil.copytree(ROOT / "results" / name / "smoke", results / name / "smoke")
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(results))
+    records = mnist_ranking.run()
+    panels = len(mnist_ranking.PANELS)
+    assert len(records) == 2 * panels
+    authors = read_grid(results, mnist_ranking.AUTHORS_CODE, "smoke")
+    plain = read_grid(results, "fig3-mnist", "smoke")
+    for record, (task, pixels) in zip(records[panels:], mnist_ranking.PANELS.values(), strict=True):
+        assert mnist_ranking.AUTHORS_CODE_LABEL in record.claim and record.scale == "smoke"
+        accuracy = record.numbers["test_accuracy"]
+        assert set(accuracy) == {g.variant for g in mnist_ranking.panel_groups(plain, task, pixels)}
+        for model in ("spectral", "ornn"):  # the authors' code's runs, not fig3-mnist's
+            assert accuracy[model][0] == authors.group(model, task=task, pixels_per_step=pixels).final().mean
+        for model in ("rnn", "irnn", "lstm"):
+            assert accuracy[model][0] == plain.group(model, task=task, pixels_per_step=pixels).final().mean
+    # fig3-mnist read at a scale the authors' grid lacks: one unverified record that names the command
+    shutil.rmtree(results / mnist_ranking.AUTHORS_CODE)
+    records = mnist_ranking.run()
+    assert len(records) == panels + 1 and records[-1].verdict == "unverified"
+    assert f"run {mnist_ranking.AUTHORS_CODE} --scale smoke" in records[-1].evidence
 
 
 BUDGET = """[scales.budget]
@@ -620,7 +647,7 @@ def test_run_all_at_the_budget_scale_sweeps_only_the_experiments_that_have_one(t
 
     catalog = load_catalog()
     having = sweep_names(catalog, ["all"], "budget")
-    assert set(having) == {"table2-mnist", "table2-grid", "fig3-mnist", "table3-ptb"}
+    assert set(having) == {"table2-mnist", "table2-grid", "fig3-mnist", "fig3-authors-code", "table3-ptb"}
     assert sweep_names(catalog, ["all"], "paper") == list(catalog)
     with pytest.raises(CommandError, match=r"\['fig1-addition'\] have no 'budget' scale; those that do"):
         sweep_names(catalog, ["table2-mnist", "fig1-addition"], "budget")

@@ -22,9 +22,10 @@ def kept_grid(experiment: str, results: str | Path | None = None) -> KeptGrid | 
     return read_grid(results or default_results_dir(), experiment)
 
 
-def kept_variants(experiment: str, variants: set[str], results: str | Path | None = None) -> KeptGrid | None:
-    """The paper-scale grid cut to ``variants`` once theirs is complete (:func:`read_variants`)."""
-    return read_variants(results or default_results_dir(), experiment, variants)
+def kept_variants(experiment: str, variants: set[str], results: str | Path | None = None,
+                  scale: str = "paper") -> KeptGrid | None:
+    """The ``scale`` grid cut to ``variants`` once theirs is complete (:func:`read_variants`)."""
+    return read_variants(results or default_results_dir(), experiment, variants, scale)
 
 
 def missing_record(source: str, claim: str, experiment: str, quote: str) -> CheckRecord:

@@ -21,7 +21,7 @@ import torch
 
 from spectral_analysis.analysis import bound_report, jacobian_products, lyapunov_exponents
 from spectral_analysis.analysis.checkpoint_data import checkpoint_task, sample_batch, task_split
-from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid
+from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid, read_variants
 from spectral_analysis.io import load
 from spectral_analysis.plotting.analysis import plot_singular_value_heatmap
 from spectral_analysis.plotting.benchmarks import plot_householder_benchmark
@@ -164,15 +164,20 @@ def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
     grid = read_grid(results, "fig3-mnist")
     if grid is None:
         return []
+    # Spectral-RNN and oRNN with the authors' code's settings beside them, once kept at the same scale
+    authors = read_variants(results, "fig3-authors-code", {"spectral", "ornn"}, grid.scale)
+    drawn_grids = [(grid, "")] + ([(authors, " (authors' code)")] if authors else [])
     panels = {
         label: {
-            g.variant: _curves(g, "accuracy")
-            for g in grid.groups
+            g.variant + suffix: _curves(g, "accuracy")
+            for kept, suffix in drawn_grids
+            for g in kept.groups
             if g.axes.get("task") == task and g.axes.get("pixels_per_step") == pixels
         }
         for label, (task, pixels) in FIG3_PANELS.items()
     }
-    size = f"n = {grid.groups[0].rows[0]['hidden']}"
+    size = f"n = {grid.groups[0].rows[0]['hidden']}" + (
+        "; '(authors' code)': unit reflectors, input std 0.125" if authors else "")
     drawn = [
         _drawn(
             save_figure(
