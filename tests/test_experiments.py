@@ -339,6 +339,20 @@ def test_a_diverged_trial_keeps_its_record_up_to_the_divergence_and_curves_read_
     assert np.allclose(both.high[late], both.low[late])
 
 
+def test_a_stopped_sweeps_unstarted_trials_count_unfinished_not_a_crash():
+    """Ctrl+C during a sweep: Tune returns the trials that never started without a configuration."""
+    from types import SimpleNamespace
+
+    from spectral_analysis.experiments.runner import tune_statuses
+
+    spec = {"trial": {"experiment": "tiny", "key": "rnn_length5_s0"}}
+    results = [SimpleNamespace(config={"spec": spec}, metrics={"trial_status": "done"}, error=None),
+               SimpleNamespace(config=None, metrics=None, error="stopped"),
+               SimpleNamespace(config={"spec": {"trial": {"experiment": "tiny", "key": "x_s1"}}},
+                               metrics={}, error="RayTaskError")]
+    assert tune_statuses(results) == {"tiny/rnn_length5_s0": "done", "tiny/x_s1": "error: RayTaskError"}
+
+
 def test_time_budget_stops_with_a_checkpoint_and_a_rerun_finishes_identically(tmp_path):
     catalog = tiny_catalog(
         tmp_path,

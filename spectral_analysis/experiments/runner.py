@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -265,11 +265,16 @@ def _run_on_ray(
             failure_config=tune.FailureConfig(max_failures=0),
         ),
     )
-    statuses = {}
-    for result in tuner.fit():
-        statuses[_spec_id(result.config["spec"])] = (
-            (result.metrics or {}).get("trial_status") or f"error: {result.error}")
-    return statuses
+    return tune_statuses(tuner.fit())
+
+
+def tune_statuses(results: Iterable[Any]) -> dict[str, str]:
+    """Each trial's status from Tune's results. A trial that had not started when the sweep was stopped
+    (Ctrl+C, a session's end) comes back without a configuration: it is left out, and the sweep counts
+    it unfinished."""
+    return {_spec_id(result.config["spec"]):
+            (result.metrics or {}).get("trial_status") or f"error: {result.error}"
+            for result in results if result.config is not None}
 
 
 def longest_first(trials: list[Trial], estimate: dict[str, Any] | None) -> list[Trial]:
