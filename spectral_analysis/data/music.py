@@ -18,6 +18,7 @@ running code (safetensors).
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 from pathlib import Path
@@ -84,17 +85,21 @@ def read_chorales(data_dir: str | None = None) -> list[torch.Tensor]:
             raise ValueError(f"no music files ({', '.join(MUSIC_FILES)}) in {data_dir}")
         return [piano_roll(music21.converter.parse(str(p))) for p in paths]
     cache = cache_dir() / f"chorales-music21-{music21.__version__}.safetensors"
-    if cache.is_file():
-        try:
-            return _unpacked(load_file(str(cache)))
-        except Exception:  # noqa: BLE001 - a torn or foreign cache file is parsed again and rewritten
-            pass
-    names = list(music21.corpus.chorales.Iterator(returnType="filename"))
-    rolls = [piano_roll(music21.corpus.parse(name)) for name in names]
     cache.parent.mkdir(parents=True, exist_ok=True)
-    partial = cache.with_suffix(f".{os.getpid()}.partial")
-    save_file(_packed(rolls), str(partial))
-    partial.replace(cache)
+    # one process parses at a time: music21 keeps its parses in compressed files of its own, which two
+    # workers parsing at once (a sweep's trials) read half-written; the others then read this cache
+    with open(cache.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if cache.is_file():
+            try:
+                return _unpacked(load_file(str(cache)))
+            except Exception:  # noqa: BLE001 - a torn or foreign cache file is parsed again and rewritten
+                pass
+        names = list(music21.corpus.chorales.Iterator(returnType="filename"))
+        rolls = [piano_roll(music21.corpus.parse(name)) for name in names]
+        partial = cache.with_suffix(f".{os.getpid()}.partial")
+        save_file(_packed(rolls), str(partial))
+        partial.replace(cache)
     return rolls
 
 
