@@ -28,14 +28,16 @@ def kept_variants(experiment: str, variants: set[str], results: str | Path | Non
     return read_variants(results or default_results_dir(), experiment, variants, scale)
 
 
-def missing_record(source: str, claim: str, experiment: str, quote: str) -> CheckRecord:
-    """The record of a claim whose experiment has no kept results: ``unverified``, naming the command."""
+def missing_record(source: str, claim: str, experiment: str, quote: str, scale: str = "paper") -> CheckRecord:
+    """The record of a claim whose experiment has no complete ``scale``-scale results: ``unverified``,
+    naming the command that keeps them."""
+    hint = " (--scale smoke shows the machinery)" if scale == "paper" else ""
     return CheckRecord(
         source,
         claim,
         "unverified",
-        f"no kept results of {experiment!r}: run spectral-analysis "
-        f"run {experiment} --scale paper (--scale smoke shows the machinery)",
+        f"no kept {scale}-scale results of {experiment!r}: run spectral-analysis run {experiment} "
+        f"--scale {scale}{hint}",
         {},
         quote=quote,
     )

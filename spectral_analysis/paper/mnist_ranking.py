@@ -93,10 +93,8 @@ def authors_code_records(grid: KeptGrid) -> list[CheckRecord]:
     until then one ``unverified`` record naming the command."""
     authors = kept_variants(AUTHORS_CODE, AUTHORS_CODE_MODELS, scale=grid.scale)
     if authors is None:
-        return [CheckRecord(
-            SOURCE, f"{CLAIM} ({AUTHORS_CODE_LABEL})", "unverified",
-            f"no complete {grid.scale}-scale grid of {AUTHORS_CODE!r} to read beside fig3-mnist's: run "
-            f"spectral-analysis run {AUTHORS_CODE} --scale {grid.scale}", {}, quote=CLAIM)]
+        claim = f"{CLAIM} ({AUTHORS_CODE_LABEL})"
+        return [missing_record(SOURCE, claim, AUTHORS_CODE, CLAIM, scale=grid.scale)]
     return records_from_grid(with_authors_code(grid, authors), AUTHORS_CODE_LABEL)
 
 
