@@ -40,9 +40,10 @@ notebooks: $(VENV)
 # budget Spectral-RNN row that those points are read against; the Spectral-RNN row at more points of the
 # paper's grid search and with the authors' code's reflector normalization and input initialization
 # (table2-grid's authors-code point: 97.0-97.2% at paper scale); Table 2's budget grid, whose uRNN trials
-# take about 2 hours each two side by side; KRU's copy and adding grids, the rest of the CPU tier, which
-# alone take days (results/kru-*/paper/estimate_cpu.json); last the two changes of the authors' code each
-# alone at paper scale, an attribution the paper's claims do not need.
+# take about 2 hours each, in one grid with KRU's copy and adding grids (the rest of the CPU tier, days:
+# results/kru-*/paper/estimate_cpu.json), so a worker freed beside the last uRNN trial starts KRU's;
+# last the two changes of the authors' code each alone at paper scale, an attribution the paper's claims
+# do not need.
 # Hours to days: rerun the same target to resume it (kept trials are skipped, the
 # others continue from their last checkpoint, trials trained until plateau train on). On a GPU machine,
 # `make paper-gpu`.
@@ -59,8 +60,7 @@ paper: $(VENV)
 	nice -n 10 $(BIN)/spectral-analysis run table2-mnist --scale budget --only variant=spectral --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run fig3-mnist fig3-authors-code table3-ptb table2-grid --scale budget --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run table2-grid --scale paper --only variant=$(TABLE2_POINTS) --workers $(WORKERS)
-	nice -n 10 $(BIN)/spectral-analysis run table2-mnist --scale budget --workers $(WORKERS)
-	nice -n 10 $(BIN)/spectral-analysis run $(KRU_LONG) --scale paper --workers $(WORKERS)
+	nice -n 10 $(BIN)/spectral-analysis run table2-mnist@budget $(KRU_LONG) --scale paper --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run table2-grid --scale paper --workers $(WORKERS)
 
 # After stopping `make paper` (a session's or a batch job's end): copy its unfinished trials' resumable state

@@ -657,16 +657,32 @@ def test_a_budget_scale_must_state_its_budget_and_length(tmp_path, edit, message
 
 def test_run_all_at_the_budget_scale_sweeps_only_the_experiments_that_have_one(tmp_path, capsys):
     from spectral_analysis.cli.common import CommandError
-    from spectral_analysis.cli.experiments import sweep_names
+    from spectral_analysis.cli.experiments import named_sweeps
 
     catalog = load_catalog()
-    having = sweep_names(catalog, ["all"], "budget")
+    having = [name for name, scale in named_sweeps(catalog, ["all"], "budget") if scale == "budget"]
     assert set(having) == {"table2-mnist", "table2-grid", "fig3-mnist", "fig3-authors-code", "table3-ptb"}
-    assert sweep_names(catalog, ["all"], "paper") == list(catalog)
+    assert named_sweeps(catalog, ["all"], "paper") == [(name, "paper") for name in catalog]
     with pytest.raises(CommandError, match=r"\['fig1-addition'\] have no 'budget' scale; those that do"):
-        sweep_names(catalog, ["table2-mnist", "fig1-addition"], "budget")
+        named_sweeps(catalog, ["table2-mnist", "fig1-addition"], "budget")
     assert main(["run", "fig1-addition", "--scale", "budget"]) == 1
     assert "have no 'budget' scale" in capsys.readouterr().err
+
+
+def test_name_at_scale_runs_that_experiment_at_its_own_scale_beside_the_others(capsys):
+    """``table2-mnist@budget kru-copy --scale paper``: one grid, each experiment at its scale."""
+    from spectral_analysis.cli.common import CommandError
+    from spectral_analysis.cli.experiments import named_sweeps
+
+    catalog = load_catalog()
+    assert named_sweeps(catalog, ["table2-mnist@budget", "kru-copy"], "paper") == [
+        ("table2-mnist", "budget"), ("kru-copy", "paper")]
+    with pytest.raises(CommandError, match=r"\['kru-copy'\] have no 'budget' scale"):
+        named_sweeps(catalog, ["kru-copy@budget"], "paper")
+    with pytest.raises(CommandError, match=r"'table2-mnist@huge': unknown scale 'huge'"):
+        named_sweeps(catalog, ["table2-mnist@huge"], "paper")
+    assert main(["park", "table2-mnist@budget", "table2-mnist", "--scale", "paper"]) == 1
+    assert "['table2-mnist'] named more than once" in capsys.readouterr().err
 
 
 def test_a_complete_budget_grid_is_read_before_smoke_and_after_a_complete_paper_grid(tmp_path):
@@ -1005,7 +1021,7 @@ def test_one_grid_runs_the_experiments_in_order_each_longest_first_by_its_kept_e
         for spec in specs[:1]:  # the first trial ends: its experiment's summary is rewritten at once
             run_trial(spec)
             finished(spec.trial["experiment"])
-            assert (results / spec.trial["experiment"] / "paper" / "summary.json").is_file()
+            assert (results / spec.trial["experiment"] / spec.trial["scale"] / "summary.json").is_file()
         return {f"{s.trial['experiment']}/{s.trial['key']}": "done" for s in specs[:1]}
 
     monkeypatch.setattr(runner, "ray_session", lambda *args: nullcontext())
@@ -1030,6 +1046,15 @@ def test_one_grid_runs_the_experiments_in_order_each_longest_first_by_its_kept_e
     sweep(first)
     assert grids[-1] == [f"tiny/{k}" for k in ("spectral_length7_s0", "rnn_length7_s0", "rnn_length5_s0",
                                                 "spectral_length5_s0")]
+    estimate.unlink()
+    first_outcome, second_outcome = sweep((first, "smoke"), second)  # tiny at its own scale, one grid
+    assert grids[-1] == [f"tiny/{k}" for k in catalog_order] + [f"second/{k}" for k in catalog_order]
+    assert (first_outcome.scale, second_outcome.scale) == ("smoke", "paper")
+    assert (results / "tiny" / "smoke" / "summary.json").is_file()  # the trial that ended, kept at its scale
+    assert (results / "tiny" / "smoke" / "rnn_length5_s0" / "result.json").is_file()
+    assert not (results / "tiny" / "paper" / "rnn_length5_s0" / "result.json").exists()
+    with pytest.raises(ValueError, match=r"\['tiny'\] named more than once"):
+        sweep((first, "smoke"), first)
 
 
 def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(tmp_path, monkeypatch):

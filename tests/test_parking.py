@@ -46,7 +46,9 @@ def _spec(trial, run_dir, results) -> TrialSpec:
 def test_a_parked_run_resumes_on_a_fresh_checkout_and_ends_as_the_uninterrupted_run(tmp_path):
     experiment, trial, run_dir = _stopped_run(tmp_path)
     results = tmp_path / "a" / "results"
-    [line] = park_sweeps([experiment], "smoke", seeds=1, out=tmp_path / "a" / "runs", results=results)
+    assert park_sweeps([experiment], "paper", seeds=1, out=tmp_path / "a" / "runs", results=results) == []
+    [line] = park_sweeps([(experiment, "smoke")], "paper", seeds=1, out=tmp_path / "a" / "runs",
+                         results=results)  # its own scale, as `park tiny@smoke --scale paper` gives it
     assert line.startswith(f"tiny: parked {trial.key} at step 12 (")
     parked = parked_dir(results, "tiny", "smoke", trial.key)
     assert sorted(p.name for p in parked.iterdir()) == ["config.json", "last.safetensors", "metrics.jsonl.gz"]

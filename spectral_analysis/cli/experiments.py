@@ -96,28 +96,37 @@ def _only(pairs: list[str] | None) -> dict[str, str] | None:
     return only
 
 
-def sweep_names(catalog: dict[str, Experiment], names: list[str], scale: str) -> list[str]:
-    """The experiments a ``run`` sweeps: ``names``, or with ``all`` every one that has ``scale``."""
-    having = [n for n in catalog if scale in catalog[n].scales]
+def named_sweeps(catalog: dict[str, Experiment], names: list[str], scale: str) -> list[tuple[str, str]]:
+    """``(experiment, scale)`` for each name a ``run`` or ``park`` is given: ``NAME`` at ``scale``,
+    ``NAME@SCALE`` at its own; ``all`` alone is every experiment that has ``scale``. (The runner refuses
+    an experiment named twice.)"""
     if names == ["all"]:
-        return having
-    unknown = [n for n in names if n not in catalog]
+        return [(n, scale) for n in catalog if scale in catalog[n].scales]
+    pairs = []
+    for name in names:
+        experiment, _, own = name.rpartition("@") if "@" in name else (name, "", scale)
+        if own not in SCALES:
+            raise CommandError(f"{name!r}: unknown scale {own!r}; NAME@SCALE takes one of {list(SCALES)}")
+        pairs.append((experiment, own))
+    unknown = [n for n, _ in pairs if n not in catalog]
     if unknown:
         raise CommandError(f"unknown experiment(s) {unknown}; the catalog has {sorted(catalog)} (or all)")
-    lacking = [n for n in names if n not in having]
-    if lacking:
-        raise CommandError(f"experiment(s) {lacking} have no {scale!r} scale; those that do: {having}")
-    return names
+    for wanted in dict.fromkeys(s for _, s in pairs):
+        lacking = [n for n, s in pairs if s == wanted and wanted not in catalog[n].scales]
+        if lacking:
+            having = [n for n in catalog if wanted in catalog[n].scales]
+            raise CommandError(f"experiment(s) {lacking} have no {wanted!r} scale; those that do: {having}")
+    return pairs
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from spectral_analysis.experiments import load_catalog, run_sweeps
 
     catalog = load_catalog(args.catalog)
-    names = sweep_names(catalog, args.names, args.scale)
+    sweeps = named_sweeps(catalog, args.names, args.scale)
     report = (lambda _line: None) if args.json else (lambda line: print(line, flush=True))
     outcomes = run_sweeps(
-        [catalog[name] for name in names],
+        [(catalog[name], scale) for name, scale in sweeps],
         args.scale,
         seeds=args.seeds,
         only=_only(args.only),
@@ -172,8 +181,8 @@ def cmd_park(args: argparse.Namespace) -> int:
     from spectral_analysis.experiments import load_catalog, park_sweeps
 
     catalog = load_catalog(args.catalog)
-    names = sweep_names(catalog, args.names, args.scale)
-    lines = park_sweeps([catalog[name] for name in names], args.scale, seeds=args.seeds,
+    sweeps = named_sweeps(catalog, args.names, args.scale)
+    lines = park_sweeps([(catalog[name], scale) for name, scale in sweeps], args.scale, seeds=args.seeds,
                         only=_only(args.only), out=args.out, results=_results(args))
     payload = {"parked": lines, "results": str(_results(args))}
     emit(args, payload, lambda p: "\n".join(p["parked"]) or f"no unfinished run directory under {args.out}",
@@ -335,8 +344,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "names",
         nargs="+",
         metavar="NAME",
-        help="experiment name(s), or all (spectral-analysis "
-        "experiments lists them); several run in one Ray session",
+        help="experiment name(s), or all (spectral-analysis experiments lists them); several run in "
+        "one Ray session as one grid; NAME@SCALE runs that one at SCALE instead of --scale "
+        "(table2-mnist@budget kru-copy --scale paper)",
     )
     grid_arguments(run)
     run.add_argument(
@@ -367,7 +377,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="keep the resumable state of a stopped sweep's unfinished trials beside the results "
         "(results/<experiment>/<scale>/parked/), where the next run on any checkout resumes them",
     )
-    park.add_argument("names", nargs="+", metavar="NAME", help="experiment name(s) of the sweep, or all")
+    park.add_argument("names", nargs="+", metavar="NAME",
+                      help="experiment name(s) of the sweep (NAME@SCALE as run takes them), or all")
     grid_arguments(park)
     park.add_argument("--out", default="runs", help="the sweep's run directories (run's --out)")
     common(park)

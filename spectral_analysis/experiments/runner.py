@@ -8,7 +8,9 @@ within a newly given ``max_steps``), and resumes the others from their last chec
 resumes bit-identically (batches depend only on seed and step), so an interrupted sweep ends where an
 uninterrupted one does. A trial that raises (a NaN loss, a bad configuration) is kept as ``failed``
 with its error line, and the rest of the grid goes on. Several experiments run as one grid, in the order
-given, so no worker waits for the last trial of one experiment before starting the next; within an
+given, each at the call's scale or at its own (an ``(experiment, scale)`` pair: a budget grid's last
+long trials beside a paper grid's), so no worker waits for the last trial of one experiment before
+starting the next; within an
 experiment trials start longest first, by the configuration's measured cost in its kept estimate
 (:mod:`~spectral_analysis.experiments.estimate`) where there is one. The experiment's summary and the
 ledger are rewritten as each trial ends, so an interrupted sweep leaves them current.
@@ -26,7 +28,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -77,22 +79,38 @@ class SweepOutcome:
     seconds: float = 0.0  # wall time of the whole run (one grid for every experiment of a call)
 
 
-def park_sweeps(experiments: list[Experiment], scale: str, *, seeds: int | None = None,
+Sweep = tuple[Experiment, str]  # an experiment and the scale its grid runs at
+
+
+def sweep_pairs(experiments: Sequence[Experiment | Sweep], scale: str) -> list[Sweep]:
+    """Each item with its scale: an experiment runs at ``scale``, an ``(experiment, scale)`` pair at its own.
+    An experiment may appear once (its trials' names do not tell its scales apart)."""
+    pairs = [item if isinstance(item, tuple) else (item, scale) for item in experiments]
+    names = [experiment.name for experiment, _ in pairs]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"experiment(s) {twice} named more than once; run each scale in a call of its own")
+    return pairs
+
+
+def park_sweeps(experiments: Sequence[Experiment | Sweep], scale: str, *, seeds: int | None = None,
                 only: dict[str, str] | None = None, out: str | Path = "runs",
                 results: str | Path | None = None) -> list[str]:
     """Park (:mod:`~spectral_analysis.experiments.parking`) the run directory of every trial of the grids
     that is not kept yet, as a sweep stopped from outside (a session's end, a job's wall time) left them;
-    one line per run directory found. The ledger is rewritten, so its ``parked`` column counts them."""
+    one line per run directory found. The ledger is rewritten, so its ``parked`` column counts them.
+    ``experiments`` as :func:`run_sweeps` takes them."""
     results = Path(results) if results else default_results_dir()
     lines: list[str] = []
-    for experiment in experiments:
-        for trial in experiment.trials(scale, seeds, only):
-            run_dir = Path(out) / experiment.name / scale / trial.key
+    pairs = sweep_pairs(experiments, scale)
+    for experiment, grid_scale in pairs:
+        for trial in experiment.trials(grid_scale, seeds, only):
+            run_dir = Path(out) / experiment.name / grid_scale / trial.key
             if run_dir.is_dir() and not _kept_and_standing(results, trial, retry_failed=False):
-                lines.append(f"{experiment.name}: "
-                             f"{park_run(run_dir, parked_dir(results, experiment.name, scale, trial.key))}")
+                parked = parked_dir(results, experiment.name, grid_scale, trial.key)
+                lines.append(f"{experiment.name}: {park_run(run_dir, parked)}")
     if lines:
-        _rewrite_ledger(results, experiments)
+        _rewrite_ledger(results, [experiment for experiment, _ in pairs])
     return lines
 
 
@@ -296,7 +314,7 @@ def run_sweep(experiment: Experiment, scale: str, **options: Any) -> SweepOutcom
 
 
 def run_sweeps(
-    experiments: list[Experiment],
+    experiments: Sequence[Experiment | Sweep],
     scale: str,
     *,
     seeds: int | None = None,
@@ -311,10 +329,11 @@ def run_sweeps(
     tensorboard: bool = False,
     report: Callable[[str], None] = print,
 ) -> list[SweepOutcome]:
-    """Run the grids of ``experiments`` at ``scale`` on Ray Tune as one grid (see the module docstring):
-    the experiments in the order given, each one's trials longest first, so a worker that finishes the
-    last trials of one experiment goes straight on to the next. Each experiment's summary and the ledger
-    are rewritten as each of its trials ends."""
+    """Run the grids of ``experiments`` on Ray Tune as one grid (see the module docstring), each at
+    ``scale`` or, given as an ``(experiment, scale)`` pair, at its own: the experiments in the order
+    given, each one's trials longest first, so a worker that finishes the last trials of one experiment
+    goes straight on to the next. Each experiment's summary and the ledger are rewritten as each of its
+    trials ends."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     if not 0 <= gpus_per_trial <= 1 and not (gpus_per_trial > 1 and float(gpus_per_trial).is_integer()):
@@ -333,26 +352,28 @@ def run_sweeps(
     device = "cuda" if gpus_per_trial else "cpu"
     deadline = time.time() + time_budget if time_budget else None
     revision, specs, outcomes = git_revision(), [], {}
-    for experiment in experiments:
-        trials = experiment.trials(scale, seeds, only)
+    pairs = sweep_pairs(experiments, scale)
+    scales = {experiment.name: grid_scale for experiment, grid_scale in pairs}
+    for experiment, grid_scale in pairs:
+        trials = experiment.trials(grid_scale, seeds, only)
         if not trials:
-            raise ValueError(f"no trial of {experiment.name!r} at scale {scale!r} matches {only}")
-        outcome = outcomes[experiment.name] = SweepOutcome(experiment.name, scale, [])
+            raise ValueError(f"no trial of {experiment.name!r} at scale {grid_scale!r} matches {only}")
+        outcome = outcomes[experiment.name] = SweepOutcome(experiment.name, grid_scale, [])
         to_run = []
         for trial in longest_first(trials, read_estimate(results, experiment.name, device)):
             if _kept_and_standing(results, trial, retry_failed):
                 outcome.skipped.append(trial.key)
                 continue
-            run_dir = out / experiment.name / scale / trial.key
+            run_dir = out / experiment.name / grid_scale / trial.key
             to_run.append(TrialSpec(asdict(trial), str(run_dir), str(results), device, revision, deadline,
                                     tensorboard=tensorboard))
         if to_run:
-            report(f"{experiment.name} ({scale}): {len(to_run)} trial(s) to run, "
+            report(f"{experiment.name} ({grid_scale}): {len(to_run)} trial(s) to run, "
                    f"{len(outcome.skipped)} already kept")
         specs += to_run
     def finished(experiment: str) -> None:
-        write_summary(results, experiment, scale)
-        _rewrite_ledger(results, experiments)
+        write_summary(results, experiment, scales[experiment])
+        _rewrite_ledger(results, [e for e, _ in pairs])
 
     statuses: dict[str, str] = {}
     if specs:
@@ -362,7 +383,7 @@ def run_sweeps(
             tempfile.TemporaryDirectory(dir=storage) as tune_dir,
             ray_session(workers, gpus_per_trial, address),
         ):
-            name = f"{experiments[0].name}-{scale}" if len(experiments) == 1 else f"sweep-{scale}"
+            name = "sweep" if len(pairs) > 1 else f"{pairs[0][0].name}-{pairs[0][1]}"
             statuses = _run_on_ray(specs, gpus_per_trial, Path(tune_dir), name, report, finished)
     for spec in specs:
         outcome, key = outcomes[spec.trial["experiment"]], spec.trial["key"]
@@ -373,10 +394,10 @@ def run_sweeps(
         elif status != "done":
             outcome.failed.append(key)
     for outcome in outcomes.values():
-        outcome.rows = (write_summary(results, outcome.experiment, scale)
-                        if read_rows(results, outcome.experiment, scale) else [])
+        outcome.rows = (write_summary(results, outcome.experiment, outcome.scale)
+                        if read_rows(results, outcome.experiment, outcome.scale) else [])
         outcome.failed = sorted({r["trial"] for r in outcome.rows if r["status"] == "failed"}
                                 | set(outcome.failed))
         outcome.seconds = time.perf_counter() - clock
-    _rewrite_ledger(results, experiments)
+    _rewrite_ledger(results, [e for e, _ in pairs])
     return list(outcomes.values())
