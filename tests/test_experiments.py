@@ -353,6 +353,46 @@ def test_a_stopped_sweeps_unstarted_trials_count_unfinished_not_a_crash():
     assert tune_statuses(results) == {"tiny/rnn_length5_s0": "done", "tiny/x_s1": "error: RayTaskError"}
 
 
+def test_a_worker_killed_for_memory_ends_the_sweep_cleanly_with_the_rest_unfinished(tmp_path, monkeypatch):
+    """Tune's actor manager raises RuntimeError on Ray's OutOfMemoryError and ends the whole grid: the
+    trial that ended keeps its status, the others are unfinished (resumable), and no traceback escapes."""
+    from dataclasses import asdict
+    from types import SimpleNamespace
+
+    from ray import tune
+    from ray.exceptions import OutOfMemoryError
+
+    from spectral_analysis.experiments import runner
+
+    experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
+    specs = [runner.TrialSpec(asdict(t), str(tmp_path / t.key), str(tmp_path), "cpu", "test")
+             for t in experiment.trials("smoke", seeds=1)]
+
+    class KilledForMemory:  # ends the first trial, then the node runs low on memory
+        def __init__(self, *args, run_config, **kwargs) -> None:
+            self.callbacks = run_config.callbacks
+
+        def fit(self):
+            trial = SimpleNamespace(config={"spec": asdict(specs[0])}, last_result={"trial_status": "done"})
+            self.callbacks[0].on_trial_complete(0, [], trial)
+            raise RuntimeError("Caught unexpected exception") from OutOfMemoryError("1 worker(s) were killed")
+
+    monkeypatch.setattr(tune, "Tuner", KilledForMemory)
+    lines, ended = [], []
+    statuses = runner._run_on_ray(specs, 0.0, tmp_path, "tiny", lines.append, ended.append)
+    assert statuses == {runner._spec_id(asdict(specs[0])): "done"} and ended == ["tiny"]
+    assert "memory monitor killed a worker" in lines[-1]
+    assert f"{len(specs) - 1} trial(s) unfinished" in lines[-1]
+
+    class OtherError(KilledForMemory):
+        def fit(self):
+            raise RuntimeError("something else") from ValueError("not memory")
+
+    monkeypatch.setattr(tune, "Tuner", OtherError)
+    with pytest.raises(RuntimeError, match="something else"):
+        runner._run_on_ray(specs, 0.0, tmp_path, "tiny", lines.append, ended.append)
+
+
 def test_time_budget_stops_with_a_checkpoint_and_a_rerun_finishes_identically(tmp_path):
     catalog = tiny_catalog(
         tmp_path,

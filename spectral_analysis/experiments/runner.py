@@ -250,18 +250,25 @@ def _run_on_ray(
     finished: Callable[[str], None],
 ) -> dict[str, str]:
     """Run the specs as one Tune grid on the running Ray, in their order as workers free up; returns each
-    trial's status by ``experiment/key``. ``finished(experiment)`` is called as each trial ends."""
+    trial's status by ``experiment/key``. ``finished(experiment)`` is called as each trial ends. When Ray's
+    memory monitor kills a worker, Tune ends the whole grid (its actor manager raises on Ray's
+    ``OutOfMemoryError``): the trials that ended keep their status, the others count unfinished and a
+    rerun resumes them from their last checkpoint."""
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # Tune's own tables off: Progress reports each trial
     from ray import tune
+    from ray.exceptions import OutOfMemoryError
 
     class Progress(tune.Callback):
         def __init__(self) -> None:
             self.count = 0
+            self.statuses: dict[str, str] = {}  # what tune_statuses reads, for the trials that ended
 
         def _ended(self, trial, status: str) -> None:  # noqa: ANN001 (a Tune trial)
             self.count += 1
-            report(f"[{self.count}/{len(specs)}] {_spec_id(trial.config['spec'])}: {status}")
-            finished(trial.config["spec"]["trial"]["experiment"])
+            spec, result = trial.config["spec"], trial.last_result or {}
+            self.statuses[_spec_id(spec)] = result.get("trial_status") or f"error: {status}"
+            report(f"[{self.count}/{len(specs)}] {_spec_id(spec)}: {status}")
+            finished(spec["trial"]["experiment"])
 
         def on_trial_complete(self, iteration, trials, trial, **info):  # noqa: ANN001 (Tune's signature)
             result = trial.last_result or {}
@@ -271,6 +278,7 @@ def _run_on_ray(
             self._ended(trial, "worker error")
 
     resources = {"cpu": 1, "gpu": gpus_per_trial} if gpus_per_trial else {"cpu": 1}
+    progress = Progress()
     tuner = tune.Tuner(
         tune.with_resources(_ray_trainable, resources),
         param_space={"spec": tune.grid_search([asdict(s) for s in specs])},
@@ -279,11 +287,18 @@ def _run_on_ray(
             storage_path=str(storage),
             name=name,
             verbose=0,
-            callbacks=[Progress()],
+            callbacks=[progress],
             failure_config=tune.FailureConfig(max_failures=0),
         ),
     )
-    return tune_statuses(tuner.fit())
+    try:
+        return tune_statuses(tuner.fit())
+    except RuntimeError as error:
+        if not isinstance(error.__cause__, OutOfMemoryError):
+            raise
+        report(f"the sweep stopped: Ray's memory monitor killed a worker ({str(error.__cause__)[:160]}...); "
+               f"{len(specs) - len(progress.statuses)} trial(s) unfinished, rerun to resume them")
+        return progress.statuses
 
 
 def tune_statuses(results: Iterable[Any]) -> dict[str, str]:
