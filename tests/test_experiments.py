@@ -1158,8 +1158,11 @@ def test_kept_singular_values_thin_their_steps_to_fit_the_byte_cap(tmp_path):
         assert (out / SINGULAR_VALUES_NAME).stat().st_size <= MAX_KEPT_SINGULAR_VALUE_BYTES + 2**14
 
 
-def make_recipe_grids(target: str, command: str) -> list[tuple[list[str], str, dict[str, str] | None]]:
-    """The Makefile ``target``'s ``spectral-analysis COMMAND`` lines as (experiment names, scale, only)."""
+def make_recipe_grids(target: str, command: str) -> list[tuple[list[tuple[str, str]], dict[str, str] | None]]:
+    """The Makefile ``target``'s ``spectral-analysis COMMAND`` lines as ((experiment, scale) pairs, only),
+    the names read as the command line reads them (``NAME@SCALE`` at its own scale)."""
+    from spectral_analysis.cli.experiments import named_sweeps
+
     text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
     variables = dict(re.findall(r"^(\w+) [:?]= *(.*)$", text, flags=re.M))
     recipe = text.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
@@ -1174,7 +1177,7 @@ def make_recipe_grids(target: str, command: str) -> list[tuple[list[str], str, d
         if "--only" in args:
             key, value = args[args.index("--only") + 1].split("=")
             only = {key: value}
-        grids.append((names, scale, only))
+        grids.append((named_sweeps(load_catalog(), names, scale), only))
     return grids
 
 
@@ -1184,8 +1187,8 @@ def test_make_paper_runs_every_catalog_grid_at_a_scale_it_has():
     grids = make_recipe_grids("paper", "run")
     catalog, covered = load_catalog(), set()
     assert len(grids) >= 3
-    for names, scale, only in grids:
-        for name in names:
+    for pairs, only in grids:
+        for name, scale in pairs:
             assert catalog[name].trials(scale, only=only), (name, scale, only)
             covered.add(name)
     assert covered == set(catalog)

@@ -134,8 +134,8 @@ def test_the_park_command_parks_a_killed_sweep_and_says_when_there_is_nothing(tm
 
 
 def test_make_park_parks_every_grid_make_paper_runs():
-    parked = {(name, scale) for names, scale, _ in make_recipe_grids("park", "park") for name in names}
-    ran = {(name, scale) for names, scale, _ in make_recipe_grids("paper", "run") for name in names}
+    parked = {pair for pairs, _ in make_recipe_grids("park", "park") for pair in pairs}
+    ran = {pair for pairs, _ in make_recipe_grids("paper", "run") for pair in pairs}
     assert ran and ran <= parked
 
 
