@@ -368,7 +368,6 @@ def run_sweeps(
     deadline = time.time() + time_budget if time_budget else None
     revision, specs, outcomes = git_revision(), [], {}
     pairs = sweep_pairs(experiments, scale)
-    scales = {experiment.name: grid_scale for experiment, grid_scale in pairs}
     for experiment, grid_scale in pairs:
         trials = experiment.trials(grid_scale, seeds, only)
         if not trials:
@@ -387,7 +386,7 @@ def run_sweeps(
                    f"{len(outcome.skipped)} already kept")
         specs += to_run
     def finished(experiment: str) -> None:
-        write_summary(results, experiment, scales[experiment])
+        write_summary(results, experiment, outcomes[experiment].scale)
         _rewrite_ledger(results, [e for e, _ in pairs])
 
     statuses: dict[str, str] = {}
