@@ -137,6 +137,24 @@ def test_lyapunov_sum_is_the_mean_log_determinant():
         lyapunov_exponents(model, x, burn_in=40)
 
 
+def test_lyapunov_exponents_are_finite_exactly_on_the_rank_of_the_jacobian_product():
+    """Directions a relu kills leave QR roundoff (|R_ii| ~ 1e-17), which must read -inf, not about -37."""
+    torch.manual_seed(0)
+    model = build_model("rnn", 3, 16, 2, activation="relu", init_std=1.0).double()
+    x = torch.randn(4, 12, 3, dtype=torch.float64)
+    exponents = lyapunov_exponents(model, x)
+    states = state_trajectory(model, x)
+    jac = model.step_jacobian_function()
+    with torch.no_grad():
+        product = torch.eye(16, dtype=torch.float64).expand(4, 16, 16)
+        for t in range(12):
+            product = jac(states[:, t], x[:, t]) @ product
+    singular = torch.linalg.svdvals(product)
+    rank = (singular > 1e-9 * singular[:, :1]).sum(dim=1).numpy()
+    assert (rank < 16).all() and (rank > 0).all()
+    assert np.array_equal(np.isfinite(exponents).sum(axis=1), rank)
+
+
 def test_trajectory_reads_the_run_log(tmp_path):
     config = TrainConfig(model="spectral", task="addition", out=str(tmp_path / "run"), hidden=8,
                          model_options={"m1": 2, "m2": 2}, task_options={"length": 10, "train_size": 100,

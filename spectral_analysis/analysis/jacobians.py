@@ -150,7 +150,9 @@ def lyapunov_exponents(model: RecurrentModel, x: Tensor, s0: Tensor | None = Non
     """Lyapunov spectrum ``(B, d)`` (natural log per step, descending) of the input-driven recurrence.
 
     QR with sign fixing: ``Q_t R_t = A_t Q_{t-1}``, ``Q_t <- Q_t S``, ``R_t <- S R_t``, ``S = sign diag R_t``;
-    the first ``burn_in`` steps only align Q. A singular ``A_t`` (dead relu units) gives ``-inf``.
+    the first ``burn_in`` steps only align Q. A singular ``A_t`` (dead relu units) gives ``-inf``: a diagonal
+    ``|R_ii| <= d eps ||A_t Q||_F`` is QR's roundoff on a lost direction, not a contraction (the rank
+    tolerance of ``numpy.linalg.matrix_rank``), so its exponent does not depend on LAPACK's thread count.
     """
     states = state_trajectory(model, x, s0)
     B, T1, d = states.shape
@@ -161,12 +163,15 @@ def lyapunov_exponents(model: RecurrentModel, x: Tensor, s0: Tensor | None = Non
     with torch.no_grad():
         Q = torch.eye(d, dtype=states.dtype, device=states.device).expand(B, d, d).clone()
         total = torch.zeros(B, d, dtype=torch.float64, device=states.device)
+        roundoff = d * torch.finfo(states.dtype).eps
         for t in tqdm(range(T), desc="Lyapunov exponents", disable=not progress, leave=False):
-            Q, R = torch.linalg.qr(jac(states[:, t], x[:, t]) @ Q)
+            pushed = jac(states[:, t], x[:, t]) @ Q
+            Q, R = torch.linalg.qr(pushed)
             diag = torch.diagonal(R, dim1=-2, dim2=-1)
             sign = torch.where(diag < 0, -torch.ones_like(diag), torch.ones_like(diag))
             Q = Q * sign[:, None, :]
             if t >= burn_in:
-                total += diag.abs().double().log()
+                lost = diag.abs() <= roundoff * torch.linalg.matrix_norm(pushed)[:, None]
+                total += diag.abs().double().log().masked_fill(lost, -math.inf)
     exponents = (total / (T - burn_in)).cpu().numpy()
     return -np.sort(-exponents, axis=1)
