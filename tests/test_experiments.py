@@ -227,7 +227,7 @@ def test_the_ledger_counts_done_planned_and_failed_trials(tmp_path):
     )
     catalog = tiny_catalog(tmp_path, text)
     _, rows = _run_tiny(tmp_path, catalog)
-    (entry,) = ledger_rows(tmp_path / "results", load_catalog(catalog))
+    (_, entry) = ledger_rows(tmp_path / "results", load_catalog(catalog))  # paper (not begun), smoke
     assert (entry["experiment"], entry["scale"], entry["done"], entry["planned"], entry["failed"]) == (
         "tiny",
         "smoke",
@@ -245,8 +245,34 @@ def test_the_ledger_counts_done_planned_and_failed_trials(tmp_path):
     # a cap given afterwards: the done trials that ended without a plateau are to be trained on
     smoke = "hidden = 4\nsteps = 8"
     capped = tiny_catalog(tmp_path, text.replace(smoke, smoke + "\nmax_steps = 80"))
-    (entry,) = ledger_rows(tmp_path / "results", load_catalog(capped))
+    (_, entry) = ledger_rows(tmp_path / "results", load_catalog(capped))
     assert entry["to_train_on"] == sum(r["plateau"] is False for r in flat.values()) > 0
+
+
+def test_the_ledger_lists_every_paper_scale_with_the_cpu_hours_its_estimate_leaves(tmp_path):
+    catalog = load_catalog(tiny_catalog(tmp_path))
+    results = tmp_path / "results"
+    (paper,) = ledger_rows(results, catalog)  # nothing run: the paper scale is listed all the same
+    assert (paper["scale"], paper["done"], paper["planned"]) == ("paper", 0, 12)
+    assert paper["cpu_hours_left"] is None  # no estimate
+    configurations = {"rnn_length5": {"estimated_seconds": 360.0},
+                      "rnn_length7": {"estimated_seconds": 720.0, "estimated_seconds_at_cap": 1440.0},
+                      "spectral_length5": {"estimated_seconds": 3600.0},
+                      "spectral_length7": {"estimated_seconds": 7200.0}}
+    estimate = results / "tiny" / "paper" / "estimate_cpu.json"
+    estimate.parent.mkdir(parents=True)
+    estimate.write_text(json.dumps({"configurations": configurations}))
+    (paper,) = ledger_rows(results, catalog)
+    assert paper["cpu_hours_left"] == pytest.approx((3 * 3.3, 3 * 3.5))  # 3 seeds of (0.1 + 0.2 + 1 + 2) h
+    _run_tiny(tmp_path, tiny_catalog(tmp_path), scale="paper", seeds=1)  # seed 0 of each kept
+    paper = next(r for r in ledger_rows(results, catalog) if r["scale"] == "paper")
+    assert paper["done"] + paper["failed"] == 4
+    assert paper["cpu_hours_left"] == pytest.approx((2 * 3.3, 2 * 3.5))
+    assert "| tiny | paper | " in write_ledger(results, catalog).read_text()
+    assert "| 6.6 - 7.0 |" in (results / "LEDGER.md").read_text()
+    del configurations["spectral_length7"]  # an estimate that lacks a configuration gives no sum
+    estimate.write_text(json.dumps({"configurations": configurations}))
+    assert next(r for r in ledger_rows(results, catalog) if r["scale"] == "paper")["cpu_hours_left"] is None
 
 
 @pytest.mark.parametrize(

@@ -53,7 +53,7 @@ def test_a_parked_run_resumes_on_a_fresh_checkout_and_ends_as_the_uninterrupted_
     parked = parked_dir(results, "tiny", "smoke", trial.key)
     assert sorted(p.name for p in parked.iterdir()) == ["config.json", "last.safetensors", "metrics.jsonl.gz"]
     assert read_rows(results, "tiny", "smoke") == [] and zoo_entries(results) == []  # not a kept trial
-    [entry] = ledger_rows(results, load_catalog(tmp_path / "catalog"))
+    [_, entry] = ledger_rows(results, load_catalog(tmp_path / "catalog"))  # paper (not begun), smoke
     assert (entry["scale"], entry["done"], entry["parked"]) == ("smoke", 0, 1)
 
     # another machine: only the results directory travels (a commit), the run directory does not

@@ -3,7 +3,9 @@ scale, trials done / planned, how many of the done ones trained to a plateau (no
 validation metric over their last 20% of steps), failed, how many done ones the catalog now asks to
 train on (a ``max_steps`` given after they ended without a plateau), how many unfinished ones are parked
 (:mod:`~spectral_analysis.experiments.parking`), training seconds per trial (median and
-total), the device and machine they ran on, and the date of the last one. Rewritten at the end of
+total), the device and machine they ran on, and the date of the last one; at paper scale also the CPU
+hours its trials not yet kept would take by ``estimate_cpu.json`` (at the minimum steps and at the
+``max_steps`` cap). Every experiment's paper scale has a row, begun or not. Rewritten at the end of
 every sweep."""
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import statistics
 from pathlib import Path
 
 from spectral_analysis.atomic import atomic_write_text
-from spectral_analysis.experiments.catalog import Experiment
+from spectral_analysis.experiments.catalog import Experiment, Trial
+from spectral_analysis.experiments.estimate import read_estimate
 from spectral_analysis.experiments.parking import parked_trials
 from spectral_analysis.experiments.results import kept_row_stands, plateaued, read_rows
 from spectral_analysis.vocabulary import SCALES
@@ -20,15 +23,28 @@ from spectral_analysis.vocabulary import SCALES
 LEDGER_NAME = "LEDGER.md"
 
 
+def cpu_hours_left(results: str | Path, experiment: str, left: list[Trial]) -> tuple[float, float] | None:
+    """Estimated CPU hours of the ``left`` paper-scale trials, at their minimum steps and at their cap, from
+    ``estimate_cpu.json`` (a parked trial counts whole); None without an estimate or with a trial it lacks."""
+    configurations = (read_estimate(results, experiment) or {}).get("configurations", {})
+    timings = [configurations.get(t.key.rsplit("_s", 1)[0]) for t in left]
+    if not configurations or None in timings:
+        return None
+    return (sum(c["estimated_seconds"] for c in timings) / 3600,
+            sum(c.get("estimated_seconds_at_cap", c["estimated_seconds"]) for c in timings) / 3600)
+
+
 def ledger_rows(results: str | Path, catalog: dict[str, Experiment]) -> list[dict]:
     rows = []
     for name, experiment in catalog.items():
         for scale in SCALES:
             kept, parked = read_rows(results, name, scale), parked_trials(results, name, scale)
-            if not kept and not parked:
+            if not kept and not parked and scale != "paper":
                 continue
             done = [r for r in kept if r["status"] == "done"]
             trials = {t.key: t for t in experiment.trials(scale)}
+            kept_keys = {r["trial"] for r in kept}
+            left = [t for key, t in trials.items() if key not in kept_keys]
             stale = [r for r in done if r["trial"] in trials and not kept_row_stands(r, trials[r["trial"]])]
             seconds = [r["seconds"] for r in done if r.get("seconds") is not None]
             rows.append(
@@ -46,6 +62,8 @@ def ledger_rows(results: str | Path, catalog: dict[str, Experiment]) -> list[dic
                     "devices": sorted({r["device"] for r in done}),
                     "machines": sorted({r["machine"] for r in done}),
                     "last": max((r["finished_at"] for r in kept), default=""),
+                    "cpu_hours_left": (cpu_hours_left(results, name, left)
+                                       if scale == "paper" and left else None),
                 }
             )
     return rows
@@ -64,19 +82,24 @@ def write_ledger(results: str | Path, catalog: dict[str, Experiment]) -> Path:
         "To train on: done trials that the catalog now trains until plateau (`max_steps`), which ended "
         "without one; the next `spectral-analysis run` resumes them. Parked: unfinished trials whose "
         "resumable state is kept in `<experiment>/<scale>/parked/` (`spectral-analysis park`), where the "
-        "next run resumes them.",
+        "next run resumes them. CPU h left: the paper-scale trials not kept yet (parked ones counted "
+        "whole) by the experiment's `estimate_cpu.json`, at the minimum steps - at the "
+        "`max_steps` cap; one CPU core per trial.",
         "",
         "| experiment | scale | done / planned | plateaued | failed | to train on | parked "
-        "| s per trial (median) | s in all | device | machine | last trial |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|---|",
+        "| s per trial (median) | s in all | CPU h left | device | machine | last trial |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|",
     ]
     for r in rows:
         median = "-" if r["median_seconds"] is None else f"{r['median_seconds']:.1f}"
+        hours = r["cpu_hours_left"]
+        left = ("-" if hours is None
+                else f"{hours[0]:.1f}" + (f" - {hours[1]:.1f}" if hours[1] > hours[0] else ""))
         lines.append(
             f"| {r['experiment']} | {r['scale']} | {r['done']} / {r['planned']} "
             f"| {r['plateaued']} / {r['done']} | {r['failed']} | {r['to_train_on']} | {r['parked']} "
             f"| {median} "
-            f"| {r['total_seconds']:.0f} | {', '.join(r['devices'])} | {'; '.join(r['machines'])} "
+            f"| {r['total_seconds']:.0f} | {left} | {', '.join(r['devices'])} | {'; '.join(r['machines'])} "
             f"| {r['last']} |"
         )
     path = Path(results) / LEDGER_NAME
