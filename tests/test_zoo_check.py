@@ -43,3 +43,24 @@ def test_a_broken_entry_fails_with_its_error_line_and_the_rest_go_on(tmp_path, c
     assert sum(r["ok"] for r in rows.values()) == len(KEPT) - 1
     assert main(["zoo", "--check", "--results", str(root), "--experiment", "fig5-depth"]) == 0
     assert "1 of 1 entries load and analyze" in capsys.readouterr().out
+
+
+def test_an_entry_whose_bound_came_out_non_finite_fails(tmp_path, monkeypatch):
+    """The report writes a non-finite G(w) as null; a computed bound that is null fails the entry."""
+    import spectral_analysis.analysis.zoo_check as zoo_check
+
+    real = zoo_check.analyze_subject
+
+    def overflowing(*args, **kwargs):
+        report = real(*args, **kwargs)
+        if "skipped" not in report["bound"]:
+            report["bound"]["log10_G"] = None
+        return report
+
+    monkeypatch.setattr(zoo_check, "analyze_subject", overflowing)
+    shutil.copytree(RESULTS / KEPT[0], tmp_path / KEPT[0])
+    shutil.copytree(RESULTS / KEPT[1], tmp_path / KEPT[1])
+    rows = {r["name"].split("/", 2)[-1]: r for r in check_zoo(tmp_path)}
+    assert not rows["spectral_datasetArrowHead_s0"]["ok"]
+    assert "log10 G(w) came out non-finite" in rows["spectral_datasetArrowHead_s0"]["error"]
+    assert rows["lstm_s0"]["ok"]  # its bound is skipped with a reason: nothing to be finite

@@ -10,23 +10,15 @@ which is what the analyzers take of it. An entry that fails keeps its error line
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from spectral_analysis.analysis.report import analyze_subject
 from spectral_analysis.analysis.spectra import spectral_table
 from spectral_analysis.io import load, resolve_checkpoint, zoo_entries
 from spectral_analysis.nn import RecurrentModel
-
-
-def _finite(values: Any) -> bool:
-    array = np.asarray(values, dtype=float)
-    return bool(np.all(np.isfinite(array[~np.isnan(array)]))) if array.size else True
 
 
 def check_entry(path: str | Path, samples: int = 2, trials: int = 2) -> dict[str, Any]:
@@ -48,10 +40,8 @@ def check_entry(path: str | Path, samples: int = 2, trials: int = 2) -> dict[str
         jacobian_bound_holds=report["jacobian_bound_holds"],
         top_lyapunov=(report["lyapunov_exponents"] or [None])[0],
     )
-    if not _finite(report["lyapunov_exponents"]) or not _finite(report["jacobian_log10_norms"]):
-        raise ValueError("the analysis produced non-finite Lyapunov exponents or Jacobian norms")
-    if row["log10_G"] is not None and not math.isfinite(row["log10_G"]):
-        raise ValueError(f"log10 G(w) is {row['log10_G']}")
+    if "skipped" not in bound and row["log10_G"] is None:  # the report writes a non-finite value as null
+        raise ValueError("Theorem 5's log10 G(w) came out non-finite")
     return row
 
 
