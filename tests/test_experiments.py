@@ -365,8 +365,9 @@ def test_a_diverged_trial_keeps_its_record_up_to_the_divergence_and_curves_read_
     assert np.allclose(both.high[late], both.low[late])
 
 
-def test_a_stopped_sweeps_unstarted_trials_count_unfinished_not_a_crash():
-    """Ctrl+C during a sweep: Tune returns the trials that never started without a configuration."""
+def test_a_stopped_sweeps_unstarted_and_interrupted_trials_count_unfinished_not_failed():
+    """Ctrl+C during a sweep: Tune returns the trials that never started without a configuration, the
+    running ones with neither a result nor an error."""
     from types import SimpleNamespace
 
     from spectral_analysis.experiments.runner import tune_statuses
@@ -375,7 +376,9 @@ def test_a_stopped_sweeps_unstarted_trials_count_unfinished_not_a_crash():
     results = [SimpleNamespace(config={"spec": spec}, metrics={"trial_status": "done"}, error=None),
                SimpleNamespace(config=None, metrics=None, error="stopped"),
                SimpleNamespace(config={"spec": {"trial": {"experiment": "tiny", "key": "x_s1"}}},
-                               metrics={}, error="RayTaskError")]
+                               metrics={}, error="RayTaskError"),
+               SimpleNamespace(config={"spec": {"trial": {"experiment": "tiny", "key": "y_s0"}}},
+                               metrics={}, error=None)]
     assert tune_statuses(results) == {"tiny/rnn_length5_s0": "done", "tiny/x_s1": "error: RayTaskError"}
 
 

@@ -303,11 +303,15 @@ def _run_on_ray(
 
 def tune_statuses(results: Iterable[Any]) -> dict[str, str]:
     """Each trial's status from Tune's results. A trial that had not started when the sweep was stopped
-    (Ctrl+C, a session's end) comes back without a configuration: it is left out, and the sweep counts
-    it unfinished."""
-    return {_spec_id(result.config["spec"]):
-            (result.metrics or {}).get("trial_status") or f"error: {result.error}"
-            for result in results if result.config is not None}
+    (Ctrl+C, a session's end) comes back without a configuration, one stopped mid-run with neither a
+    result nor an error: both are left out, and the sweep counts them unfinished (a rerun resumes them)."""
+    statuses = {}
+    for result in results:
+        status = (result.metrics or {}).get("trial_status")
+        if result.config is None or (status is None and result.error is None):
+            continue
+        statuses[_spec_id(result.config["spec"])] = status or f"error: {result.error}"
+    return statuses
 
 
 def longest_first(trials: list[Trial], estimate: dict[str, Any] | None) -> list[Trial]:
