@@ -370,7 +370,7 @@ def test_a_stopped_sweeps_unstarted_and_interrupted_trials_count_unfinished_not_
     running ones with neither a result nor an error."""
     from types import SimpleNamespace
 
-    from spectral_analysis.experiments.runner import tune_statuses
+    from spectral_analysis.experiments.ray_grid import tune_statuses
 
     spec = {"trial": {"experiment": "tiny", "key": "rnn_length5_s0"}}
     results = [SimpleNamespace(config={"spec": spec}, metrics={"trial_status": "done"}, error=None),
@@ -391,10 +391,10 @@ def test_a_worker_killed_for_memory_ends_the_sweep_cleanly_with_the_rest_unfinis
     from ray import tune
     from ray.exceptions import OutOfMemoryError
 
-    from spectral_analysis.experiments import runner
+    from spectral_analysis.experiments import ray_grid, runner
 
     experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
-    specs = [runner.TrialSpec(asdict(t), str(tmp_path / t.key), str(tmp_path), "cpu", "test")
+    specs = [asdict(runner.TrialSpec(asdict(t), str(tmp_path / t.key), str(tmp_path), "cpu", "test"))
              for t in experiment.trials("smoke", seeds=1)]
 
     class KilledForMemory:  # ends the first trial, then the node runs low on memory
@@ -402,14 +402,14 @@ def test_a_worker_killed_for_memory_ends_the_sweep_cleanly_with_the_rest_unfinis
             self.callbacks = run_config.callbacks
 
         def fit(self):
-            trial = SimpleNamespace(config={"spec": asdict(specs[0])}, last_result={"trial_status": "done"})
+            trial = SimpleNamespace(config={"spec": specs[0]}, last_result={"trial_status": "done"})
             self.callbacks[0].on_trial_complete(0, [], trial)
             raise RuntimeError("Caught unexpected exception") from OutOfMemoryError("1 worker(s) were killed")
 
     monkeypatch.setattr(tune, "Tuner", KilledForMemory)
     lines, ended = [], []
-    statuses = runner._run_on_ray(specs, 0.0, tmp_path, "tiny", lines.append, ended.append)
-    assert statuses == {runner._spec_id(asdict(specs[0])): "done"} and ended == ["tiny"]
+    statuses = ray_grid.run_grid(specs, runner.run_trial, 0.0, tmp_path, "tiny", lines.append, ended.append)
+    assert statuses == {ray_grid.spec_id(specs[0]): "done"} and ended == ["tiny"]
     assert "memory monitor killed a worker" in lines[-1]
     assert f"{len(specs) - 1} trial(s) unfinished" in lines[-1]
 
@@ -419,7 +419,7 @@ def test_a_worker_killed_for_memory_ends_the_sweep_cleanly_with_the_rest_unfinis
 
     monkeypatch.setattr(tune, "Tuner", OtherError)
     with pytest.raises(RuntimeError, match="something else"):
-        runner._run_on_ray(specs, 0.0, tmp_path, "tiny", lines.append, ended.append)
+        ray_grid.run_grid(specs, runner.run_trial, 0.0, tmp_path, "tiny", lines.append, ended.append)
 
 
 def test_time_budget_stops_with_a_checkpoint_and_a_rerun_finishes_identically(tmp_path):
@@ -1085,16 +1085,16 @@ def test_one_grid_runs_the_experiments_in_order_each_longest_first_by_its_kept_e
     grids: list[list[str]] = []
     results = tmp_path / "results"
 
-    def fake_ray(specs, gpus_per_trial, storage, name, report, finished):  # noqa: ANN001 (its signature)
-        grids.append([f"{s.trial['experiment']}/{s.trial['key']}" for s in specs])
+    def fake_ray(specs, trainable, gpus_per_trial, storage, name, report, finished):  # noqa: ANN001
+        grids.append([f"{s['trial']['experiment']}/{s['trial']['key']}" for s in specs])
         for spec in specs[:1]:  # the first trial ends: its experiment's summary is rewritten at once
-            run_trial(spec)
-            finished(spec.trial["experiment"])
-            assert (results / spec.trial["experiment"] / spec.trial["scale"] / "summary.json").is_file()
-        return {f"{s.trial['experiment']}/{s.trial['key']}": "done" for s in specs[:1]}
+            trainable({"spec": spec})
+            finished(spec["trial"]["experiment"])
+            assert (results / spec["trial"]["experiment"] / spec["trial"]["scale"] / "summary.json").is_file()
+        return {f"{s['trial']['experiment']}/{s['trial']['key']}": "done" for s in specs[:1]}
 
     monkeypatch.setattr(runner, "ray_session", lambda *args: nullcontext())
-    monkeypatch.setattr(runner, "_run_on_ray", fake_ray)
+    monkeypatch.setattr(runner, "run_grid", fake_ray)
 
     def sweep(*experiments) -> list:
         for directory in (tmp_path / "runs", results):

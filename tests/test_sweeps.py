@@ -233,7 +233,7 @@ def test_a_trial_thread_on_the_runners_ray_worker_reuses_freed_memory():
     freed memory instead of faulting their working set again (thousands of faults a step without)."""
     import ray
 
-    from spectral_analysis.experiments.runner import ray_session
+    from spectral_analysis.experiments.ray_grid import ray_session
 
     def faults_of_steps_6_to_20_in_a_thread_started_before_the_policy() -> int:
         import resource

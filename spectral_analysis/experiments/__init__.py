@@ -10,12 +10,12 @@ from spectral_analysis.experiments.catalog import (
     load_catalog,
     load_experiment,
 )
+from spectral_analysis.experiments.ray_grid import ray_session
 from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_grids
 from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values, write_summary
 from spectral_analysis.experiments.runner import (
     SweepOutcome,
     park_sweeps,
-    ray_session,
     run_sweep,
     run_sweeps,
     run_trial,

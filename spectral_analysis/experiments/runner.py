@@ -13,11 +13,8 @@ long trials beside a paper grid's), so no worker waits for the last trial of one
 starting the next; within an
 experiment trials start longest first, by the configuration's measured cost in its kept estimate
 (:mod:`~spectral_analysis.experiments.estimate`) where there is one. The experiment's summary and the
-ledger are rewritten as each trial ends, so an interrupted sweep leaves them current.
-
-Ray: with no address (and no ``RAY_ADDRESS``) the runner starts a local Ray itself (``num_cpus`` =
-workers, loopback, no dashboard) and shuts it down after; with an address it joins that cluster, whose
-nodes must see ``out`` and ``results`` (a shared filesystem) and have this package installed.
+ledger are rewritten as each trial ends, so an interrupted sweep leaves them current. The Ray side
+(the session, the Tune grid, its statuses) is :mod:`~spectral_analysis.experiments.ray_grid`.
 """
 
 from __future__ import annotations
@@ -28,19 +25,19 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT, keep_freed_memory
+from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.experiments.catalog import Experiment, Trial, load_catalog
 from spectral_analysis.experiments.estimate import read_estimate
 from spectral_analysis.experiments.ledger import write_ledger
 from spectral_analysis.experiments.parking import drop_parked, park_run, parked_dir, restore_parked
+from spectral_analysis.experiments.ray_grid import ray_session, run_grid, spec_id
 from spectral_analysis.experiments.results import (
     keep_trial,
     kept_row_stands,
@@ -205,115 +202,6 @@ def _kept_and_standing(results: Path, trial: Trial, retry_failed: bool) -> bool:
     return kept is not None and kept_row_stands(kept, trial, retry_failed)
 
 
-@contextmanager
-def ray_session(workers: int = 1, gpus_per_trial: float = 0.0, address: str | None = None) -> Iterator[None]:
-    """A Ray for the sweeps inside: the one already running in this process, the cluster at ``address``
-    (or ``$RAY_ADDRESS``), or a local one on loopback with ``workers`` CPUs, stopped on exit."""
-    address = address or os.environ.get("RAY_ADDRESS")
-    if address and (Path.home() / ".ray" / "auth_token").is_file():
-        # `ray start --head` (Ray >= 2.50) enables token authentication and writes the token to
-        # ~/.ray/auth_token; a driver joining by address sends it only in token mode, read at import.
-        os.environ.setdefault("RAY_AUTH_MODE", "token")
-    try:
-        import ray
-    except ImportError as error:
-        raise RuntimeError(f"the runner needs Ray Tune (pip install 'spectral-analysis[sweep]'): {error}") \
-            from None
-    if ray.is_initialized():
-        yield
-        return
-    # a trial trains in a thread the worker made before run_trial ran; glibc reads the memory policy
-    # for such threads only from the environment the worker process starts with
-    runtime_env = {"env_vars": dict(ALLOCATOR_ENVIRONMENT)}
-    if address:
-        ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, logging_level="WARNING")
-    else:
-        # "local" starts a fresh instance even where another sweep's Ray is up on this machine, which
-        # a bare ray.init() would join (and wait on that sweep's busy CPUs)
-        ray.init(address="local", num_cpus=workers,
-                 num_gpus=torch.cuda.device_count() if gpus_per_trial else 0, include_dashboard=False,
-                 _node_ip_address="127.0.0.1", runtime_env=runtime_env, log_to_driver=False,
-                 logging_level="WARNING")
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
-def _spec_id(spec: dict[str, Any]) -> str:
-    """``experiment/key``: a trial's name across the experiments of one grid (keys repeat between them)."""
-    return f"{spec['trial']['experiment']}/{spec['trial']['key']}"
-
-
-def _run_on_ray(
-    specs: list[TrialSpec], gpus_per_trial: float, storage: Path, name: str, report: Callable[[str], None],
-    finished: Callable[[str], None],
-) -> dict[str, str]:
-    """Run the specs as one Tune grid on the running Ray, in their order as workers free up; returns each
-    trial's status by ``experiment/key``. ``finished(experiment)`` is called as each trial ends. When Ray's
-    memory monitor kills a worker, Tune ends the whole grid (its actor manager raises on Ray's
-    ``OutOfMemoryError``): the trials that ended keep their status, the others count unfinished and a
-    rerun resumes them from their last checkpoint."""
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # Tune's own tables off: Progress reports each trial
-    from ray import tune
-    from ray.exceptions import OutOfMemoryError
-
-    class Progress(tune.Callback):
-        def __init__(self) -> None:
-            self.count = 0
-            self.statuses: dict[str, str] = {}  # what tune_statuses reads, for the trials that ended
-
-        def _ended(self, trial, status: str) -> None:  # noqa: ANN001 (a Tune trial)
-            self.count += 1
-            spec, result = trial.config["spec"], trial.last_result or {}
-            self.statuses[_spec_id(spec)] = result.get("trial_status") or f"error: {status}"
-            report(f"[{self.count}/{len(specs)}] {_spec_id(spec)}: {status}")
-            finished(spec["trial"]["experiment"])
-
-        def on_trial_complete(self, iteration, trials, trial, **info):  # noqa: ANN001 (Tune's signature)
-            result = trial.last_result or {}
-            self._ended(trial, result.get("trial_outcome") or result.get("trial_status") or "error")
-
-        def on_trial_error(self, iteration, trials, trial, **info):  # noqa: ANN001
-            self._ended(trial, "worker error")
-
-    resources = {"cpu": 1, "gpu": gpus_per_trial} if gpus_per_trial else {"cpu": 1}
-    progress = Progress()
-    tuner = tune.Tuner(
-        tune.with_resources(_ray_trainable, resources),
-        param_space={"spec": tune.grid_search([asdict(s) for s in specs])},
-        tune_config=tune.TuneConfig(reuse_actors=True),
-        run_config=tune.RunConfig(
-            storage_path=str(storage),
-            name=name,
-            verbose=0,
-            callbacks=[progress],
-            failure_config=tune.FailureConfig(max_failures=0),
-        ),
-    )
-    try:
-        return tune_statuses(tuner.fit())
-    except RuntimeError as error:
-        if not isinstance(error.__cause__, OutOfMemoryError):
-            raise
-        report(f"the sweep stopped: Ray's memory monitor killed a worker ({str(error.__cause__)[:160]}...); "
-               f"{len(specs) - len(progress.statuses)} trial(s) unfinished, rerun to resume them")
-        return progress.statuses
-
-
-def tune_statuses(results: Iterable[Any]) -> dict[str, str]:
-    """Each trial's status from Tune's results. A trial that had not started when the sweep was stopped
-    (Ctrl+C, a session's end) comes back without a configuration, one stopped mid-run with neither a
-    result nor an error: both are left out, and the sweep counts them unfinished (a rerun resumes them)."""
-    statuses = {}
-    for result in results:
-        status = (result.metrics or {}).get("trial_status")
-        if result.config is None or (status is None and result.error is None):
-            continue
-        statuses[_spec_id(result.config["spec"])] = status or f"error: {result.error}"
-    return statuses
-
-
 def longest_first(trials: list[Trial], estimate: dict[str, Any] | None) -> list[Trial]:
     """``trials`` ordered by their configuration's estimated seconds (at its ``max_steps`` cap where it has
     one), longest first; configurations the estimate lacks, and every trial without an estimate, keep
@@ -402,11 +290,12 @@ def run_sweeps(
             ray_session(workers, gpus_per_trial, address),
         ):
             name = "sweep" if len(pairs) > 1 else f"{pairs[0][0].name}-{pairs[0][1]}"
-            statuses = _run_on_ray(specs, gpus_per_trial, Path(tune_dir), name, report, finished)
+            statuses = run_grid([asdict(s) for s in specs], _ray_trainable, gpus_per_trial, Path(tune_dir),
+                                name, report, finished)
     for spec in specs:
         outcome, key = outcomes[spec.trial["experiment"]], spec.trial["key"]
         outcome.ran.append(key)
-        status = statuses.get(_spec_id(asdict(spec)), "unfinished")
+        status = statuses.get(spec_id(asdict(spec)), "unfinished")
         if status == "unfinished":
             outcome.unfinished.append(key)
         elif status != "done":

@@ -1,0 +1,130 @@
+"""The runner's Ray Tune side: a Ray for the sweeps (:func:`ray_session`), one Tune grid of trials run as
+workers free up (:func:`run_grid`), and each trial's status read back from Tune (:func:`tune_statuses`).
+What a trial does (:func:`~spectral_analysis.experiments.runner.run_trial`) and what is kept of it stay
+in :mod:`~spectral_analysis.experiments.runner`.
+
+Ray: with no address (and no ``RAY_ADDRESS``) the runner starts a local Ray itself (``num_cpus`` =
+workers, loopback, no dashboard) and shuts it down after; with an address it joins that cluster, whose
+nodes must see ``out`` and ``results`` (a shared filesystem) and have this package installed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT
+
+
+@contextmanager
+def ray_session(workers: int = 1, gpus_per_trial: float = 0.0, address: str | None = None) -> Iterator[None]:
+    """A Ray for the sweeps inside: the one already running in this process, the cluster at ``address``
+    (or ``$RAY_ADDRESS``), or a local one on loopback with ``workers`` CPUs, stopped on exit."""
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address and (Path.home() / ".ray" / "auth_token").is_file():
+        # `ray start --head` (Ray >= 2.50) enables token authentication and writes the token to
+        # ~/.ray/auth_token; a driver joining by address sends it only in token mode, read at import.
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+    try:
+        import ray
+    except ImportError as error:
+        raise RuntimeError(f"the runner needs Ray Tune (pip install 'spectral-analysis[sweep]'): {error}") \
+            from None
+    if ray.is_initialized():
+        yield
+        return
+    # a trial trains in a thread the worker made before run_trial ran; glibc reads the memory policy
+    # for such threads only from the environment the worker process starts with
+    runtime_env = {"env_vars": dict(ALLOCATOR_ENVIRONMENT)}
+    if address:
+        ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, logging_level="WARNING")
+    else:
+        # "local" starts a fresh instance even where another sweep's Ray is up on this machine, which
+        # a bare ray.init() would join (and wait on that sweep's busy CPUs)
+        ray.init(address="local", num_cpus=workers,
+                 num_gpus=torch.cuda.device_count() if gpus_per_trial else 0, include_dashboard=False,
+                 _node_ip_address="127.0.0.1", runtime_env=runtime_env, log_to_driver=False,
+                 logging_level="WARNING")
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def spec_id(spec: dict[str, Any]) -> str:
+    """``experiment/key``: a trial's name across the experiments of one grid (keys repeat between them)."""
+    return f"{spec['trial']['experiment']}/{spec['trial']['key']}"
+
+
+def run_grid(
+    specs: list[dict[str, Any]], trainable: Callable[[dict[str, Any]], dict[str, Any]], gpus_per_trial: float,
+    storage: Path, name: str, report: Callable[[str], None], finished: Callable[[str], None],
+) -> dict[str, str]:
+    """Run ``trainable`` on each spec (called with ``{"spec": spec}``) as one Tune grid on the running Ray,
+    in their order as workers free up, one CPU each; returns each trial's status by ``experiment/key``.
+    ``finished(experiment)`` is called as each trial ends. When Ray's memory monitor kills a worker, Tune
+    ends the whole grid (its actor manager raises on Ray's ``OutOfMemoryError``): the trials that ended
+    keep their status, the others count unfinished and a rerun resumes them from their last checkpoint."""
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # Tune's own tables off: Progress reports each trial
+    from ray import tune
+    from ray.exceptions import OutOfMemoryError
+
+    class Progress(tune.Callback):
+        def __init__(self) -> None:
+            self.count = 0
+            self.statuses: dict[str, str] = {}  # what tune_statuses reads, for the trials that ended
+
+        def _ended(self, trial, status: str) -> None:  # noqa: ANN001 (a Tune trial)
+            self.count += 1
+            spec, result = trial.config["spec"], trial.last_result or {}
+            self.statuses[spec_id(spec)] = result.get("trial_status") or f"error: {status}"
+            report(f"[{self.count}/{len(specs)}] {spec_id(spec)}: {status}")
+            finished(spec["trial"]["experiment"])
+
+        def on_trial_complete(self, iteration, trials, trial, **info):  # noqa: ANN001 (Tune's signature)
+            result = trial.last_result or {}
+            self._ended(trial, result.get("trial_outcome") or result.get("trial_status") or "error")
+
+        def on_trial_error(self, iteration, trials, trial, **info):  # noqa: ANN001
+            self._ended(trial, "worker error")
+
+    resources = {"cpu": 1, "gpu": gpus_per_trial} if gpus_per_trial else {"cpu": 1}
+    progress = Progress()
+    tuner = tune.Tuner(
+        tune.with_resources(trainable, resources),
+        param_space={"spec": tune.grid_search(specs)},
+        tune_config=tune.TuneConfig(reuse_actors=True),
+        run_config=tune.RunConfig(
+            storage_path=str(storage),
+            name=name,
+            verbose=0,
+            callbacks=[progress],
+            failure_config=tune.FailureConfig(max_failures=0),
+        ),
+    )
+    try:
+        return tune_statuses(tuner.fit())
+    except RuntimeError as error:
+        if not isinstance(error.__cause__, OutOfMemoryError):
+            raise
+        report(f"the sweep stopped: Ray's memory monitor killed a worker ({str(error.__cause__)[:160]}...); "
+               f"{len(specs) - len(progress.statuses)} trial(s) unfinished, rerun to resume them")
+        return progress.statuses
+
+
+def tune_statuses(results: Iterable[Any]) -> dict[str, str]:
+    """Each trial's status from Tune's results. A trial that had not started when the sweep was stopped
+    (Ctrl+C, a session's end) comes back without a configuration, one stopped mid-run with neither a
+    result nor an error: both are left out, and the sweep counts them unfinished (a rerun resumes them)."""
+    statuses = {}
+    for result in results:
+        status = (result.metrics or {}).get("trial_status")
+        if result.config is None or (status is None and result.error is None):
+            continue
+        statuses[spec_id(result.config["spec"])] = status or f"error: {result.error}"
+    return statuses
