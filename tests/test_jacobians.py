@@ -123,15 +123,20 @@ def test_lyapunov_exponents_are_zero_for_orthogonal_w_and_abs():
     assert np.allclose(exponents, 0.0, atol=1e-12)
 
 
+def _step_jacobians(model, x: torch.Tensor) -> list[torch.Tensor]:
+    """``A_t = dh_(t+1)/dh_t`` along the input-driven trajectory, each ``(B, d, d)``."""
+    states = state_trajectory(model, x)
+    jac = model.step_jacobian_function()
+    with torch.no_grad():
+        return [jac(states[:, t], x[:, t]) for t in range(x.shape[1])]
+
+
 def test_lyapunov_sum_is_the_mean_log_determinant():
     torch.manual_seed(6)
     model = build_model("rnn", 3, 5, 2, activation="tanh", init_std=1.5).double()
     x = torch.randn(2, 40, 3, dtype=torch.float64)
     exponents = lyapunov_exponents(model, x)
-    states = state_trajectory(model, x)
-    jac = model.step_jacobian_function()
-    with torch.no_grad():
-        logdet = sum(torch.linalg.slogdet(jac(states[:, t], x[:, t]))[1] for t in range(40)) / 40
+    logdet = sum(torch.linalg.slogdet(A)[1] for A in _step_jacobians(model, x)) / 40
     assert np.allclose(exponents.sum(axis=1), logdet.numpy(), atol=1e-10)
     with pytest.raises(ValueError, match="burn_in"):
         lyapunov_exponents(model, x, burn_in=40)
@@ -143,12 +148,9 @@ def test_lyapunov_exponents_are_finite_exactly_on_the_rank_of_the_jacobian_produ
     model = build_model("rnn", 3, 16, 2, activation="relu", init_std=1.0).double()
     x = torch.randn(4, 12, 3, dtype=torch.float64)
     exponents = lyapunov_exponents(model, x)
-    states = state_trajectory(model, x)
-    jac = model.step_jacobian_function()
-    with torch.no_grad():
-        product = torch.eye(16, dtype=torch.float64).expand(4, 16, 16)
-        for t in range(12):
-            product = jac(states[:, t], x[:, t]) @ product
+    product = torch.eye(16, dtype=torch.float64).expand(4, 16, 16)
+    for A in _step_jacobians(model, x):
+        product = A @ product
     singular = torch.linalg.svdvals(product)
     rank = (singular > 1e-9 * singular[:, :1]).sum(dim=1).numpy()
     assert (rank < 16).all() and (rank > 0).all()
