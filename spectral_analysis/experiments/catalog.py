@@ -49,6 +49,11 @@ def default_catalog_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2] / "experiments"
 
 
+
+def configuration_key(trial_key: str) -> str:
+    """The configuration a trial key names, its seed dropped: ``rnn_length100_s2`` -> ``rnn_length100``."""
+    return trial_key.rsplit("_s", 1)[0]
+
 @dataclass(frozen=True)
 class Trial:
     """One training run of a grid: its key, its variant and axis values, and its TrainConfig fields."""

@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 
 from spectral_analysis.atomic import atomic_write_text
-from spectral_analysis.experiments.catalog import Experiment, Trial
+from spectral_analysis.experiments.catalog import Experiment, Trial, configuration_key
 from spectral_analysis.experiments.estimate import read_estimate
 from spectral_analysis.experiments.parking import parked_trials
 from spectral_analysis.experiments.results import kept_row_stands, plateaued, read_rows
@@ -27,7 +27,7 @@ def cpu_hours_left(results: str | Path, experiment: str, left: list[Trial]) -> t
     """Estimated CPU hours of the ``left`` paper-scale trials, at their minimum steps and at their cap, from
     ``estimate_cpu.json`` (a parked trial counts whole); None without an estimate or with a trial it lacks."""
     configurations = (read_estimate(results, experiment) or {}).get("configurations", {})
-    timings = [configurations.get(t.key.rsplit("_s", 1)[0]) for t in left]
+    timings = [configurations.get(configuration_key(t.key)) for t in left]
     if not configurations or None in timings:
         return None
     return (sum(c["estimated_seconds"] for c in timings) / 3600,

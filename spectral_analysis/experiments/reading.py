@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from spectral_analysis.experiments.catalog import find_experiment
+from spectral_analysis.experiments.catalog import configuration_key, find_experiment
 from spectral_analysis.experiments.results import (
     CURVES_NAME,
     kept_row_stands,
@@ -237,7 +237,7 @@ def _catalog_configurations(experiment: str, scale: str = "paper",
         trials = find_experiment(experiment).trials(scale, seeds=1)
     except ValueError:
         return None
-    return [t.key.rsplit("_s", 1)[0] for t in trials if variants is None or t.variant in variants]
+    return [configuration_key(t.key) for t in trials if variants is None or t.variant in variants]
 
 
 def _stale_trials(experiment: str, scale: str, rows: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -272,7 +272,7 @@ def read_grid(results: str | Path, experiment: str, scale: str | None = None) ->
         grid = KeptGrid(experiment, candidate, failed=[r for r in rows if r["status"] == "failed"])
         by_config: dict[str, Group] = {}
         for row in done:
-            key = row["trial"].rsplit("_s", 1)[0]
+            key = configuration_key(row["trial"])
             group = by_config.setdefault(key, Group(row["variant"], row["axes"], [], []))
             group.rows.append(row)
             group.dirs.append(trial_results_dir(results, experiment, candidate, row["trial"]))
@@ -280,7 +280,7 @@ def read_grid(results: str | Path, experiment: str, scale: str | None = None) ->
         if order is not None and candidate != "smoke" and not scale and len(by_config) < len(order):
             continue  # a paper or budget grid still under way
         for row in grid.failed:
-            group, kept = by_config.get(row["trial"].rsplit("_s", 1)[0]), trial_results_dir(
+            group, kept = by_config.get(configuration_key(row["trial"])), trial_results_dir(
                 results, experiment, candidate, row["trial"])
             if group is not None and (kept / CURVES_NAME).is_file():
                 group.failed_rows.append(row)
@@ -312,7 +312,7 @@ def read_variants(results: str | Path, experiment: str, variants: set[str],
     if grid is None or not wanted:
         return None
     groups = [g for g in grid.groups if g.variant in variants]
-    if {g.rows[0]["trial"].rsplit("_s", 1)[0] for g in groups} != wanted:
+    if {configuration_key(g.rows[0]["trial"]) for g in groups} != wanted:
         return None
     keys = {r["trial"] for g in groups for r in g.rows}
     return KeptGrid(experiment, scale, groups, [r for r in grid.failed if r["variant"] in variants],

@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from spectral_analysis.allocator import keep_freed_memory
-from spectral_analysis.experiments.catalog import Experiment, Trial, load_catalog
+from spectral_analysis.experiments.catalog import Experiment, Trial, configuration_key, load_catalog
 from spectral_analysis.experiments.estimate import read_estimate
 from spectral_analysis.experiments.ledger import write_ledger
 from spectral_analysis.experiments.parking import drop_parked, park_run, parked_dir, restore_parked
@@ -209,7 +209,7 @@ def longest_first(trials: list[Trial], estimate: dict[str, Any] | None) -> list[
     configurations = (estimate or {}).get("configurations", {})
 
     def seconds(trial: Trial) -> float:
-        timing = configurations.get(trial.key.rsplit("_s", 1)[0], {})
+        timing = configurations.get(configuration_key(trial.key), {})
         return float(timing.get("estimated_seconds_at_cap", timing.get("estimated_seconds", 0.0)) or 0.0)
 
     return sorted(trials, key=seconds, reverse=True)  # stable: ties keep the catalog's order
