@@ -133,6 +133,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         workers=args.workers,
         gpus_per_trial=args.gpus_per_trial,
         address=args.address,
+        backend=args.backend,
         out=args.out,
         results=_results(args),
         time_budget=args.time_budget,
@@ -358,6 +359,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="join this Ray cluster (default: $RAY_ADDRESS, else a local Ray started and stopped here)",
     )
+    run.add_argument("--backend", choices=("ray", "processes"), default="ray",
+                     help="processes: plain local processes instead of Ray, for a machine without Ray")
     run.add_argument("--out", default="runs", help="run directories go to OUT/<experiment>/<scale>/<trial>")
     run.add_argument(
         "--time-budget",

@@ -14,7 +14,10 @@ starting the next; within an
 experiment trials start longest first, by the configuration's measured cost in its kept estimate
 (:mod:`~spectral_analysis.experiments.estimate`) where there is one. The experiment's summary and the
 ledger are rewritten as each trial ends, so an interrupted sweep leaves them current. The Ray side
-(the session, the Tune grid, its statuses) is :mod:`~spectral_analysis.experiments.ray_grid`.
+(the session, the Tune grid, its statuses) is :mod:`~spectral_analysis.experiments.ray_grid`; the
+``processes`` backend (:mod:`~spectral_analysis.experiments.process_grid`) runs the same trials in plain
+local processes, for a machine without Ray (there ``gpus_per_trial`` > 0 only puts the trials on CUDA,
+``workers`` of them at a time).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from spectral_analysis.experiments.catalog import Experiment, Trial, configurati
 from spectral_analysis.experiments.estimate import read_estimate
 from spectral_analysis.experiments.ledger import write_ledger
 from spectral_analysis.experiments.parking import drop_parked, park_run, parked_dir, restore_parked
+from spectral_analysis.experiments.process_grid import run_processes
 from spectral_analysis.experiments.ray_grid import ray_session, run_grid, spec_id
 from spectral_analysis.experiments.results import (
     keep_trial,
@@ -76,6 +80,7 @@ class SweepOutcome:
     seconds: float = 0.0  # wall time of the whole run (one grid for every experiment of a call)
 
 
+BACKENDS = ("ray", "processes")
 Sweep = tuple[Experiment, str]  # an experiment and the scale its grid runs at
 
 
@@ -229,6 +234,7 @@ def run_sweeps(
     workers: int = 1,
     gpus_per_trial: float = 0.0,
     address: str | None = None,
+    backend: str = "ray",
     out: str | Path = "runs",
     results: str | Path | None = None,
     time_budget: float | None = None,
@@ -249,6 +255,11 @@ def run_sweeps(
         )
     if gpus_per_trial and not torch.cuda.is_available() and not (address or os.environ.get("RAY_ADDRESS")):
         raise ValueError("--gpus-per-trial was given but this machine has no CUDA device")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "processes" and (address or os.environ.get("RAY_ADDRESS")):
+        raise ValueError("a cluster address needs the ray backend: the processes backend runs on this "
+                         "machine alone")
     if time_budget is not None and not time_budget > 0:
         raise ValueError(f"time budget must be > 0 seconds, got {time_budget}")
     clock = time.perf_counter()
@@ -282,7 +293,9 @@ def run_sweeps(
         _rewrite_ledger(results, [e for e, _ in pairs])
 
     statuses: dict[str, str] = {}
-    if specs:
+    if specs and backend == "processes":
+        statuses = run_processes([asdict(s) for s in specs], run_trial, workers, report, finished)
+    elif specs:
         storage = out / ".tune"
         storage.mkdir(parents=True, exist_ok=True)
         with (

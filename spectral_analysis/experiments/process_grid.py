@@ -1,0 +1,51 @@
+"""The runner's second backend: a grid of trials in plain local processes (``--backend processes``), for a
+machine without Ray, such as a lent GPU machine whose image has torch but no Ray. The trials, what is kept
+of them, the time budget, parking and resume are the runner's own (:func:`run_trial`), the same as on Ray;
+what this backend lacks is a cluster and Ray's memory monitor.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT
+from spectral_analysis.experiments.ray_grid import spec_id
+from spectral_analysis.experiments.results import outcome_text
+
+
+def run_processes(
+    specs: list[dict[str, Any]], trial: Callable[[dict[str, Any]], dict[str, Any]], workers: int,
+    report: Callable[[str], None], finished: Callable[[str], None],
+) -> dict[str, str]:
+    """Run ``trial`` on each spec in ``workers`` spawned processes, in the specs' order as workers free up;
+    returns each ended trial's status by ``experiment/key``. A worker that dies (killed for memory, say)
+    ends the pool: the trials that ended keep their status, the others count unfinished and a rerun
+    resumes them from their last checkpoint."""
+    # each worker's glibc reads the memory policy from the environment it starts with (as on Ray)
+    os.environ.update(ALLOCATOR_ENVIRONMENT)
+    statuses: dict[str, str] = {}
+    context = multiprocessing.get_context("spawn")  # CUDA cannot run in a forked child
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {pool.submit(trial, spec): spec for spec in specs}
+        for future in as_completed(futures):
+            spec = futures[future]
+            try:
+                row = future.result()
+            except BrokenProcessPool as error:
+                report(f"the sweep stopped: a worker process died ({error}); "
+                       f"{len(specs) - len(statuses)} trial(s) unfinished, rerun to resume them")
+                break
+            except Exception as error:  # noqa: BLE001 (run_trial records a trial's own failures itself)
+                statuses[spec_id(spec)] = f"error: {type(error).__name__}: {error}"
+                text = statuses[spec_id(spec)]
+            else:
+                statuses[spec_id(spec)] = row["status"]
+                text = outcome_text(row)
+            report(f"[{len(statuses)}/{len(specs)}] {spec_id(spec)}: {text}")
+            finished(spec["trial"]["experiment"])
+    return statuses

@@ -1,0 +1,63 @@
+"""The runner's processes backend: the same trials and kept results as the Ray grid, without Ray."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from test_experiments import tiny_catalog
+
+from spectral_analysis.experiments import load_experiment, read_rows, run_sweeps, run_trial
+from spectral_analysis.experiments.process_grid import run_processes
+from spectral_analysis.experiments.runner import TrialSpec
+from spectral_analysis.train import load_checkpoint
+
+
+def _die_on_rnn(spec: dict) -> dict:
+    """A trial whose worker process dies (as one killed for memory does), for the rnn trials."""
+    if spec["trial"]["key"].startswith("rnn"):
+        os._exit(3)
+    return run_trial(spec)
+
+
+def test_the_processes_backend_keeps_what_an_in_process_trial_keeps_and_a_rerun_skips(tmp_path):
+    experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
+    lines: list[str] = []
+    [outcome] = run_sweeps([experiment], "smoke", workers=2, backend="processes", out=tmp_path / "runs",
+                           results=tmp_path / "results", report=lines.append)
+    trials = experiment.trials("smoke")
+    assert sorted(outcome.ran) == sorted(t.key for t in trials)
+    assert not outcome.failed and not outcome.unfinished
+    assert {r["status"] for r in read_rows(tmp_path / "results", "tiny", "smoke")} == {"done"}
+    assert sum(line.startswith("[") and ": done: " in line for line in lines) == len(trials)
+    trial = trials[-1]
+    direct = tmp_path / "direct"
+    run_trial(TrialSpec(trial.__dict__.copy(), str(direct / "runs" / trial.key), str(direct / "results"),
+                        "cpu", "test"))
+    kept = [load_checkpoint(r / "tiny" / "smoke" / trial.key / "model.safetensors").model.state_dict()
+            for r in (tmp_path / "results", direct / "results")]
+    assert all(torch.equal(kept[0][name], kept[1][name]) for name in kept[1])
+    [again] = run_sweeps([experiment], "smoke", workers=2, backend="processes", out=tmp_path / "runs",
+                         results=tmp_path / "results", report=lines.append)
+    assert not again.ran and sorted(again.skipped) == sorted(t.key for t in trials)
+
+
+def test_a_dead_worker_ends_the_pool_and_leaves_the_rest_unfinished(tmp_path):
+    experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
+    specs = [TrialSpec(t.__dict__.copy(), str(tmp_path / "runs" / t.key), str(tmp_path / "results"), "cpu",
+                       "test").__dict__ for t in experiment.trials("smoke")]
+    assert specs[0]["trial"]["key"].startswith("rnn")
+    lines: list[str] = []
+    statuses = run_processes(specs, _die_on_rnn, 1, lines.append, lambda _experiment: None)
+    assert statuses == {}
+    assert any("a worker process died" in line and f"{len(specs)} trial(s) unfinished" in line
+               for line in lines)
+
+
+def test_the_processes_backend_refuses_a_cluster_and_an_unknown_backend_is_named(tmp_path):
+    experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
+    with pytest.raises(ValueError, match="cluster address needs the ray backend"):
+        run_sweeps([experiment], "smoke", backend="processes", address="127.0.0.1:6379", out=tmp_path)
+    with pytest.raises(ValueError, match="backend must be one of ray, processes, got 'dask'"):
+        run_sweeps([experiment], "smoke", backend="dask", out=tmp_path)
