@@ -15,7 +15,7 @@ of each configuration only, and the checkpoint only when its tensors take at mos
 :data:`MAX_KEPT_CHECKPOINT_BYTES` (a PTB vocabulary or a 100-layer MLP stays in its run directory; the
 row says so). The singular values keep fewer recorded steps where :data:`SINGULAR_VALUE_ROWS` of them
 would pass :data:`MAX_KEPT_SINGULAR_VALUE_BYTES` (a 100-layer net records 13,000 values a step, so its
-file keeps 10 of them; Fig. 5's 30 seed-0 nets then take 16 MB).
+file keeps 5 of them; Fig. 5's 30 seed-0 nets then take 8 MB).
 Curves are kept for every seed.
 """
 
@@ -43,7 +43,7 @@ from spectral_analysis.train.evaluation import RunLog
 from spectral_analysis.train.plateau import best_validation, is_plateau
 
 TRAIN_ROWS, VALID_ROWS, SINGULAR_VALUE_ROWS = 100, 50, 50
-MAX_KEPT_CHECKPOINT_BYTES = MAX_KEPT_SINGULAR_VALUE_BYTES = 1 << 19
+MAX_KEPT_CHECKPOINT_BYTES, MAX_KEPT_SINGULAR_VALUE_BYTES = 1 << 19, 1 << 18
 CURVES_NAME, SINGULAR_VALUES_NAME = "curves.csv", "singular_values.safetensors"
 SUMMARY_COLUMNS = (
     "trial",
