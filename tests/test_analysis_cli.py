@@ -135,3 +135,21 @@ def test_corrupt_checkpoint_is_refused(tmp_path, capsys):
     bad.write_bytes(b"not a checkpoint at all")
     assert main(["bound", str(bad)]) == 1
     assert "neither a safetensors nor a torch.save file" in capsys.readouterr().err
+
+
+def test_a_diverged_model_is_exported_by_weights_and_refused_by_the_analyzers_with_the_weight_named(
+        runs, capsys, tmp_path):
+    checkpoint = load_checkpoint(runs / "rnn" / "last.safetensors")
+    with torch.no_grad():
+        checkpoint.model.transitions[0].weight[0, 0] = float("nan")
+    diverged = tmp_path / "diverged.safetensors"
+    save_checkpoint(diverged, checkpoint.model, checkpoint.metadata)
+    for command in (["analyze", str(diverged), "--out", str(tmp_path / "a")], ["bound", str(diverged)]):
+        assert main(command) == 1
+        err = capsys.readouterr().err
+        assert "weight 'transitions.0.weight' has 1 non-finite entries" in err and "Traceback" not in err
+    out = tmp_path / "w.npz"
+    assert main(["weights", str(diverged), "--allow-nonfinite", "--out", str(out)]) == 0
+    assert int(np.isnan(np.load(out)["W"]).sum()) == 1
+    with pytest.raises(SystemExit):  # the analyzers that need singular values do not take the flag
+        main(["analyze", str(diverged), "--allow-nonfinite", "--out", str(tmp_path / "a")])

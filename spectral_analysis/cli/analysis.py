@@ -28,7 +28,7 @@ def subject_and_data(args: argparse.Namespace, feedforward: bool = False) -> tup
     from spectral_analysis.io import load
 
     subject = load(args.checkpoint, arch=args.arch, head_prefix=args.head_prefix, device=args.device,
-                   allow_nonfinite=args.allow_nonfinite, feedforward=feedforward)
+                   allow_nonfinite=getattr(args, "allow_nonfinite", False), feedforward=feedforward)
     if args.labels is not None and args.inputs is None:
         raise CommandError("--labels needs --inputs (the sequences they label)")
     data = None
@@ -208,8 +208,9 @@ CHECKPOINT_HELP = ("a toolkit checkpoint, zoo:<experiment>/<trial>, or a PyTorch
                    "(torch.save or safetensors)")
 
 
-def add_subject_arguments(parser: argparse.ArgumentParser) -> None:
-    """The model and data options every analyzer shares."""
+def add_subject_arguments(parser: argparse.ArgumentParser, nonfinite: bool = False) -> None:
+    """The model and data options every analyzer shares; ``nonfinite``: the analyzer can read a model
+    whose weights hold NaN or inf (``weights`` exports them; the others need singular values)."""
     parser.add_argument("checkpoint", type=checkpoint_arg, help=CHECKPOINT_HELP)
     parser.add_argument("--arch", choices=ARCHITECTURES, default=None,
                         help="force a PyTorch state_dict's architecture (default: inferred; nn.RNN: tanh)")
@@ -217,13 +218,14 @@ def add_subject_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inputs", default=None, help="your own sequences (N, T, n_i): .npy, .npz or .csv")
     parser.add_argument("--labels", default=None, help="their classes (N,): .npy, .npz or .csv")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
-    parser.add_argument("--allow-nonfinite", action="store_true",
-                        help="read a model whose weights hold NaN or inf (refused by default)")
+    if nonfinite:
+        parser.add_argument("--allow-nonfinite", action="store_true",
+                            help="read a model whose weights hold NaN or inf (refused by default)")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     weights = sub.add_parser("weights", help="dense W, M, Y of a checkpoint as the bound uses them (.npz)")
-    add_subject_arguments(weights)
+    add_subject_arguments(weights, nonfinite=True)
     weights.add_argument("--out", required=True, help="output .npz file")
     add_output_arguments(weights)
     weights.set_defaults(func=cmd_weights)

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from spectral_analysis.allocator import keep_freed_memory
-from spectral_analysis.experiments.catalog import Experiment
+from spectral_analysis.experiments.catalog import Experiment, configuration_key
 from spectral_analysis.experiments.results import machine_name
 from spectral_analysis.train import Trainer, TrainingDivergedError
 from spectral_analysis.train.evaluation import evaluate
@@ -84,7 +84,7 @@ def estimate_experiment(
     with tempfile.TemporaryDirectory() as tmp:
         for trial in experiment.trials("paper", seeds=1):
             trainer = Trainer(trial.train_config(Path(tmp) / trial.key, device), resume=False)
-            configs[trial.key.removesuffix("_s0")] = time_trial_config(trainer, steps)
+            configs[configuration_key(trial.key)] = time_trial_config(trainer, steps)
     total = seeds * sum(c["estimated_seconds"] for c in configs.values())
     estimate = {
         "experiment": experiment.name,

@@ -143,7 +143,8 @@ def check_weights(state: dict[str, Tensor], expected: dict[str, Tensor], path: s
         if not allow_nonfinite and not bool(torch.isfinite(value).all()):
             bad = int((~torch.isfinite(value)).sum())
             raise CheckpointError(f"{path}: weight {name!r} has {bad} non-finite entries (NaN or inf): a "
-                                  "diverged model; --allow-nonfinite reads it anyway")
+                                  "diverged model (`spectral-analysis weights --allow-nonfinite` exports it "
+                                  "anyway)")
 
 
 def build_from_metadata(meta: dict[str, Any], path: str | Path) -> nn.Module:
