@@ -85,6 +85,12 @@ def test_table2_rows_kept_at_paper_scale_stand_beside_the_budget_grid(tmp_path):
     spectral = [row for row in table_rows(tmp_path) if row[0].startswith("Table 2, spectral")]
     assert [(row[2], row[3].split(" ")[0].rstrip(",")) for row in spectral] == [("90.0%", "budget"),
                                                                                ("98.1%", "paper")]
+    assert [row[5] for row in spectral] == ["60", "60"]
+    row = json.loads((tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").read_text())
+    row.update(device="cuda", machine="NVIDIA H200 (CUDA)")  # a row trained on a lent GPU says so
+    (tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").write_text(json.dumps(row))
+    assert [r[5] for r in table_rows(tmp_path) if r[0].startswith("Table 2, spectral")] == [
+        "60", "60 on NVIDIA H200"]
     written = table2(tmp_path, tmp_path)
     assert [Path(w["path"]).name for w in written] == ["table2_mnist.md", "table2_mnist_paper_rows.md"]
     budget, paper = (Path(w["path"]).read_text() for w in written)

@@ -2,9 +2,9 @@
 
 One row per printed row of Tables 2-4 and of KRU's Table 4 (JSB Chorales): the paper's value, the
 measured mean [min, max] over seeds, the scale and seeds it comes from, how many of its trials
-trained to a plateau, the median training seconds per trial. One row per figure's headline
-statement: the paper's words, the paper check's verdict on them, its scale and seeds, how many of
-the grid's trials plateaued.
+trained to a plateau, the median training seconds per trial (and the GPU, for trials run on one).
+One row per figure's headline statement: the paper's words, the paper check's verdict on them, its
+scale and seeds, how many of the grid's trials plateaued.
 Written to ``figures/reproduction.md``; ``spectral-analysis figures --readme docs/figures.md --readme
 README.md`` copies it between docs/figures.md's ``reproduction`` markers, and its paper- and budget-scale
 rows between the README's ``reproduction-kept`` markers. Nothing trains here.
@@ -34,8 +34,13 @@ HEADER = ["source", "the paper", "ours (mean [min, max])", "scale, seeds", "plat
 
 
 def _seconds(group: Group) -> str:
+    """The median training seconds per trial, with the GPU they ran on where the trials ran on one."""
     values = [v for v in group.final_per_seed("seconds") if math.isfinite(v)]
-    return f"{statistics.median(values):.0f}" if values else "-"
+    if not values:
+        return "-"
+    gpus = sorted({str(r.get("machine", "a GPU")).removesuffix(" (CUDA)") for r in group.rows
+                   if r.get("device") == "cuda"})
+    return f"{statistics.median(values):.0f}" + (f" on {', '.join(gpus)}" if gpus else "")
 
 
 def _scale_cell(scale: str | None, stale: str | None = None) -> str:
