@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +17,33 @@ from spectral_analysis.experiments import load_experiment, read_rows, run_sweeps
 from spectral_analysis.experiments.process_grid import run_processes
 from spectral_analysis.experiments.runner import TrialSpec
 from spectral_analysis.train import load_checkpoint
+
+
+TWO_LONG = """
+name = "two"
+source = "test"
+description = "two trials long enough to be interrupted"
+[base]
+task = "addition"
+task_options = { length = 40, train_size = 400, valid_size = 32, test_size = 32 }
+batch_size = 16
+record_every = 10
+eval_every = 200
+checkpoint_every = 100
+[[variants]]
+label = "first"
+model = "spectral"
+[[variants]]
+label = "second"
+model = "rnn"
+[scales.paper]
+stated = "unused"
+hidden = 24
+steps = 5000
+[scales.smoke]
+hidden = 24
+steps = 5000
+"""
 
 
 def _die_on_rnn(spec: dict) -> dict:
@@ -61,3 +93,23 @@ def test_the_processes_backend_refuses_a_cluster_and_an_unknown_backend_is_named
         run_sweeps([experiment], "smoke", backend="processes", address="127.0.0.1:6379", out=tmp_path)
     with pytest.raises(ValueError, match="backend must be one of ray, processes, got 'dask'"):
         run_sweeps([experiment], "smoke", backend="dask", out=tmp_path)
+
+
+def test_ctrl_c_stops_the_running_trial_and_never_starts_the_queued_one(tmp_path):
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "two.toml").write_text(TWO_LONG)
+    runs = tmp_path / "runs" / "two" / "smoke"
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "spectral-analysis"), "run", "two", "--catalog", str(catalog),
+         "--backend", "processes", "--workers", "1", "--out", str(tmp_path / "runs"),
+         "--results", str(tmp_path / "results")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.time() + 240
+    while not (runs / "first_s0" / "checkpoints" / "step-000100.safetensors").is_file():
+        assert process.poll() is None and time.time() < deadline, process.communicate()[0]
+        time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl+C sends to the terminal's foreground group
+    process.communicate(timeout=60)
+    assert process.returncode != 0
+    assert not (runs / "second_s0").exists() and not (tmp_path / "results" / "two").exists()

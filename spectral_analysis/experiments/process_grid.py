@@ -9,7 +9,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -23,29 +23,42 @@ def run_processes(
     report: Callable[[str], None], finished: Callable[[str], None],
 ) -> dict[str, str]:
     """Run ``trial`` on each spec in ``workers`` spawned processes, in the specs' order as workers free up;
-    returns each ended trial's status by ``experiment/key``. A worker that dies (killed for memory, say)
-    ends the pool: the trials that ended keep their status, the others count unfinished and a rerun
-    resumes them from their last checkpoint."""
+    returns each ended trial's status by ``experiment/key``. A trial is handed to a worker only when one
+    is free, so Ctrl+C (which the running trials get too) starts nothing more. A worker that dies (killed
+    for memory, say) ends the pool: the trials that ended keep their status, the others count unfinished
+    and a rerun resumes them from their last checkpoint."""
     # each worker's glibc reads the memory policy from the environment it starts with (as on Ray)
     os.environ.update(ALLOCATOR_ENVIRONMENT)
     statuses: dict[str, str] = {}
+    queued = iter(specs)
     context = multiprocessing.get_context("spawn")  # CUDA cannot run in a forked child
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(trial, spec): spec for spec in specs}
-        for future in as_completed(futures):
-            spec = futures[future]
-            try:
-                row = future.result()
-            except BrokenProcessPool as error:
-                report(f"the sweep stopped: a worker process died ({error}); "
-                       f"{len(specs) - len(statuses)} trial(s) unfinished, rerun to resume them")
-                break
-            except Exception as error:  # noqa: BLE001 (run_trial records a trial's own failures itself)
-                statuses[spec_id(spec)] = f"error: {type(error).__name__}: {error}"
-                text = statuses[spec_id(spec)]
-            else:
-                statuses[spec_id(spec)] = row["status"]
-                text = outcome_text(row)
-            report(f"[{len(statuses)}/{len(specs)}] {spec_id(spec)}: {text}")
-            finished(spec["trial"]["experiment"])
+        running: dict[Future, dict[str, Any]] = {}
+
+        def hand_out() -> None:
+            spec = next(queued, None)
+            if spec is not None:
+                running[pool.submit(trial, spec)] = spec
+
+        for _ in range(workers):
+            hand_out()
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                spec = running.pop(future)
+                try:
+                    row = future.result()
+                except BrokenProcessPool as error:
+                    report(f"the sweep stopped: a worker process died ({error}); "
+                           f"{len(specs) - len(statuses)} trial(s) unfinished, rerun to resume them")
+                    return statuses
+                except Exception as error:  # noqa: BLE001 (run_trial records a trial's own failures)
+                    statuses[spec_id(spec)] = f"error: {type(error).__name__}: {error}"
+                    text = statuses[spec_id(spec)]
+                else:
+                    statuses[spec_id(spec)] = row["status"]
+                    text = outcome_text(row)
+                report(f"[{len(statuses)}/{len(specs)}] {spec_id(spec)}: {text}")
+                finished(spec["trial"]["experiment"])
+                hand_out()
     return statuses
