@@ -18,7 +18,6 @@ from spectral_analysis.experiments.process_grid import run_processes
 from spectral_analysis.experiments.runner import TrialSpec
 from spectral_analysis.train import load_checkpoint
 
-
 TWO_LONG = """
 name = "two"
 source = "test"
