@@ -42,6 +42,7 @@ MNIST_VARIANTS = ("mnist", "permuted-mnist", "mnist-flat")
 TASK_NAMES = ("addition", "copy", *MNIST_VARIANTS, "ucr", "ptb", "jsb")
 OPTIMIZER_NAMES = ("adam", "rmsprop", "sgd")
 SCALES = ("paper", "budget", "smoke")  # experiment scales of the catalog, in the order their evidence is read
+SWEEP_BACKENDS = ("ray", "processes")  # the runner: Ray Tune, or plain local processes
 REQUIRED_SCALES = ("paper", "smoke")  # every experiment declares these; "budget" only the GPU tier
 
 # subjects and certificates (spectral_analysis.io, spectral_analysis.analysis.certify)

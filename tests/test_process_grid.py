@@ -11,38 +11,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_experiments import tiny_catalog
+from test_experiments import TINY, tiny_catalog
 
 from spectral_analysis.experiments import load_experiment, read_rows, run_sweeps, run_trial
 from spectral_analysis.experiments.process_grid import run_processes
 from spectral_analysis.experiments.runner import TrialSpec
 from spectral_analysis.train import load_checkpoint
 
-TWO_LONG = """
-name = "two"
-source = "test"
-description = "two trials long enough to be interrupted"
-[base]
-task = "addition"
-task_options = { length = 40, train_size = 400, valid_size = 32, test_size = 32 }
-batch_size = 16
-record_every = 10
-eval_every = 200
-checkpoint_every = 100
-[[variants]]
-label = "first"
-model = "spectral"
-[[variants]]
-label = "second"
-model = "rnn"
-[scales.paper]
-stated = "unused"
-hidden = 24
-steps = 5000
-[scales.smoke]
-hidden = 24
-steps = 5000
-"""
+# the tiny grid (rnn and spectral at two lengths) with trials long enough to be interrupted
+LONG = TINY.replace("steps = 8\ntask_options = { train_size = 32",
+                    "steps = 50000\ntask_options = { train_size = 32")
 
 
 def _die_on_rnn(spec: dict) -> dict:
@@ -95,20 +73,19 @@ def test_the_processes_backend_refuses_a_cluster_and_an_unknown_backend_is_named
 
 
 def test_ctrl_c_stops_the_running_trial_and_never_starts_the_queued_one(tmp_path):
-    catalog = tmp_path / "catalog"
-    catalog.mkdir()
-    (catalog / "two.toml").write_text(TWO_LONG)
-    runs = tmp_path / "runs" / "two" / "smoke"
+    catalog = tiny_catalog(tmp_path, LONG)
+    runs = tmp_path / "runs" / "tiny" / "smoke"
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "spectral-analysis"), "run", "two", "--catalog", str(catalog),
+        [str(Path(sys.executable).parent / "spectral-analysis"), "run", "tiny", "--catalog", str(catalog),
          "--backend", "processes", "--workers", "1", "--out", str(tmp_path / "runs"),
          "--results", str(tmp_path / "results")],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.time() + 240
-    while not (runs / "first_s0" / "checkpoints" / "step-000100.safetensors").is_file():
+    while not (runs / "rnn_length5_s0" / "last.safetensors").is_file():
         assert process.poll() is None and time.time() < deadline, process.communicate()[0]
         time.sleep(0.1)
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl+C sends to the terminal's foreground group
     process.communicate(timeout=60)
     assert process.returncode != 0
-    assert not (runs / "second_s0").exists() and not (tmp_path / "results" / "two").exists()
+    assert sorted(p.name for p in runs.iterdir()) == ["rnn_length5_s0"]  # the queued trials never began
+    assert not (tmp_path / "results" / "tiny").exists()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spectral_analysis.cli.common import CommandError, add_output_arguments, emit, show_progress
-from spectral_analysis.vocabulary import SCALES
+from spectral_analysis.vocabulary import SCALES, SWEEP_BACKENDS
 
 if TYPE_CHECKING:
     from spectral_analysis.experiments import Experiment
@@ -359,7 +359,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="join this Ray cluster (default: $RAY_ADDRESS, else a local Ray started and stopped here)",
     )
-    run.add_argument("--backend", choices=("ray", "processes"), default="ray",
+    run.add_argument("--backend", choices=SWEEP_BACKENDS, default="ray",
                      help="processes: plain local processes instead of Ray, for a machine without Ray")
     run.add_argument("--out", default="runs", help="run directories go to OUT/<experiment>/<scale>/<trial>")
     run.add_argument(

@@ -52,6 +52,7 @@ from spectral_analysis.experiments.results import (
 from spectral_analysis.io.zoo import RESULT_NAME, default_results_dir, trial_results_dir
 from spectral_analysis.train import TrainConfig, Trainer
 from spectral_analysis.train.run_state import resume_conflicts
+from spectral_analysis.vocabulary import SWEEP_BACKENDS
 
 
 @dataclass
@@ -80,7 +81,6 @@ class SweepOutcome:
     seconds: float = 0.0  # wall time of the whole run (one grid for every experiment of a call)
 
 
-BACKENDS = ("ray", "processes")
 Sweep = tuple[Experiment, str]  # an experiment and the scale its grid runs at
 
 
@@ -255,8 +255,8 @@ def run_sweeps(
         )
     if gpus_per_trial and not torch.cuda.is_available() and not (address or os.environ.get("RAY_ADDRESS")):
         raise ValueError("--gpus-per-trial was given but this machine has no CUDA device")
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend not in SWEEP_BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(SWEEP_BACKENDS)}, got {backend!r}")
     if backend == "processes" and (address or os.environ.get("RAY_ADDRESS")):
         raise ValueError("a cluster address needs the ray backend: the processes backend runs on this "
                          "machine alone")
