@@ -494,6 +494,18 @@ def test_experiments_command_estimates_and_lists_the_catalog(tmp_path, capsys):
     assert "--only takes KEY=VALUE" in capsys.readouterr().err
 
 
+def test_only_given_twice_keeps_both_values_as_one_only_with_two_values_does():
+    """`--only variant=a --only variant=b` once kept only b's trials, silently (a GPU call lost its
+    rnn trials that way): the flags add up, as `--only variant=a variant=b` does."""
+    from spectral_analysis.cli import build_parser
+    from spectral_analysis.cli.experiments import _only
+
+    parse = build_parser().parse_args
+    twice = parse(["run", "tiny", "--only", "variant=rnn", "--only", "variant=spectral", "seed=0"])
+    once = parse(["run", "tiny", "--only", "variant=rnn", "variant=spectral", "seed=0"])
+    assert _only(twice.only) == _only(once.only) == {"variant": "rnn,spectral", "seed": "0"}
+
+
 def _fake_trial(
     results: Path,
     experiment: str,

@@ -304,9 +304,10 @@ def grid_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--only",
         nargs="+",
+        action="extend",
         metavar="KEY=VALUE",
         help="only trials whose variant, seed or axis matches (variant=spectral, length=300, seed=0); "
-             "several values of a key match any (variant=spectral,lstm)",
+             "several values of a key match any (variant=spectral,lstm); --only given twice adds to the first",
     )
 
 
