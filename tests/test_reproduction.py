@@ -1,6 +1,8 @@
 """The reproduction table: the papers' numbers beside ours, generated from results/ into the README."""
 
+import json
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -97,29 +99,30 @@ def test_table2_rows_kept_at_paper_scale_stand_beside_the_budget_grid(tmp_path):
     assert "98.1" in paper and "98.1" not in budget
 
 
+def _keep_grid_point(results: Path, experiment: str, scale: str, variant: str, lr: float, batch: int,
+                     valid: float, test: float, seeds: range = range(3), model_options: dict | None = None):
+    """Three (or ``seeds``) kept pixel-MNIST trials of one grid point, as the runner writes them."""
+    for seed in seeds:
+        key = f"{variant}_s{seed}"
+        directory = results / experiment / scale / key
+        directory.mkdir(parents=True)
+        row = {"experiment": experiment, "scale": scale, "trial": key, "status": "done",
+               "variant": variant, "axes": {}, "seed": seed, "hidden": 128, "metric": "accuracy",
+               "seconds": 60.0, "steps": 7800 + seed, "best_step": 7800,
+               "best_valid": valid + seed / 1000, "test_metrics": {"accuracy": test},
+               "config": {"lr": lr, "lr_decay": 0.9, "batch_size": batch,
+                          "model_options": {"m1": 16, "m2": 16, **(model_options or {})}}}
+        (directory / "result.json").write_text(json.dumps(row))
+
+
 def test_the_table2_grid_names_the_best_point_by_validation_and_each_point_gets_a_row(tmp_path):
     """Table 2's Spectral-RNN row over points of the paper's grid search: table2-mnist's paper-scale row
     beside the table2-grid points, the best chosen by validation as the paper chose its rows (here the
     point with the lower test accuracy, so a reader choosing by test would fail)."""
-    import json
-
     from spectral_analysis.plotting.reproduction import table_rows
     from spectral_analysis.plotting.results_tables import table2_grid
 
-    def keep(experiment: str, scale: str, variant: str, lr: float, batch: int, valid: float, test: float,
-             seeds: range = range(3), model_options: dict | None = None):
-        for seed in seeds:
-            key = f"{variant}_s{seed}"
-            directory = tmp_path / experiment / scale / key
-            directory.mkdir(parents=True)
-            row = {"experiment": experiment, "scale": scale, "trial": key, "status": "done",
-                   "variant": variant, "axes": {}, "seed": seed, "hidden": 128, "metric": "accuracy",
-                   "seconds": 60.0, "steps": 7800 + seed, "best_step": 7800,
-                   "best_valid": valid + seed / 1000, "test_metrics": {"accuracy": test},
-                   "config": {"lr": lr, "lr_decay": 0.9, "batch_size": batch,
-                              "model_options": {"m1": 16, "m2": 16, **(model_options or {})}}}
-            (directory / "result.json").write_text(json.dumps(row))
-
+    keep = partial(_keep_grid_point, tmp_path)
     keep("table2-mnist", "paper", "spectral", 1e-3, 128, 0.86, 0.86)
     keep("table2-grid", "paper", "lr0.01-b128", 1e-2, 128, 0.80, 0.95)
     keep("table2-grid", "paper", "lr0.001-b64", 1e-3, 64, 0.93, 0.92, seeds=range(2))
@@ -151,3 +154,30 @@ def test_the_table2_grid_names_the_best_point_by_validation_and_each_point_gets_
     points = [line.split(" | ")[2:4] for line in budget.splitlines() if line.startswith("| lr")]
     assert points == [["table2-mnist spectral", "budget, 3"], ["table2-grid authors-code", "budget, 3"]]
     assert "| 61.0 [61.0, 61.0] |" in budget and "| 71.0 [71.0, 71.0] |" in budget
+
+
+def test_the_lstm_grid_puts_table2s_lstm_row_beside_its_own_points_and_not_the_spectral_ones(tmp_path):
+    """table2-lstm-grid reads like table2-grid, for Table 2's LSTM row: table2-mnist's paper-scale LSTM
+    beside the lr 1e-4 point, the best by validation against the paper's 97.3%, and the Spectral-RNN's
+    rows and grid kept out of it."""
+    from spectral_analysis.plotting.reproduction import table_rows
+    from spectral_analysis.plotting.results_tables import TABLES
+
+    keep = partial(_keep_grid_point, tmp_path)
+    keep("table2-mnist", "paper", "lstm", 1e-3, 128, 0.45, 0.33)
+    keep("table2-mnist", "paper", "spectral", 1e-3, 128, 0.86, 0.86)
+    keep("table2-grid", "paper", "lr0.01-b128", 1e-2, 128, 0.80, 0.95)
+    assert TABLES["table2-lstm-grid"](tmp_path, tmp_path) == []  # no point of its own kept: no table
+    keep("table2-lstm-grid", "paper", "lr0.0001-b128", 1e-4, 128, 0.40, 0.39)
+    (written,) = TABLES["table2-lstm-grid"](tmp_path, tmp_path)
+    text = Path(written["path"]).read_text()
+    assert Path(written["path"]).name == "table2_lstm_grid.md" and "LSTM row" in text
+    points = [line.split(" | ")[:3] for line in text.splitlines() if line.startswith("| lr")]
+    assert points == [["| lr 0.001, decay 0.9, batch 128", "128", "table2-mnist lstm"],
+                      ["| lr 0.0001, decay 0.9, batch 128", "128", "table2-lstm-grid lr0.0001-b128"]]
+    assert "Best by validation at paper scale: lr 0.001, decay 0.9, batch 128, 33.0 [33.0, 33.0]% test " \
+           "(the paper's Table 2: 97.3%)" in text
+    rows = {row[0]: row[1:3] for row in table_rows(tmp_path) if row[0].startswith("Table 2, lstm")}
+    assert rows == {"Table 2, lstm (n_h = 128)": ["97.3% test", "33.0 [33.0, 33.0]%"],
+                    "Table 2, lstm (n_h = 128; lr 0.0001, decay 0.9, batch 128)":
+                        ["97.3% test (the best of its grid)", "39.0 [39.0, 39.0]%"]}

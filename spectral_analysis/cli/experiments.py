@@ -307,7 +307,7 @@ def grid_arguments(parser: argparse.ArgumentParser) -> None:
         action="extend",
         metavar="KEY=VALUE",
         help="only trials whose variant, seed or axis matches (variant=spectral, length=300, seed=0); "
-             "several values of a key match any (variant=spectral,lstm); --only given twice adds to the first",
+             "several values of a key match any (variant=spectral,lstm); a second --only adds to the first",
     )
 
 

@@ -23,6 +23,7 @@ from spectral_analysis.experiments.results import plateau_count
 from spectral_analysis.plotting.results_tables import (
     KRU_TABLE4,
     TABLE2,
+    TABLE2_GRIDS,
     TABLE3,
     TABLE4,
     _spread,
@@ -63,13 +64,14 @@ def table_rows(results: Path) -> list[list[str]]:
                 rows.append([f"Table 2, {g.variant} (n_h = {g.rows[0]['hidden']})",
                              f"{TABLE2[g.variant]:.1f}% test", _spread(g.final(), 100, 1) + "%",
                              _where(grid, g), plateau_count(g.rows), _seconds(g)])
-    grids = read_grids(results, "table2-grid")
-    for grid, g in table2_grid_points(results, grids):
-        if grid.experiment != "table2-grid":
-            continue  # table2-mnist's own row is listed above
-        rows.append([f"Table 2, spectral (n_h = {g.rows[0]['hidden']}; {grid_point_text(g)})",
-                     f"{TABLE2['spectral']:.1f}% test (the best of its grid)",
-                     _spread(g.final(), 100, 1) + "%", _where(grid, g), plateau_count(g.rows), _seconds(g)])
+    for experiment, (model, _) in TABLE2_GRIDS.items():
+        for grid, g in table2_grid_points(results, read_grids(results, experiment), model):
+            if grid.experiment != experiment:
+                continue  # table2-mnist's own row is listed above
+            rows.append([f"Table 2, {model} (n_h = {g.rows[0]['hidden']}; {grid_point_text(g)})",
+                         f"{TABLE2[model]:.1f}% test (the best of its grid)",
+                         _spread(g.final(), 100, 1) + "%", _where(grid, g), plateau_count(g.rows),
+                         _seconds(g)])
     grid = read_grid(results, "table3-ptb")
     for g in grid.groups if grid else []:
         if g.variant in TABLE3:

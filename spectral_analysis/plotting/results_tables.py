@@ -4,6 +4,7 @@ numbers next to the measured mean and min-max over seeds. No training here."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -99,12 +100,19 @@ def table2(results: Path, out: Path) -> list[dict[str, Any]]:
     return written
 
 
-def table2_grid_points(results: Path, grids: list[KeptGrid]) -> list[tuple[KeptGrid, Group]]:
-    """Table 2's Spectral-RNN row at each point of the paper's grid search that is kept, as ``(grid,
+# The grid experiment of each Table 2 row searched over more points of the paper's grid, and the row's name.
+TABLE2_GRIDS = {"table2-grid": ("spectral", "Spectral-RNN"), "table2-lstm-grid": ("lstm", "LSTM")}
+
+
+def table2_grid_points(
+    results: Path, grids: list[KeptGrid], model: str = "spectral",
+) -> list[tuple[KeptGrid, Group]]:
+    """Table 2's ``model`` row at each point of the paper's grid search that is kept, as ``(grid,
     group)``: table2-mnist's paper-scale row once its seeds are complete, then each configuration of
-    ``grids`` (the ``table2-grid`` experiment as :func:`read_grids` reads it), at paper scale where it
-    has any paper-scale seed (a point whose seeds are still training shows those kept so far)."""
-    row = read_variants(results, "table2-mnist", {"spectral"})
+    ``grids`` (the row's grid experiment, e.g. ``table2-grid``, as :func:`read_grids` reads it), at paper
+    scale where it has any paper-scale seed (a point whose seeds are still training shows those kept so
+    far)."""
+    row = read_variants(results, "table2-mnist", {model})
     points = [(row, g) for g in row.groups] if row is not None else []
     at_paper = {g.variant for grid in grids if grid.scale == "paper" for g in grid.groups}
     return points + [(grid, g) for grid in grids for g in grid.groups
@@ -140,27 +148,29 @@ def _grid_rows(points: list[tuple[KeptGrid, Group]]) -> list[list[str]]:
              _spread(g.final("best_valid"), 100, 1), plateau_count(g.rows)] for kept, g in points]
 
 
-def table2_grid(results: Path, out: Path) -> list[dict[str, Any]]:
-    """``table2_grid.md``: Spectral-RNN's Table 2 row at each kept grid point, and the best by validation;
-    ``table2_grid_budget.md``: every point at the budget scale beside table2-mnist's budget Spectral-RNN
-    row (the same 4 epochs for each), once the budget grid has kept trials."""
-    grids = read_grids(results, "table2-grid")
+def table2_grid(results: Path, out: Path, experiment: str = "table2-grid") -> list[dict[str, Any]]:
+    """``<experiment>.md`` (``table2_grid.md`` for Spectral-RNN, ``table2_lstm_grid.md`` for the LSTM):
+    the Table 2 row at each kept grid point, and the best by validation; ``<experiment>_budget.md``:
+    every point at the budget scale beside table2-mnist's budget row (the same 4 epochs for each), once
+    the budget grid has kept trials."""
+    model, name = TABLE2_GRIDS[experiment]
+    stem = experiment.replace("-", "_")
+    grids = read_grids(results, experiment)
     if not grids:
         return []
-    points = table2_grid_points(results, grids)
+    points = table2_grid_points(results, grids, model)
     best = best_grid_point(points)
     footer = (f"Fewer than two grid points are kept at paper scale with {MIN_SEEDS} seeds: no best point yet."
               if best is None else
               f"Best by validation at paper scale: {grid_point_text(best[1])}, "
-              f"{_spread(best[1].final(), 100, 1)}% test (the paper's Table 2: {TABLE2['spectral']:.1f}%).")
-    title = "ICML Table 2's Spectral-RNN row over points of the paper's grid search"
-    written = [_write(grids[-1], out, "table2_grid.md", title, _GRID_HEADER, _grid_rows(points), footer)]
-    budget = read_grid(results, "table2-grid", scale="budget")
+              f"{_spread(best[1].final(), 100, 1)}% test (the paper's Table 2: {TABLE2[model]:.1f}%).")
+    title = f"ICML Table 2's {name} row over points of the paper's grid search"
+    written = [_write(grids[-1], out, f"{stem}.md", title, _GRID_HEADER, _grid_rows(points), footer)]
+    budget = read_grid(results, experiment, scale="budget")
     if budget is not None:
         row = read_grid(results, "table2-mnist", scale="budget")
-        base = [(row, g) for g in row.groups if g.variant == "spectral"] if row is not None else []
-        title = "ICML Table 2's Spectral-RNN row over points of the paper's grid search, at the budget scale"
-        written.append(_write(budget, out, "table2_grid_budget.md", title, _GRID_HEADER,
+        base = [(row, g) for g in row.groups if g.variant == model] if row is not None else []
+        written.append(_write(budget, out, f"{stem}_budget.md", f"{title}, at the budget scale", _GRID_HEADER,
                               _grid_rows(base + [(budget, g) for g in budget.groups])))
     return written
 
@@ -243,7 +253,7 @@ def kru_table4(results: Path, out: Path) -> list[dict[str, Any]]:
 
 TABLES: dict[str, Callable[[Path, Path], list[dict[str, Any]]]] = {
     "table2-mnist": table2,
-    "table2-grid": table2_grid,
+    **{experiment: partial(table2_grid, experiment=experiment) for experiment in TABLE2_GRIDS},
     "table3-ptb": table3,
     "table4-ucr": table4,
     "kru-music": kru_table4,
