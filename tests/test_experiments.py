@@ -742,7 +742,8 @@ def test_run_all_at_the_budget_scale_sweeps_only_the_experiments_that_have_one(t
 
     catalog = load_catalog()
     having = [name for name, scale in named_sweeps(catalog, ["all"], "budget") if scale == "budget"]
-    assert set(having) == {"table2-mnist", "table2-grid", "fig3-mnist", "fig3-authors-code", "table3-ptb"}
+    assert set(having) == {"table2-mnist", "table2-grid", "table2-lstm-grid", "fig3-mnist",
+                           "fig3-authors-code", "table3-ptb"}
     assert named_sweeps(catalog, ["all"], "paper") == [(name, "paper") for name in catalog]
     with pytest.raises(CommandError, match=r"\['fig1-addition'\] have no 'budget' scale; those that do"):
         named_sweeps(catalog, ["table2-mnist", "fig1-addition"], "budget")
