@@ -13,6 +13,7 @@ import pytest
 import torch
 from test_experiments import TINY, tiny_catalog
 
+from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT
 from spectral_analysis.experiments import load_experiment, read_rows, run_sweeps, run_trial
 from spectral_analysis.experiments.process_grid import run_processes
 from spectral_analysis.experiments.runner import TrialSpec
@@ -28,6 +29,26 @@ def _die_on_rnn(spec: dict) -> dict:
     if spec["trial"]["key"].startswith("rnn"):
         os._exit(3)
     return run_trial(spec)
+
+
+def _allocator_policy(spec: dict) -> dict:
+    """A trial that reports the worker's memory policy as its status."""
+    return {"status": ",".join(os.environ.get(name, "unset") for name in sorted(ALLOCATOR_ENVIRONMENT))}
+
+
+def test_workers_start_with_the_memory_policy_and_the_parent_environment_is_left_as_it_was(tmp_path,
+                                                                                         monkeypatch):
+    experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
+    specs = [TrialSpec(t.__dict__.copy(), str(tmp_path / "runs" / t.key), str(tmp_path / "results"), "cpu",
+                       "test").__dict__ for t in experiment.trials("smoke")[:3]]
+    name, *others = sorted(ALLOCATOR_ENVIRONMENT)
+    monkeypatch.setenv(name, "7")  # a value of the user's own, to be restored
+    for other in others:
+        monkeypatch.delenv(other, raising=False)
+    statuses = run_processes(specs, _allocator_policy, 2, lambda _line: None, lambda _experiment: None)
+    policy = ",".join(ALLOCATOR_ENVIRONMENT[n] for n in sorted(ALLOCATOR_ENVIRONMENT))
+    assert set(statuses.values()) == {policy} and len(statuses) == 3
+    assert os.environ[name] == "7" and not any(other in os.environ for other in others)
 
 
 def test_the_processes_backend_keeps_what_an_in_process_trial_keeps_and_a_rerun_skips(tmp_path):

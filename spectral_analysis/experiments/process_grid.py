@@ -8,14 +8,31 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from typing import Any
 
 from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT
 from spectral_analysis.experiments.ray_grid import spec_id
 from spectral_analysis.experiments.results import outcome_text
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` set in this process's environment (which spawned workers inherit) while the block
+    runs, and the environment as it was afterwards."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def run_processes(
@@ -27,12 +44,13 @@ def run_processes(
     is free, so Ctrl+C (which the running trials get too) starts nothing more. A worker that dies (killed
     for memory, say) ends the pool: the trials that ended keep their status, the others count unfinished
     and a rerun resumes them from their last checkpoint."""
-    # each worker's glibc reads the memory policy from the environment it starts with (as on Ray)
-    os.environ.update(ALLOCATOR_ENVIRONMENT)
     statuses: dict[str, str] = {}
     queued = iter(specs)
     context = multiprocessing.get_context("spawn")  # CUDA cannot run in a forked child
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    # each worker's glibc reads the memory policy from the environment it starts with (as on Ray); the
+    # pool starts workers as trials are handed out, so the policy stays set until it has shut down
+    with _environment(ALLOCATOR_ENVIRONMENT), ProcessPoolExecutor(max_workers=workers,
+                                                                  mp_context=context) as pool:
         running: dict[Future, dict[str, Any]] = {}
 
         def hand_out() -> None:
