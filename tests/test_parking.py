@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 
@@ -149,3 +150,46 @@ def test_an_unreadable_parked_run_fails_its_trial_with_the_file_named_and_stays_
     assert row["status"] == "failed"
     assert row["error"].startswith(f"ValueError: parked run {parked} is unreadable (config.json: ")
     assert (parked / "last.safetensors").is_file()
+
+
+def test_gpu_unpack_lays_the_machines_grids_over_these_and_drops_the_runs_it_kept(tmp_path):
+    """scripts/gpu_unpack.sh: the tarball's paper-scale grids over this checkout's, files of this
+    checkout's own left as they are, and a parked run the machine no longer holds (it kept the trial)
+    removed; a grid the tarball does not hold is not touched."""
+    import subprocess
+    import sys
+    import tarfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(root / "scripts" / "gpu_unpack.sh", tmp_path / "scripts")
+    here = tmp_path / "results" / "fig3-mnist" / "paper"
+    for trial in ("lstm_s0", "lstm_s1"):
+        (here / "parked" / trial).mkdir(parents=True)
+        (here / "parked" / trial / "config.json").write_text("old")
+    (here / "estimate_cpu.json").write_text("{}")
+    other = tmp_path / "results" / "kru-copy" / "paper" / "parked" / "lstm_length2000_s0"
+    other.mkdir(parents=True)
+    machine = tmp_path / "machine"
+    kept = machine / "results" / "fig3-mnist" / "paper" / "lstm_s0"
+    kept.mkdir(parents=True)
+    (kept / "result.json").write_text(json.dumps({
+        "trial": "lstm_s0", "status": "done", "device": "cuda", "machine": "NVIDIA H200 (CUDA)",
+        "seconds": 375.0, "finished_at": "2026-11-26 08:06:28 UTC", "config": {}}))
+    (machine / "results" / "fig3-mnist" / "paper" / "parked" / "lstm_s1").mkdir(parents=True)
+    (machine / "results" / "fig3-mnist" / "paper" / "parked" / "lstm_s1" / "config.json").write_text("new")
+    with tarfile.open(tmp_path / "results.tgz", "w:gz") as tar:
+        tar.add(machine / "results", arcname="results")
+    subprocess.run(["bash", str(tmp_path / "scripts" / "gpu_unpack.sh"), str(tmp_path / "results.tgz")],
+                   check=True, capture_output=True, env={**os.environ, "PYTHON": sys.executable})
+    assert not (here / "parked" / "lstm_s0").exists() and (here / "lstm_s0" / "result.json").exists()
+    assert (here / "parked" / "lstm_s1" / "config.json").read_text() == "new"
+    assert (here / "estimate_cpu.json").exists() and other.exists()
+    assert "| fig3-mnist | paper | 1 / 60 |" in (tmp_path / "results" / "LEDGER.md").read_text()
+    empty = tmp_path / "empty.tgz"
+    with tarfile.open(empty, "w:gz") as tar:
+        tar.add(tmp_path / "scripts", arcname="scripts")
+    refused = subprocess.run(["bash", str(tmp_path / "scripts" / "gpu_unpack.sh"), str(empty)],
+                             capture_output=True, text=True)
+    assert refused.returncode == 1 and "holds no results/<experiment>/paper/ directory" in refused.stderr
