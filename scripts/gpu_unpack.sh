@@ -14,7 +14,5 @@ for grid in "${grids[@]}"; do
     [ -d "$parked" ] && ! grep -qxF "$parked" <<<"$listing" && rm -rf "$parked" && echo "kept there: removed $parked"
   done
 done
-"${PYTHON:-.venv/bin/python}" -c "from spectral_analysis.experiments import load_catalog
-from spectral_analysis.experiments.ledger import write_ledger
-write_ledger('results', load_catalog())"
+"${PYTHON:-.venv/bin/python}" -m spectral_analysis.cli experiments --ledger --results results > /dev/null
 printf 'unpacked %s\n' "${grids[@]}"

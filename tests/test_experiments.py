@@ -488,6 +488,20 @@ def test_experiments_command_estimates_and_lists_the_catalog(tmp_path, capsys):
     (row,) = json.loads(capsys.readouterr().out)["experiments"]
     assert row["name"] == "tiny" and row["trials"] == {"paper": 12, "smoke": 4} and row["paper_done"] == 0
     assert row["paper_cpu_seconds"] > 0 and row["paper_gpu_seconds"] is None and row["smoke_seconds"] is None
+    assert row["diverged_in_probe"] == {"cpu": []}
+    assert main([*args, "--ledger"]) == 0
+    assert "| tiny | paper | 0 / 12 |" in (tmp_path / "results" / "LEDGER.md").read_text()
+    assert capsys.readouterr().out.strip().endswith("LEDGER.md")
+    diverging = tiny_catalog(tmp_path, TINY.replace("lr = 1e-2", "lr = 1e30"))
+    assert main([*args, "--estimate", "tiny", "--catalog", str(diverging)]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    assert next(line for line in listing if line.startswith("tiny ")).split()[5].endswith("*")
+    assert main([*args, "--catalog", str(diverging), "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["experiments"]
+    assert row["diverged_in_probe"]["cpu"]  # lr 1e30 diverges in every configuration's probe
+    (tmp_path / "results" / "tiny" / "paper" / "estimate_cuda.json").write_text("{}")
+    assert main(args) == 1
+    assert "estimate_cuda.json has no configurations" in capsys.readouterr().err
     assert main([*args, "--estimate", "nope"]) == 1
     assert "unknown experiment 'nope'" in capsys.readouterr().err
     assert main(["run", "tiny", "--catalog", str(catalog), "--only", "lengthis5"]) == 1

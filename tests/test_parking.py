@@ -168,7 +168,7 @@ def test_gpu_unpack_lays_the_machines_grids_over_these_and_drops_the_runs_it_kep
     for trial in ("lstm_s0", "lstm_s1"):
         (here / "parked" / trial).mkdir(parents=True)
         (here / "parked" / trial / "config.json").write_text("old")
-    (here / "estimate_cpu.json").write_text("{}")
+    (here / "estimate_cpu.json").write_text('{"configurations": {}}')
     other = tmp_path / "results" / "kru-copy" / "paper" / "parked" / "lstm_length2000_s0"
     other.mkdir(parents=True)
     machine = tmp_path / "machine"

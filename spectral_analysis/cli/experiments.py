@@ -26,6 +26,11 @@ def cmd_experiments(args: argparse.Namespace) -> int:
 
     catalog = load_catalog(args.catalog)
     results = _results(args)
+    if args.ledger:
+        from spectral_analysis.experiments.ledger import write_ledger
+
+        print(f"wrote {write_ledger(results, catalog)}", flush=True)
+        return 0
     if args.estimate is not None:
         for name in args.estimate or list(catalog):
             if name not in catalog:
@@ -53,8 +58,10 @@ def cmd_experiments(args: argparse.Namespace) -> int:
                 "trials": {s: len(experiment.trials(s)) for s in SCALES if s in experiment.scales},
                 "paper_done": sum(r["status"] == "done" for r in paper),
                 "smoke_seconds": round(sum(r.get("wall_seconds", 0.0) for r in smoke), 1) if smoke else None,
-                "paper_cpu_seconds": None if estimate is None else round(estimate["total_seconds"], 1),
-                "paper_gpu_seconds": None if gpu is None else round(gpu["total_seconds"], 1),
+                "paper_cpu_seconds": _total_seconds(estimate),
+                "paper_gpu_seconds": _total_seconds(gpu),
+                "diverged_in_probe": {device: [k for k, c in e["configurations"].items() if "diverged" in c]
+                                      for device, e in (("cpu", estimate), ("cuda", gpu)) if e is not None},
                 "unstated": experiment.scales["paper"].get("unstated"),
             }
         )
@@ -66,8 +73,11 @@ def cmd_experiments(args: argparse.Namespace) -> int:
         ]
         for r in p["experiments"]:
             smoke_s = "-" if r["smoke_seconds"] is None else f"{r['smoke_seconds']:.1f}"
+            diverged = r["diverged_in_probe"]
             hours = "-" if r["paper_cpu_seconds"] is None else f"{r['paper_cpu_seconds'] / 3600:.1f}"
+            hours += "*" if diverged.get("cpu") else ""
             gpu_hours = "-" if r["paper_gpu_seconds"] is None else f"{r['paper_gpu_seconds'] / 3600:.2f}"
+            gpu_hours += "*" if diverged.get("cuda") else ""
             lines.append(
                 f"{r['name']:<22} {r['trials']['paper']:>6} {r['trials']['smoke']:>6} {r['paper_done']:>5} "
                 f"{smoke_s:>8} {hours:>11} {gpu_hours:>6}  {r['source']}"
@@ -75,12 +85,19 @@ def cmd_experiments(args: argparse.Namespace) -> int:
         lines.append(
             "trials per scale; done: paper-scale trials kept; smoke s: measured wall seconds of the kept "
             "smoke trials; paper CPU h / GPU h: measured estimates, one trial at a time "
-            "(experiments --estimate [--device cuda])"
+            "(experiments --estimate [--device cuda]); *: some configurations diverged in their probe and "
+            "count only their seconds to divergence (--json names them)"
         )
         return "\n".join(lines)
 
     emit(args, {"results": str(results), "experiments": rows}, text, lambda p: p["experiments"])
     return 0
+
+
+def _total_seconds(estimate: dict[str, Any] | None) -> float | None:
+    """An estimate's paper-scale seconds in all (None without one)."""
+    total = None if estimate is None else estimate.get("total_seconds")
+    return None if total is None else round(total, 1)
 
 
 def _only(pairs: list[str] | None) -> dict[str, str] | None:
@@ -338,6 +355,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="first time a few paper-scale steps of these experiments (all when none named)",
     )
     listing.add_argument("--device", default="cpu", help="where --estimate times the steps: cpu or cuda")
+    listing.add_argument("--ledger", action="store_true",
+                         help="only write results/LEDGER.md again from the kept summaries (as run does)")
     common(listing)
     listing.set_defaults(func=cmd_experiments)
 

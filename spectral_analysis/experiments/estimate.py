@@ -107,5 +107,16 @@ def estimate_experiment(
 
 
 def read_estimate(results: str | Path, experiment: str, device: str = "cpu") -> dict[str, Any] | None:
+    """The kept estimate of ``experiment`` on ``device`` (None when there is none); a file that is not
+    one written by :func:`estimate_experiment` is refused by name."""
     path = Path(results) / experiment / "paper" / f"estimate_{device}.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+    if not path.is_file():
+        return None
+    try:
+        estimate = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not JSON ({error}); write it again (experiments --estimate)") from None
+    if not isinstance(estimate, dict) or not isinstance(estimate.get("configurations"), dict):
+        raise ValueError(f"{path} has no configurations: not an estimate written by experiments --estimate; "
+                         "write it again")
+    return estimate
