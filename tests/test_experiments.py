@@ -858,6 +858,9 @@ def test_figures_are_drawn_from_kept_results_without_training(tmp_path, monkeypa
     for d in drawn:  # each file at the scale of a grid it reads (drawn grid, paper rows beside it)
         if d["experiment"] != "benchmarks":
             assert d["scale"] in {g.scale for g in read_grids(ROOT / "results", d["experiment"])}
+    fig3 = read_grid(ROOT / "results", "fig3-mnist")  # Fig. 3's paper-scale models beside a smaller grid
+    fig3_paper = fig3.scale != "paper" and read_grid(ROOT / "results", "fig3-mnist", "paper") is not None
+    assert ("fig3_mnist_paper.png" in names) == fig3_paper
     table2_files = [d["scale"] for d in drawn if d["experiment"] == "table2-mnist"]
     assert table2_files == [g.scale for g in read_grids(ROOT / "results", "table2-mnist")]
     table2 = read_grid(ROOT / "results", "table2-mnist")

@@ -160,14 +160,9 @@ FIG3_PANELS = {
 }
 
 
-def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
-    grid = read_grid(results, "fig3-mnist")
-    if grid is None:
-        return []
-    # Spectral-RNN and oRNN with the authors' code's settings beside them, once kept at the same scale
-    authors = read_variants(results, "fig3-authors-code", {"spectral", "ornn"}, grid.scale)
-    drawn_grids = [(grid, "")] + ([(authors, " (authors' code)")] if authors else [])
-    panels = {
+def _fig3_panels(drawn_grids: list[tuple[KeptGrid, str]]) -> dict[str, dict[str, dict[str, np.ndarray]]]:
+    """Fig. 3's three panels, each model of each grid a curve (its label suffixed by the grid's)."""
+    return {
         label: {
             g.variant + suffix: _curves(g, "accuracy")
             for kept, suffix in drawn_grids
@@ -176,24 +171,31 @@ def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
         }
         for label, (task, pixels) in FIG3_PANELS.items()
     }
+
+
+def _fig3_drawn(drawn_grids: list[tuple[KeptGrid, str]], title: str, path: Path) -> Drawn:
+    figure = plot_learning_curves(_fig3_panels(drawn_grids), "accuracy", 0.1, title, length_name="",
+                                  log_scale=False)
+    return _drawn(save_figure(figure, path), drawn_grids[0][0])
+
+
+def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
+    grid = read_grid(results, "fig3-mnist")
+    if grid is None:
+        return []
+    # Spectral-RNN and oRNN with the authors' code's settings beside them, once kept at the same scale
+    authors = read_variants(results, "fig3-authors-code", {"spectral", "ornn"}, grid.scale)
+    drawn_grids = [(grid, "")] + ([(authors, " (authors' code)")] if authors else [])
     size = f"n = {grid.groups[0].rows[0]['hidden']}" + (
         "; '(authors' code)': unit reflectors, input std 0.125" if authors else "")
-    drawn = [
-        _drawn(
-            save_figure(
-                plot_learning_curves(
-                    panels,
-                    "accuracy",
-                    0.1,
-                    f"Fig. 3: pixel and permuted MNIST ({size}; {grid.stamp()}; chance 0.1)",
-                    length_name="",
-                    log_scale=False,
-                ),
-                out / "fig3_mnist.png",
-            ),
-            grid,
-        )
-    ]
+    title = f"Fig. 3: pixel and permuted MNIST ({size}; {grid.stamp()}; chance 0.1)"
+    drawn = [_fig3_drawn(drawn_grids, title, out / "fig3_mnist.png")]
+    paper = read_grid(results, "fig3-mnist", scale="paper") if grid.scale != "paper" else None
+    if paper is not None:  # the paper-scale models kept so far, on their own axes (20 epochs, not 2)
+        models = ", ".join(dict.fromkeys(g.variant for g in paper.groups))
+        drawn.append(_fig3_drawn([(paper, "")], f"Fig. 3 at paper scale, the models kept so far: {models} "
+                                 f"(n = {paper.groups[0].rows[0]['hidden']}; {paper.stamp()}; chance 0.1)",
+                                 out / "fig3_mnist_paper.png"))
     steps, margins, gradients = {}, {}, {}
     drawn_groups = [g for g in grid.groups if g.axes.get("task") == "mnist"
                     and g.axes.get("pixels_per_step") == 1 and g.variant != "lstm"]
