@@ -14,7 +14,17 @@ from collections.abc import Sequence
 
 from spectral_analysis import __version__
 from spectral_analysis.allocator import keep_freed_memory
-from spectral_analysis.cli import analysis, experiments, landscape, matrix, models, paper, symbolic, training
+from spectral_analysis.cli import (
+    analysis,
+    experiments,
+    kept,
+    landscape,
+    matrix,
+    models,
+    paper,
+    symbolic,
+    training,
+)
 from spectral_analysis.cli.common import CommandError
 from spectral_analysis.threads import set_threads
 
@@ -31,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads (default: the cores not already busy, at least 1)")
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (matrix, models, training, analysis, experiments, landscape, symbolic, paper):
+    for module in (matrix, models, training, analysis, experiments, kept, landscape, symbolic, paper):
         module.add_parsers(sub)
     return parser
 

@@ -88,3 +88,20 @@ def checkpoint_arg(text: str) -> str:
         return str(resolve_checkpoint(text))
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def results_dir(args: argparse.Namespace) -> Path:
+    """``--results``, else the repository's ``results/`` (or ``$SPECTRAL_ANALYSIS_RESULTS``)."""
+    from spectral_analysis.io import default_results_dir
+
+    return Path(args.results) if args.results else default_results_dir()
+
+
+def results_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--results`` and the tabular output format (every command on kept results prints a table)."""
+    parser.add_argument(
+        "--results",
+        default=None,
+        help="results directory (default: the repository's results/ or $SPECTRAL_ANALYSIS_RESULTS)",
+    )
+    add_output_arguments(parser, tabular=True)

@@ -1,23 +1,16 @@
-"""``spectral-analysis experiments``, ``run``, ``zoo`` and ``figures``: the catalog, the Ray Tune runner,
-the kept models and the figures drawn from kept results."""
+"""``spectral-analysis experiments``, ``run`` and ``park``: the catalog, its cost and ledger, and the Ray
+Tune runner that keeps results (the commands that read them are in :mod:`~spectral_analysis.cli.kept`)."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spectral_analysis.cli.common import CommandError, add_output_arguments, emit, show_progress
+from spectral_analysis.cli.common import CommandError, emit, results_arguments, results_dir
 from spectral_analysis.vocabulary import SCALES, SWEEP_BACKENDS
 
 if TYPE_CHECKING:
     from spectral_analysis.experiments import Experiment
-
-
-def _results(args: argparse.Namespace) -> Path:
-    from spectral_analysis.io import default_results_dir
-
-    return Path(args.results) if args.results else default_results_dir()
 
 
 def cmd_experiments(args: argparse.Namespace) -> int:
@@ -25,7 +18,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
     from spectral_analysis.experiments.estimate import estimate_experiment, read_estimate
 
     catalog = load_catalog(args.catalog)
-    results = _results(args)
+    results = results_dir(args)
     if args.ledger:
         from spectral_analysis.experiments.ledger import write_ledger
 
@@ -152,7 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         address=args.address,
         backend=args.backend,
         out=args.out,
-        results=_results(args),
+        results=results_dir(args),
         time_budget=args.time_budget,
         retry_failed=args.retry_failed,
         tensorboard=args.tensorboard,
@@ -168,7 +161,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "failed": {r["trial"]: r["error"] for r in outcome.rows if r["status"] == "failed"},
             "kept": len(outcome.rows),
             "seconds": round(outcome.seconds, 1),
-            "results": str(_results(args) / outcome.experiment / outcome.scale),
+            "results": str(results_dir(args) / outcome.experiment / outcome.scale),
         }
         for outcome in outcomes
     ]
@@ -201,113 +194,21 @@ def cmd_park(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog)
     sweeps = named_sweeps(catalog, args.names, args.scale)
     lines = park_sweeps([(catalog[name], scale) for name, scale in sweeps], args.scale, seeds=args.seeds,
-                        only=_only(args.only), out=args.out, results=_results(args))
-    payload = {"parked": lines, "results": str(_results(args))}
+                        only=_only(args.only), out=args.out, results=results_dir(args))
+    payload = {"parked": lines, "results": str(results_dir(args))}
     emit(args, payload, lambda p: "\n".join(p["parked"]) or f"no unfinished run directory under {args.out}",
          lambda p: [{"line": line} for line in p["parked"]])
     return 0
 
 
-def cmd_zoo_check(args: argparse.Namespace) -> int:
-    import sys
-
-    from spectral_analysis.analysis.zoo_check import check_zoo
-
-    def tick(row: dict[str, Any]) -> None:
-        if show_progress(args):
-            outcome = "ok" if row["ok"] else row["error"]
-            print(f"{row['name']}: {outcome} ({row['seconds']} s)", file=sys.stderr)
-
-    rows = check_zoo(_results(args), args.experiment, samples=args.samples, report=tick)
-
-    def text(p: dict[str, Any]) -> str:
-        lines = [f"{'name':<52} {'model':<15} {'checked':<24} {'log10 G':>8} {'s':>6}"]
-        for r in p["entries"]:
-            checked = r.get("analyzed", "") if r["ok"] else "FAILED: " + r["error"]
-            log_g = "-" if r.get("log10_G") is None else f"{r['log10_G']:.2f}"
-            lines.append(
-                f"{r['name']:<52} {r['model'] or '?':<15} {checked:<24} {log_g:>8} {r['seconds']:>6.2f}"
-            )
-        failed = sum(not r["ok"] for r in p["entries"])
-        lines.append(f"{len(p['entries']) - failed} of {len(p['entries'])} entries load and analyze"
-                     + (f"; {failed} failed" if failed else ""))
-        return "\n".join(lines)
-
-    emit(args, {"results": str(_results(args)), "entries": rows}, text, lambda p: p["entries"])
-    return 1 if any(not r["ok"] for r in rows) else 0
-
-
-def cmd_zoo(args: argparse.Namespace) -> int:
-    from spectral_analysis.io import zoo_entries
-
-    if args.check:
-        return cmd_zoo_check(args)
-    entries = [
-        e for e in zoo_entries(_results(args)) if not args.experiment or e["experiment"] == args.experiment
-    ]
-    rows = []
-    for e in entries:
-        row = e["row"]
-        metric = row.get("metric")
-        rows.append(
-            {
-                "name": e["name"],
-                "model": row.get("model"),
-                "hidden": row.get("hidden"),
-                "task": row.get("task"),
-                "scale": e["scale"],
-                "metric": metric,
-                "test": (row.get("test_metrics") or {}).get(metric),
-                "steps": row.get("steps"),
-                "path": e["path"],
-            }
-        )
-
-    def text(p: dict[str, Any]) -> str:
-        if not p["entries"]:
-            return f"the zoo in {p['results']} is empty: spectral-analysis run NAME keeps models there"
-        lines = [f"{'name':<52} {'model':<15} {'n':>4} {'task':<15} {'steps':>6}  test"]
-        for r in p["entries"]:
-            test = "-" if r["test"] is None else f"{r['metric']} {r['test']:.4g}"
-            lines.append(
-                f"{r['name']:<52} {r['model'] or '?':<15} {r['hidden'] or 0:>4} {r['task'] or '?':<15} "
-                f"{r['steps'] or 0:>6}  {test}"
-            )
-        lines.append("analyze any of them by name, e.g. spectral-analysis bound " + p["entries"][0]["name"])
-        return "\n".join(lines)
-
-    emit(args, {"results": str(_results(args)), "entries": rows}, text, lambda p: p["entries"])
-    return 0
-
-
-def cmd_figures(args: argparse.Namespace) -> int:
-    from spectral_analysis.plotting.results_figures import READERS, draw_figures
-
-    if args.experiment and args.experiment not in READERS:
-        raise CommandError(
-            f"no figure is drawn from {args.experiment!r}; figures come from {sorted(READERS)}"
-        )
-    drawn = draw_figures(_results(args), Path(args.out), [args.experiment] if args.experiment else None,
-                         progress=show_progress(args))
-    if not args.experiment:
-        from spectral_analysis.plotting.reproduction import write_reproduction
-
-        path = write_reproduction(_results(args), Path(args.out), [Path(r) for r in args.readme or []])
-        drawn.append({"path": str(path), "experiment": "all", "scale": "paper and smoke",
-                      "note": "the papers' numbers beside ours"})
-    payload = {"figures": drawn}
-
-    def text(p: dict[str, Any]) -> str:
-        return (
-            "\n".join(
-                f"{d['path']}: {d['experiment']} ({d['scale']} scale{', ' + d['note'] if d['note'] else ''})"
-                for d in p["figures"]
-            )
-            or "no figure drawn: no kept results (spectral-analysis run NAME)"
-        )
-
-    emit(args, payload, text, lambda p: p["figures"])
-    return 0
+def catalog_arguments(parser: argparse.ArgumentParser) -> None:
+    """--catalog, --results and the output format."""
+    parser.add_argument(
+        "--catalog",
+        default=None,
+        help="catalog directory (default: the repository's experiments/ or $SPECTRAL_ANALYSIS_EXPERIMENTS)",
+    )
+    results_arguments(parser)
 
 
 def grid_arguments(parser: argparse.ArgumentParser) -> None:
@@ -330,22 +231,6 @@ def grid_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
 
-    def common(parser: argparse.ArgumentParser, catalog: bool = True) -> None:
-        """--catalog, --results and the output format (every one of these commands prints a table)."""
-        if catalog:
-            parser.add_argument(
-                "--catalog",
-                default=None,
-                help="catalog directory (default: the repository's "
-                "experiments/ or $SPECTRAL_ANALYSIS_EXPERIMENTS)",
-            )
-        parser.add_argument(
-            "--results",
-            default=None,
-            help="results directory (default: the repository's results/ or $SPECTRAL_ANALYSIS_RESULTS)",
-        )
-        add_output_arguments(parser, tabular=True)
-
     listing = sub.add_parser("experiments", help="list the experiments catalog (trials per scale, cost)")
     listing.add_argument(
         "--estimate",
@@ -357,7 +242,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     listing.add_argument("--device", default="cpu", help="where --estimate times the steps: cpu or cuda")
     listing.add_argument("--ledger", action="store_true",
                          help="only write results/LEDGER.md again from the kept summaries (as run does)")
-    common(listing)
+    catalog_arguments(listing)
     listing.set_defaults(func=cmd_experiments)
 
     run = sub.add_parser("run", help="run an experiment's grid on Ray Tune and keep its results")
@@ -392,7 +277,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--retry-failed", action="store_true", help="run the trials kept as failed again")
     run.add_argument("--tensorboard", action="store_true", help="every trial also writes TensorBoard event "
                      "files into its run directory (tensorboard --logdir OUT/NAME)")
-    common(run)
+    catalog_arguments(run)
     run.set_defaults(func=cmd_run)
 
     park = sub.add_parser(
@@ -404,24 +289,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                       help="experiment name(s) of the sweep (NAME@SCALE as run takes them), or all")
     grid_arguments(park)
     park.add_argument("--out", default="runs", help="the sweep's run directories (run's --out)")
-    common(park)
+    catalog_arguments(park)
     park.set_defaults(func=cmd_park)
-
-    zoo = sub.add_parser(
-        "zoo", help="list the kept models (zoo:<experiment>/<trial> names for the analyzers)"
-    )
-    zoo.add_argument("--experiment", default=None)
-    zoo.add_argument("--check", action="store_true", help="load every entry and run the analyzers on it "
-                     "(spectra; analyze with G(w) for recurrent models); exit 1 if any fails")
-    zoo.add_argument("--samples", type=int, default=2, help="with --check: test sequences per analysis")
-    common(zoo, catalog=False)
-    zoo.set_defaults(func=cmd_zoo)
-
-    figures = sub.add_parser("figures", help="draw the papers' figures from kept results (never trains)")
-    figures.add_argument("--experiment", default=None, help="only the figure of this experiment")
-    figures.add_argument("--out", default="figures", help="output directory (default figures/)")
-    figures.add_argument("--readme", action="append", default=None, metavar="FILE",
-                         help="also regenerate this file's <!-- reproduction:begin/end --> block (every row) "
-                         "or <!-- reproduction-kept:begin/end --> block (paper and budget scale); repeatable")
-    common(figures, catalog=False)
-    figures.set_defaults(func=cmd_figures)
