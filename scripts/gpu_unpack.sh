@@ -10,6 +10,9 @@ mapfile -t grids < <(grep -oE '^results/[^/]+/paper/' <<<"$listing" | sort -u)
 [ ${#grids[@]} -gt 0 ] || { echo "$1 holds no results/<experiment>/paper/ directory" >&2; exit 1; }
 tar xzf "$1" "${grids[@]}"
 for grid in "${grids[@]}"; do
+  # only a grid the machine ran (its summary came back) says which parked runs it kept; a tarball of
+  # estimates alone leaves them
+  grep -qxF "${grid}summary.json" <<<"$listing" || continue
   for parked in "$grid"parked/*/; do
     [ -d "$parked" ] && ! grep -qxF "$parked" <<<"$listing" && rm -rf "$parked" && echo "kept there: removed $parked"
   done

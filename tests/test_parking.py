@@ -177,6 +177,7 @@ def test_gpu_unpack_lays_the_machines_grids_over_these_and_drops_the_runs_it_kep
     (kept / "result.json").write_text(json.dumps({
         "trial": "lstm_s0", "status": "done", "device": "cuda", "machine": "NVIDIA H200 (CUDA)",
         "seconds": 375.0, "finished_at": "2026-11-26 08:06:28 UTC", "config": {}}))
+    (machine / "results" / "fig3-mnist" / "paper" / "summary.json").write_text("[]")  # run writes it
     (machine / "results" / "fig3-mnist" / "paper" / "parked" / "lstm_s1").mkdir(parents=True)
     (machine / "results" / "fig3-mnist" / "paper" / "parked" / "lstm_s1" / "config.json").write_text("new")
     with tarfile.open(tmp_path / "results.tgz", "w:gz") as tar:
@@ -187,6 +188,14 @@ def test_gpu_unpack_lays_the_machines_grids_over_these_and_drops_the_runs_it_kep
     assert (here / "parked" / "lstm_s1" / "config.json").read_text() == "new"
     assert (here / "estimate_cpu.json").exists() and other.exists()
     assert "| fig3-mnist | paper | 1 / 60 |" in (tmp_path / "results" / "LEDGER.md").read_text()
+    estimates = tmp_path / "estimates.tgz"  # a call that only timed the grid: its parked runs stay
+    (machine / "results" / "fig3-mnist" / "paper" / "estimate_cuda.json").write_text('{"configurations": {}}')
+    with tarfile.open(estimates, "w:gz") as tar:
+        tar.add(machine / "results" / "fig3-mnist" / "paper" / "estimate_cuda.json",
+                arcname="results/fig3-mnist/paper/estimate_cuda.json")
+    subprocess.run(["bash", str(tmp_path / "scripts" / "gpu_unpack.sh"), str(estimates)],
+                   check=True, capture_output=True, env={**os.environ, "PYTHON": sys.executable})
+    assert (here / "parked" / "lstm_s1").exists() and (here / "estimate_cuda.json").exists()
     empty = tmp_path / "empty.tgz"
     with tarfile.open(empty, "w:gz") as tar:
         tar.add(tmp_path / "scripts", arcname="scripts")
