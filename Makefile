@@ -43,14 +43,15 @@ notebooks: $(VENV)
 # take about 2 hours each, in one grid with KRU's copy and adding grids (the rest of the CPU tier, days:
 # results/kru-*/paper/estimate_cpu.json), so a worker freed beside the last uRNN trial starts KRU's;
 # last the two changes of the authors' code each alone at paper scale, an attribution the paper's claims
-# do not need, and Table 2's LSTM row at lr 1e-4 (table2-lstm-grid: 6.9 CPU hours, 18 GPU minutes).
+# do not need, and Table 2's LSTM row at lr 1e-4 (table2-lstm-grid: 6.9 CPU hours, 18 GPU minutes); last
+# KRU's pixel-MNIST grid at its budget (kru-mnist: 58 CPU hours at paper scale, a GPU-tier grid).
 # Hours to days: rerun the same target to resume it (kept trials are skipped, the
 # others continue from their last checkpoint, trials trained until plateau train on). On a GPU machine,
 # `make paper-gpu`.
 PAPER_ORDER := table4-ucr fig1-addition fig2-copy svdrnn-fig2-leak svdrnn-fig2-r fig5-depth dizzy-copy \
 	kru-amplitude kru-music zoo-addition
-BUDGET_TIER := fig3-mnist fig3-authors-code table3-ptb table2-grid table2-mnist
-GPU_TIER := table2-mnist table2-grid table2-lstm-grid fig3-mnist fig3-authors-code table3-ptb
+BUDGET_TIER := fig3-mnist fig3-authors-code table3-ptb table2-grid table2-mnist kru-mnist
+GPU_TIER := table2-mnist table2-grid table2-lstm-grid fig3-mnist fig3-authors-code table3-ptb kru-mnist
 KRU_LONG := kru-copy kru-adding
 TABLE2_POINTS := lr0.01-b128,lr0.001-b64,authors-code
 WORKERS ?= 2
@@ -62,6 +63,7 @@ paper: $(VENV)
 	nice -n 10 $(BIN)/spectral-analysis run table2-grid --scale paper --only variant=$(TABLE2_POINTS) --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run table2-mnist@budget $(KRU_LONG) --scale paper --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run table2-grid table2-lstm-grid --scale paper --workers $(WORKERS)
+	nice -n 10 $(BIN)/spectral-analysis run kru-mnist --scale budget --workers $(WORKERS)
 
 # After stopping `make paper` (a session's or a batch job's end): copy its unfinished trials' resumable state
 # to results/<experiment>/<scale>/parked/, to commit with the results; `make paper` on a fresh clone resumes

@@ -757,7 +757,7 @@ def test_run_all_at_the_budget_scale_sweeps_only_the_experiments_that_have_one(t
     catalog = load_catalog()
     having = [name for name, scale in named_sweeps(catalog, ["all"], "budget") if scale == "budget"]
     assert set(having) == {"table2-mnist", "table2-grid", "table2-lstm-grid", "fig3-mnist",
-                           "fig3-authors-code", "table3-ptb"}
+                           "fig3-authors-code", "table3-ptb", "kru-mnist"}
     assert named_sweeps(catalog, ["all"], "paper") == [(name, "paper") for name in catalog]
     with pytest.raises(CommandError, match=r"\['fig1-addition'\] have no 'budget' scale; those that do"):
         named_sweeps(catalog, ["table2-mnist", "fig1-addition"], "budget")
@@ -1190,6 +1190,38 @@ def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(t
     zero, others, best, learns = kru_synthetic.run()
     assert (zero.verdict, others.verdict, best.verdict, learns.verdict) == ("differs",) * 3 + ("holds",)
     assert "T = 2000: kru" in zero.evidence and "(differs)" in zero.evidence
+
+
+def test_kru_mnist_claims_compare_kru_and_the_lstm_per_task_over_seeds(tmp_path, monkeypatch):
+    from spectral_analysis.paper import kru_mnist
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+    assert [r.verdict for r in kru_mnist.run()] == ["unverified"] * 2  # nothing kept
+
+    def keep(scale: str, accuracy: dict[tuple[str, str], list[float]]) -> None:
+        for (variant, task), values in accuracy.items():
+            for seed, value in enumerate(values):
+                key = f"{variant}_task{task}_s{seed}"
+                directory = tmp_path / "kru-mnist" / scale / key
+                directory.mkdir(parents=True, exist_ok=True)
+                row = {"experiment": "kru-mnist", "scale": scale, "trial": key, "status": "done",
+                       "variant": variant, "axes": {"task": task}, "seed": seed, "hidden": 512,
+                       "metric": "accuracy", "test_metrics": {"accuracy": value}, "config": {}}
+                (directory / "result.json").write_text(json.dumps(row))
+
+    as_printed = {("kru", "permuted-mnist"): [0.945, 0.94, 0.95],
+                  ("lstm", "permuted-mnist"): [0.91, 0.9, 0.92],
+                  ("kru", "mnist"): [0.964, 0.96, 0.965], ("lstm", "mnist"): [0.978, 0.975, 0.98]}
+    keep("paper", as_printed)
+    permuted, unpermuted = kru_mnist.run()
+    assert (permuted.verdict, unpermuted.verdict) == ("holds", "holds")
+    assert "kru 0.945 [0.940, 0.950], lstm 0.910 [0.900, 0.920]" in permuted.evidence
+    keep("paper", {("lstm", "permuted-mnist"): [0.96, 0.955, 0.97],  # the LSTM ahead on permuted MNIST
+                   ("kru", "mnist"): [0.97, 0.985, 0.99]})  # and the seeds overlap on unpermuted
+    permuted, unpermuted = kru_mnist.run()
+    assert (permuted.verdict, unpermuted.verdict) == ("differs", "inconclusive")
 
 
 def test_kept_singular_values_thin_their_steps_to_fit_the_byte_cap(tmp_path):

@@ -25,6 +25,7 @@ PAPER_CHECKS: dict[str, str] = {
     "kru-music": "kru_music",
     "ptb": "ptb",
     "kru-synthetic": "kru_synthetic",
+    "kru-mnist": "kru_mnist",
     "depth": "depth",
     "linear-rnn": "linear_rnn",
     "symbolic": "symbolic",

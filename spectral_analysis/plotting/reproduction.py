@@ -21,6 +21,7 @@ from spectral_analysis.checks import CheckRecord, replace_marked_block
 from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid, read_grids
 from spectral_analysis.experiments.results import plateau_count
 from spectral_analysis.plotting.results_tables import (
+    KRU_TABLE2,
     KRU_TABLE4,
     TABLE2,
     TABLE2_GRIDS,
@@ -78,6 +79,13 @@ def table_rows(results: Path) -> list[list[str]]:
             rows.append([f"Table 3, {g.variant}", f"{TABLE3[g.variant][1]:.1f} test ppl",
                          _spread(g.final("test_metrics", "perplexity"), 1, 1), _where(grid, g),
                          plateau_count(g.rows), _seconds(g)])
+    for grid in read_grids(results, "kru-mnist"):
+        for g in grid.groups:
+            printed = KRU_TABLE2.get(g.variant, {}).get(g.axes.get("task"))
+            if printed is not None:
+                rows.append([f"KRU Table 2, {g.axes['task']}, {g.variant} (n = {g.rows[0]['hidden']})",
+                             f"{printed:.1f}% test", _spread(g.final(), 100, 1) + "%", _where(grid, g),
+                             plateau_count(g.rows), _seconds(g)])
     grid = read_grid(results, "kru-music")
     for g in grid.groups if grid else []:
         if g.variant in KRU_TABLE4:
@@ -128,6 +136,7 @@ def experimental_records() -> list[CheckRecord]:
         dizzy_copy,
         experiments,
         kru_amplitude,
+        kru_mnist,
         kru_music,
         kru_synthetic,
         mnist_ranking,
@@ -139,7 +148,7 @@ def experimental_records() -> list[CheckRecord]:
 
     return (experiments.run() + synthetic_tasks.run() + mnist_ranking.run() + depth.run() + svdrnn_r.run()
             + svdrnn_leak.run() + dizzy_copy.run() + kru_amplitude.run() + kru_music.run()
-            + kru_synthetic.run() + ptb.run())
+            + kru_synthetic.run() + kru_mnist.run() + ptb.run())
 
 
 def write_reproduction(results: Path, out: Path, readmes: Sequence[Path] = ()) -> Path:

@@ -141,6 +141,8 @@ LEARNING_FIGURES = {
         "kru_copy.png", "length", "cross_entropy", copy_baseline, "KRU Fig. 1: copy memory", "T"
     ),
     "kru-adding": LearningFigure("kru_adding.png", "length", "mse", 2 / 12, "KRU Fig. 2: adding", "T"),
+    "kru-mnist": LearningFigure("kru_mnist.png", "task", "accuracy", 0.1,
+                                "KRU Fig. 3: pixel and permuted MNIST, 784 steps", "task", log_scale=False),
     "dizzy-copy": LearningFigure(
         "dizzy_copy.png",
         "",
@@ -349,7 +351,13 @@ FIGURES: dict[str, Callable[[Path, Path], list[Drawn]]] = {
 }
 
 
-READERS = {**FIGURES, **TABLES}
+def _figure_and_table(name: str) -> Callable[[Path, Path], list[Drawn]]:
+    """What ``name``'s figure and table readers draw, the figure first (an experiment may have both)."""
+    readers = [r[name] for r in (FIGURES, TABLES) if name in r]
+    return lambda results, out: [d for read in readers for d in read(results, out)]
+
+
+READERS = {name: _figure_and_table(name) for name in {**FIGURES, **TABLES}}
 
 
 def draw_figures(results: str | Path, out: str | Path, experiments: list[str] | None = None,
