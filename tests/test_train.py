@@ -169,6 +169,51 @@ def test_kill_9_at_random_moments_then_resume_is_bit_identical(tmp_path):
         assert [(r["phase"], r["step"]) for r in rows] == [(r["phase"], r["step"]) for r in reference_rows]
 
 
+def test_epochs_without_improvement_counts_the_epoch_ends_that_do_not_beat_every_earlier_one():
+    from spectral_analysis.train.plateau import epochs_without_improvement
+
+    valid = [{"step": s, "mse": v} for s, v in ((8, 0.1), (10, 0.5), (16, 0.01), (20, 0.4), (24, 0.3),
+                                                (30, 0.4), (40, 0.2))]
+    # epoch ends 10, 20, 30, 40: 0.5 (first), 0.4 (better), 0.4 (a tie: no improvement), 0.2 (better)
+    assert epochs_without_improvement(valid, "mse", 10, until=40) == 1
+    assert epochs_without_improvement(valid, "mse", 10, until=29) == 0
+    assert epochs_without_improvement(valid, "accuracy", 10, until=40) == 0  # no such metric: no cut
+    higher = [{"step": s, "accuracy": v} for s, v in ((10, 0.5), (20, 0.4), (30, 0.6))]
+    assert epochs_without_improvement(higher, "accuracy", 10, until=30) == 1
+
+
+def test_lr_cut_multiplies_the_rate_after_an_epoch_without_improvement_and_resumes_exactly(tmp_path):
+    """KRU's PTB schedule: a validation line at each epoch's end (10 steps here) and the rate times lr_cut
+    after each that does not improve; with a rate too small to move the weights, step 20 ties step 10."""
+    still = Trainer(_config(tmp_path / "still", lr=1e-12, lr_cut=0.5))
+    still.run()
+    valid_steps = [line["step"] for line in _lines(tmp_path / "still") if line["phase"] == "valid"]
+    assert valid_steps == [8, 10, 16, 20, 24]
+    assert still.optimizer.param_groups[0]["lr"] == pytest.approx(0.5e-12)
+
+    def stop_at(last):
+        def stop(step):
+            if step == last:
+                raise KeyboardInterrupt
+        return stop
+
+    with pytest.raises(KeyboardInterrupt):  # past the cut at step 20 and its checkpoint
+        train(_config(tmp_path / "still-cut", lr=1e-12, lr_cut=0.5), callback=stop_at(23))
+    resumed_still = Trainer(_config(tmp_path / "still-cut", lr=1e-12, lr_cut=0.5), resume=True)
+    resumed_still.run()  # the cut is read again from the kept validation lines
+    assert resumed_still.optimizer.param_groups[0]["lr"] == pytest.approx(0.5e-12)
+    full = train(_config(tmp_path / "full", lr=0.05, lr_cut=0.5))
+    stop_at_13 = stop_at(13)
+
+    with pytest.raises(KeyboardInterrupt):
+        train(_config(tmp_path / "cut", lr=0.05, lr_cut=0.5), callback=stop_at_13)
+    resumed = train(_config(tmp_path / "cut", lr=0.05, lr_cut=0.5), resume=True)
+    assert {k: v for k, v in full["test"].items() if k != "time"} == {
+        k: v for k, v in resumed["test"].items() if k != "time"}
+    with pytest.raises(ValueError, match=r"lr cut must lie in \(0, 1\]"):
+        _config(tmp_path / "bad", lr_cut=0.0).validate()
+
+
 def test_resume_and_overwrite_guards(tmp_path):
     out = tmp_path / "run"
     train(_config(out, steps=5))

@@ -76,9 +76,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         config = TrainConfig(
             model=args.model, task=args.task, out=args.out, hidden=args.hidden,
             model_options=model_options(args), task_options=_task_options(args), optimizer=args.optimizer,
-            lr=args.lr, lr_decay=args.lr_decay, batch_size=args.batch_size, steps=args.steps,
-            epochs=args.epochs, max_steps=args.max_steps, clip=args.clip, penalty=args.penalty,
-            freeze=args.freeze or [], seed=args.seed,
+            lr=args.lr, lr_decay=args.lr_decay, lr_cut=args.lr_cut, batch_size=args.batch_size,
+            steps=args.steps, epochs=args.epochs, max_steps=args.max_steps, clip=args.clip,
+            penalty=args.penalty, freeze=args.freeze or [], seed=args.seed,
             device=args.device or "auto", record_every=args.record_every, eval_every=args.eval_every,
             checkpoint_every=args.checkpoint_every, eval_batches=args.eval_batches, progress=progress,
             tensorboard=args.tensorboard)
@@ -228,6 +228,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--optimizer", choices=OPTIMIZER_NAMES, default="adam")
     tr.add_argument("--lr", type=float, default=1e-3)
     tr.add_argument("--lr-decay", type=float, default=1.0, help="learning rate factor per epoch")
+    tr.add_argument("--lr-cut", type=float, default=1.0,
+                    help="learning rate factor after each epoch without validation improvement (KRU's PTB)")
     tr.add_argument("--batch-size", type=int, default=50)
     budget = tr.add_mutually_exclusive_group()
     budget.add_argument("--steps", type=int, default=None, help="optimizer steps (default 1000)")

@@ -30,6 +30,7 @@ class TrainConfig:
     optimizer_options: dict[str, Any] = field(default_factory=dict)  # e.g. RMSprop's alpha (KRU's "decay")
     lr: float = 1e-3
     lr_decay: float = 1.0  # multiplied in once per epoch
+    lr_cut: float = 1.0  # multiplied in after each epoch whose validation does not improve (KRU Sec. 4.4)
     batch_size: int = 50
     steps: int | None = None
     epochs: int | None = None
@@ -63,6 +64,8 @@ class TrainConfig:
             raise ValueError(f"learning rate must be > 0, got {self.lr}")
         if not 0 < self.lr_decay <= 1:
             raise ValueError(f"lr decay must lie in (0, 1], got {self.lr_decay}")
+        if not 0 < self.lr_cut <= 1:
+            raise ValueError(f"lr cut must lie in (0, 1], got {self.lr_cut}")
         if self.clip is not None and not self.clip > 0:
             raise ValueError(f"gradient clip must be > 0, got {self.clip}")
         if not 0 <= self.penalty < math.inf:

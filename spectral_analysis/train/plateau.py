@@ -1,6 +1,7 @@
 """The plateau criterion of paper-scale training: no improvement of the validation metric over the last
 :data:`PLATEAU_FRACTION` of the steps. The trainer uses it to stop a run with ``max_steps``; the kept
-results report it per trial."""
+results report it per trial. Also the count of epochs that brought no improvement, which cuts the learning
+rate under KRU's schedule (Section 4.4)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,14 @@ def is_plateau(best_step: int, steps: int) -> bool:
     """Whether the best validation value, reached at ``best_step``, came no later than
     ``1 - PLATEAU_FRACTION`` of ``steps``: the last 20% of the steps did not improve on it."""
     return best_step <= (1 - PLATEAU_FRACTION) * steps
+
+
+def epochs_without_improvement(valid: Iterable[dict[str, Any]], metric: str, steps_per_epoch: int,
+                               until: int) -> int:
+    """How many epoch ends up to step ``until`` (validation lines at multiples of ``steps_per_epoch``) did
+    not improve ``metric`` on every earlier epoch end: KRU's "If we do not see an improvement in the
+    validation BPC after each epoch then the learning rate is decreased" counts these."""
+    ends = [line for line in valid if line["step"] % steps_per_epoch == 0 and line["step"] <= until
+            and isinstance(line.get(metric), int | float)]
+    return sum(best_validation(ends[:i + 1], metric)[1] != line["step"] for i, line in enumerate(ends)
+               if i > 0)

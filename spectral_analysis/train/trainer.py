@@ -20,7 +20,11 @@ weights around a fixed unitary W, as an echo state network does).
 
 Resuming reloads ``last.safetensors`` (model, optimizer state, carried hidden state, step) and
 drops log lines past it. Batches depend only on (seed, step) and the learning rate only on the
-epoch, so a resumed run repeats the uninterrupted one exactly.
+epoch and the kept validation lines, so a resumed run repeats the uninterrupted one exactly.
+
+``lr_cut`` (KRU Section 4.4) multiplies the learning rate in after each epoch whose end brings no
+validation improvement on every earlier epoch end; with it a validation line is also written at each
+epoch's end.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
 from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
 from spectral_analysis.train.config import OPTIMIZERS, TrainConfig
 from spectral_analysis.train.evaluation import RunLog, evaluate, model_outputs
-from spectral_analysis.train.plateau import best_validation, is_plateau
+from spectral_analysis.train.plateau import best_validation, epochs_without_improvement, is_plateau
 from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
 from spectral_analysis.train.run_state import (
     carry_tensors,
@@ -228,12 +232,21 @@ class Trainer:
                                     f"rate or --clip); the last good checkpoint is "
                                     f"{self.out / 'last.safetensors'}")
 
+    def _learning_rate(self, epoch: int) -> float:
+        """``lr x lr_decay^epoch``, times ``lr_cut`` for each epoch so far that brought no validation
+        improvement (read off the kept validation lines, so a resumed run repeats the schedule)."""
+        lr = self.config.lr * self.config.lr_decay ** epoch
+        if self.config.lr_cut == 1.0:
+            return lr
+        return lr * self.config.lr_cut ** epochs_without_improvement(
+            self.valid_lines, self.primary, self.batches.steps_per_epoch, self.step)
+
     def _train_step(self, record: bool) -> dict[str, Any]:
         x, y, fresh = self.batches.get(self.step)
         x, y = x.to(self.device), y.to(self.device)
         epoch = self.batches.epoch_of(self.step)
         for group in self.optimizer.param_groups:
-            group["lr"] = self.config.lr * self.config.lr_decay ** epoch
+            group["lr"] = self._learning_rate(epoch)
         h0 = self._initial_state(fresh, x.shape[0], record and self.recurrent) if self.recurrent else None
         outputs, run = model_outputs(self.model, x, h0, scores_last_step(self.task.kind))
         loss, metrics = task_loss_and_metrics(self.task, outputs, y)
@@ -325,7 +338,9 @@ class Trainer:
                 self.log.write(line)
                 self.latest["train"] = line
                 bar.set_postfix({"loss": f"{line['loss']:.4g}", primary: f"{line[primary]:.4g}"})
-            if self.step % cfg.eval_every == 0 or self.step in (self.total_steps, self.last_step):
+            epoch_end = cfg.lr_cut < 1 and self.step % self.batches.steps_per_epoch == 0  # for lr_cut
+            ends = (self.total_steps, self.last_step)
+            if epoch_end or self.step % cfg.eval_every == 0 or self.step in ends:
                 self._evaluate("valid")
             if self.finished:
                 self._evaluate("test")
