@@ -757,7 +757,7 @@ def test_run_all_at_the_budget_scale_sweeps_only_the_experiments_that_have_one(t
     catalog = load_catalog()
     having = [name for name, scale in named_sweeps(catalog, ["all"], "budget") if scale == "budget"]
     assert set(having) == {"table2-mnist", "table2-grid", "table2-lstm-grid", "fig3-mnist",
-                           "fig3-authors-code", "table3-ptb", "kru-mnist"}
+                           "fig3-authors-code", "table3-ptb", "kru-mnist", "kru-ptb"}
     assert named_sweeps(catalog, ["all"], "paper") == [(name, "paper") for name in catalog]
     with pytest.raises(CommandError, match=r"\['fig1-addition'\] have no 'budget' scale; those that do"):
         named_sweeps(catalog, ["table2-mnist", "fig1-addition"], "budget")
@@ -1223,6 +1223,39 @@ def test_kru_mnist_claims_compare_kru_and_the_lstm_per_task_over_seeds(tmp_path,
     permuted, unpermuted = kru_mnist.run()
     assert (permuted.verdict, unpermuted.verdict) == ("differs", "inconclusive")
 
+
+
+def test_kru_ptb_claims_read_bits_per_character_from_the_test_cross_entropy(tmp_path, monkeypatch):
+    import math
+
+    from spectral_analysis.paper import kru_ptb
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+
+    def keep(bpc: dict[str, list[float]]) -> None:
+        for variant, values in bpc.items():
+            for seed, value in enumerate(values):
+                key = f"{variant}_s{seed}"
+                directory = tmp_path / "kru-ptb" / "paper" / key
+                directory.mkdir(parents=True, exist_ok=True)
+                row = {"experiment": "kru-ptb", "scale": "paper", "trial": key, "status": "done",
+                       "variant": variant, "axes": {}, "seed": seed, "hidden": 300, "metric": "cross_entropy",
+                       "test_metrics": {"cross_entropy": value * math.log(2)}, "config": {}}
+                (directory / "result.json").write_text(json.dumps(row))
+
+    printed = {"rnn-300": 1.60, "lstm-150": 1.59, "ornn-512": 1.68, "kru-411": 1.60, "rnn-600": 1.51,
+               "lstm-300": 1.45, "kru-993": 1.48}
+    keep({m: [b, b - 0.01, b + 0.01] for m, b in printed.items()})
+    worse, close = kru_ptb.run()
+    assert (worse.verdict, close.verdict) == ("holds", "holds")
+    assert "ornn-512 1.680 [1.670, 1.690]" in worse.evidence  # BPC = cross entropy / ln 2
+    keep({"ornn-512": [1.55, 1.54, 1.56], "kru-993": [1.60, 1.59, 1.61]})  # oRNN best; KRU 0.15 behind
+    worse, close = kru_ptb.run()
+    assert (worse.verdict, close.verdict) == ("differs", "differs")
+    keep({"kru-993": [1.52, 1.40, 1.60]})  # 0.07 from the LSTM's mean, but the seeds overlap
+    assert kru_ptb.run()[1].verdict == "inconclusive"
 
 def test_kept_singular_values_thin_their_steps_to_fit_the_byte_cap(tmp_path):
     """A 100-layer net records 102 x 128 values a step: fewer steps are kept, evenly spaced, first and

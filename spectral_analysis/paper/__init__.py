@@ -26,6 +26,7 @@ PAPER_CHECKS: dict[str, str] = {
     "ptb": "ptb",
     "kru-synthetic": "kru_synthetic",
     "kru-mnist": "kru_mnist",
+    "kru-ptb": "kru_ptb",
     "depth": "depth",
     "linear-rnn": "linear_rnn",
     "symbolic": "symbolic",

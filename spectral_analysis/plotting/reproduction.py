@@ -22,6 +22,7 @@ from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid, re
 from spectral_analysis.experiments.results import plateau_count
 from spectral_analysis.plotting.results_tables import (
     KRU_TABLE2,
+    KRU_TABLE3,
     KRU_TABLE4,
     TABLE2,
     TABLE2_GRIDS,
@@ -86,6 +87,13 @@ def table_rows(results: Path) -> list[list[str]]:
                 rows.append([f"KRU Table 2, {g.axes['task']}, {g.variant} (n = {g.rows[0]['hidden']})",
                              f"{printed:.1f}% test", _spread(g.final(), 100, 1) + "%", _where(grid, g),
                              plateau_count(g.rows), _seconds(g)])
+    for grid in read_grids(results, "kru-ptb"):
+        for g in grid.groups:
+            if g.variant in KRU_TABLE3:
+                bpc = _spread(g.final("test_metrics", "cross_entropy"), 1 / math.log(2), 2)
+                rows.append([f"KRU Table 3, character-level PTB, {g.variant}",
+                             f"{KRU_TABLE3[g.variant][1]:.2f} test BPC", bpc, _where(grid, g),
+                             plateau_count(g.rows), _seconds(g)])
     grid = read_grid(results, "kru-music")
     for g in grid.groups if grid else []:
         if g.variant in KRU_TABLE4:
@@ -138,6 +146,7 @@ def experimental_records() -> list[CheckRecord]:
         kru_amplitude,
         kru_mnist,
         kru_music,
+        kru_ptb,
         kru_synthetic,
         mnist_ranking,
         ptb,
@@ -148,7 +157,7 @@ def experimental_records() -> list[CheckRecord]:
 
     return (experiments.run() + synthetic_tasks.run() + mnist_ranking.run() + depth.run() + svdrnn_r.run()
             + svdrnn_leak.run() + dizzy_copy.run() + kru_amplitude.run() + kru_music.run()
-            + kru_synthetic.run() + kru_mnist.run() + ptb.run())
+            + kru_synthetic.run() + kru_mnist.run() + kru_ptb.run() + ptb.run())
 
 
 def write_reproduction(results: Path, out: Path, readmes: Sequence[Path] = ()) -> Path:

@@ -141,6 +141,8 @@ LEARNING_FIGURES = {
         "kru_copy.png", "length", "cross_entropy", copy_baseline, "KRU Fig. 1: copy memory", "T"
     ),
     "kru-adding": LearningFigure("kru_adding.png", "length", "mse", 2 / 12, "KRU Fig. 2: adding", "T"),
+    "kru-ptb": LearningFigure("kru_ptb.png", "", "cross_entropy", math.log(50),
+                              "KRU Table 3: character-level PTB, validation cross entropy (BPC x ln 2)", ""),
     "kru-mnist": LearningFigure("kru_mnist.png", "task", "accuracy", 0.1,
                                 "KRU Fig. 3: pixel and permuted MNIST, 784 steps", "task", log_scale=False),
     "dizzy-copy": LearningFigure(

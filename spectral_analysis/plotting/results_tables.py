@@ -3,6 +3,7 @@ numbers next to the measured mean and min-max over seeds. No training here."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -38,6 +39,10 @@ TABLE4 = {
 
 # KRU Table 2, test accuracy (%) on pixel MNIST and permuted MNIST (the LSTM's quoted from Arjovsky et al.).
 KRU_TABLE2 = {"kru": {"mnist": 96.4, "permuted-mnist": 94.5}, "lstm": {"mnist": 97.8, "permuted-mnist": 91.3}}
+# KRU Table 3, character-level PTB: (validation, test) bits per character.
+KRU_TABLE3 = {"rnn-300": (1.65, 1.60), "lstm-150": (1.63, 1.59), "ornn-512": (1.73, 1.68),
+              "kru-411": (1.65, 1.60), "rnn-600": (1.56, 1.51), "lstm-300": (1.50, 1.45),
+              "kru-993": (1.53, 1.48)}
 # KRU Table 4, JSB Chorales: (train, test) average negative log-likelihood per frame.
 KRU_TABLE4 = {"rnn": (8.82, 9.10), "lstm": (8.15, 8.67), "kru": (7.90, 8.59)}
 
@@ -251,6 +256,23 @@ def kru_table2(results: Path, out: Path) -> list[dict[str, Any]]:
     return written
 
 
+def kru_table3(results: Path, out: Path) -> list[dict[str, Any]]:
+    """``kru_table3_ptb.md``: KRU's character-level PTB rows, bits per character (cross entropy / ln 2)."""
+    written = []
+    for grid in read_grids(results, "kru-ptb"):
+        rows = []
+        for g in grid.groups:
+            valid, test = KRU_TABLE3.get(g.variant, (float("nan"), float("nan")))
+            rows.append([g.variant, _parameters(g), f"{valid:.2f}", f"{test:.2f}",
+                         *(_spread(g.final(source, "cross_entropy"), 1 / math.log(2), 2)
+                           for source in ("final_valid", "test_metrics"))])
+        file, title = (("kru_table3_ptb_paper_rows.md", "KRU Table 3: the rows kept at paper scale")
+                       if written else ("kru_table3_ptb.md", "KRU Table 3: Penn Treebank, character level"))
+        header = ["model", "parameters", "paper valid BPC", "paper test BPC", "valid BPC", "test BPC"]
+        written.append(_write(grid, out, file, title, header, rows))
+    return written
+
+
 def kru_table4(results: Path, out: Path) -> list[dict[str, Any]]:
     grid = read_grid(results, "kru-music")
     if grid is None:
@@ -273,5 +295,6 @@ TABLES: dict[str, Callable[[Path, Path], list[dict[str, Any]]]] = {
     "table3-ptb": table3,
     "table4-ucr": table4,
     "kru-mnist": kru_table2,
+    "kru-ptb": kru_table3,
     "kru-music": kru_table4,
 }
