@@ -1192,6 +1192,35 @@ def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(t
     assert "T = 2000: kru" in zero.evidence and "(differs)" in zero.evidence
 
 
+
+def test_a_catalog_edited_while_a_sweep_runs_does_not_stop_it(tmp_path, monkeypatch):
+    """The sweep writes the ledger from the catalog it started with: a catalog file rewritten with a field
+    the running code does not know (as a checkout updated under a running sweep) once made the ledger's
+    reload raise inside Tune's callback and end the whole sweep."""
+    from contextlib import nullcontext
+
+    from spectral_analysis.experiments import runner
+
+    catalog = tiny_catalog(tmp_path)
+    tiny = load_experiment(catalog / "tiny.toml")
+    results = tmp_path / "results"
+
+    def fake_ray(specs, trainable, gpus_per_trial, storage, name, report, finished):  # noqa: ANN001
+        (catalog / "newer.toml").write_text(TINY.replace('name = "tiny"', 'name = "newer"')
+                                            .replace("lr = 1e-2", "lr = 1e-2\nnot_a_field = 1"))
+        trainable({"spec": specs[0]})
+        finished(specs[0]["trial"]["experiment"])
+        return {f"{specs[0]['trial']['experiment']}/{specs[0]['trial']['key']}": "done"}
+
+    monkeypatch.setattr(runner, "ray_session", lambda *args: nullcontext())
+    monkeypatch.setattr(runner, "run_grid", fake_ray)
+    (outcome,) = runner.run_sweeps([tiny], "paper", seeds=1, out=tmp_path / "runs", results=results,
+                                   report=lambda _: None)
+    assert outcome.ran and "| tiny | paper | 1 / 12 |" in (results / "LEDGER.md").read_text()
+    with pytest.raises(ValueError, match="newer.toml"):  # the next sweep reads the catalog as it is now
+        runner.run_sweeps([tiny], "paper", seeds=1, out=tmp_path / "runs", results=results,
+                          report=lambda _: None)
+
 def test_kru_mnist_claims_compare_kru_and_the_lstm_per_task_over_seeds(tmp_path, monkeypatch):
     from spectral_analysis.paper import kru_mnist
 

@@ -112,13 +112,15 @@ def park_sweeps(experiments: Sequence[Experiment | Sweep], scale: str, *, seeds:
                 parked = parked_dir(results, experiment.name, grid_scale, trial.key)
                 lines.append(f"{experiment.name}: {park_run(run_dir, parked)}")
     if lines:
-        _rewrite_ledger(results, [experiment for experiment, _ in pairs])
+        write_ledger(results, _catalog_of(pairs))
     return lines
 
 
-def _rewrite_ledger(results: Path, experiments: list[Experiment]) -> None:
-    """``results/LEDGER.md`` over the whole catalog the ``experiments`` come from."""
-    write_ledger(results, load_catalog(experiments[0].path.parent))
+def _catalog_of(pairs: list[tuple[Experiment, str]]) -> dict[str, Experiment]:
+    """The whole catalog the sweep's experiments come from, read once when the sweep starts: the ledger is
+    written from it all along, so an edit of the catalog while the sweep runs (a field this process's code
+    does not know yet) cannot stop it."""
+    return load_catalog(pairs[0][0].path.parent)
 
 
 def git_revision() -> str:
@@ -271,6 +273,7 @@ def run_sweeps(
     deadline = time.time() + time_budget if time_budget else None
     revision, specs, outcomes = git_revision(), [], {}
     pairs = sweep_pairs(experiments, scale)
+    catalog = _catalog_of(pairs)
     for experiment, grid_scale in pairs:
         trials = experiment.trials(grid_scale, seeds, only)
         if not trials:
@@ -290,7 +293,7 @@ def run_sweeps(
         specs += to_run
     def finished(experiment: str) -> None:
         write_summary(results, experiment, outcomes[experiment].scale)
-        _rewrite_ledger(results, [e for e, _ in pairs])
+        write_ledger(results, catalog)
 
     statuses: dict[str, str] = {}
     if specs and backend == "processes":
@@ -319,5 +322,5 @@ def run_sweeps(
         outcome.failed = sorted({r["trial"] for r in outcome.rows if r["status"] == "failed"}
                                 | set(outcome.failed))
         outcome.seconds = time.perf_counter() - clock
-    _rewrite_ledger(results, [e for e, _ in pairs])
+    write_ledger(results, catalog)
     return list(outcomes.values())
