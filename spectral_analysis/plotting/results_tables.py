@@ -242,35 +242,39 @@ def table4(results: Path, out: Path) -> list[dict[str, Any]]:
     ]
 
 
-def kru_table2(results: Path, out: Path) -> list[dict[str, Any]]:
-    """``kru_table2_mnist.md``: KRU's Table 2 rows the toolkit trains (KRU, and the LSTM by KRU's recipe)."""
-    written = []
-    for grid in read_grids(results, "kru-mnist"):
-        rows = [[g.variant, str(g.axes.get("task")), str(g.rows[0]["hidden"]), _parameters(g),
-                 f"{KRU_TABLE2.get(g.variant, {}).get(g.axes.get('task'), float('nan')):.1f}",
-                 _spread(g.final(), 100, 1), _spread(g.final("best_valid"), 100, 1)] for g in grid.groups]
-        file, title = (("kru_table2_mnist_paper_rows.md", "KRU Table 2: the rows kept at paper scale")
-                       if written else ("kru_table2_mnist.md", "KRU Table 2: pixel and permuted MNIST"))
-        header = ["model", "task", "n", "parameters", "paper test %", "test %", "best validation %"]
-        written.append(_write(grid, out, file, title, header, rows))
-    return written
+def _grid_tables(results: Path, out: Path, experiment: str, stem: str, title: str, header: list[str],
+                 row: Callable[[Group], list[str]]) -> list[dict[str, Any]]:
+    """``<stem>.md`` from the grid drawn and, beside a smaller grid, ``<stem>_paper_rows.md`` from the rows
+    kept at paper scale (:func:`read_grids`); one ``row(group)`` per configuration."""
+    return [_write(grid, out, f"{stem}_paper_rows.md" if i else f"{stem}.md",
+                   f"{title.split(':')[0]}: the rows kept at paper scale" if i else title, header,
+                   [row(g) for g in grid.groups])
+            for i, grid in enumerate(read_grids(results, experiment))]
 
 
-def kru_table3(results: Path, out: Path) -> list[dict[str, Any]]:
-    """``kru_table3_ptb.md``: KRU's character-level PTB rows, bits per character (cross entropy / ln 2)."""
-    written = []
-    for grid in read_grids(results, "kru-ptb"):
-        rows = []
-        for g in grid.groups:
-            valid, test = KRU_TABLE3.get(g.variant, (float("nan"), float("nan")))
-            rows.append([g.variant, _parameters(g), f"{valid:.2f}", f"{test:.2f}",
-                         *(_spread(g.final(source, "cross_entropy"), 1 / math.log(2), 2)
-                           for source in ("final_valid", "test_metrics"))])
-        file, title = (("kru_table3_ptb_paper_rows.md", "KRU Table 3: the rows kept at paper scale")
-                       if written else ("kru_table3_ptb.md", "KRU Table 3: Penn Treebank, character level"))
-        header = ["model", "parameters", "paper valid BPC", "paper test BPC", "valid BPC", "test BPC"]
-        written.append(_write(grid, out, file, title, header, rows))
-    return written
+def _kru_table2_row(g: Group) -> list[str]:
+    printed = KRU_TABLE2.get(g.variant, {}).get(g.axes.get("task"), float("nan"))
+    return [g.variant, str(g.axes.get("task")), str(g.rows[0]["hidden"]), _parameters(g), f"{printed:.1f}",
+            _spread(g.final(), 100, 1), _spread(g.final("best_valid"), 100, 1)]
+
+
+def _kru_table3_row(g: Group) -> list[str]:
+    valid, test = KRU_TABLE3.get(g.variant, (float("nan"), float("nan")))
+    return [g.variant, _parameters(g), f"{valid:.2f}", f"{test:.2f}",
+            *(_spread(g.final(source, "cross_entropy"), 1 / math.log(2), 2)
+              for source in ("final_valid", "test_metrics"))]
+
+
+kru_table2 = partial(_grid_tables, experiment="kru-mnist", stem="kru_table2_mnist",
+                     title="KRU Table 2: pixel and permuted MNIST",
+                     header=["model", "task", "n", "parameters", "paper test %", "test %",
+                             "best validation %"],
+                     row=_kru_table2_row)
+kru_table3 = partial(_grid_tables, experiment="kru-ptb", stem="kru_table3_ptb",
+                     title="KRU Table 3: Penn Treebank, character level",
+                     header=["model", "parameters", "paper valid BPC", "paper test BPC", "valid BPC",
+                             "test BPC"],
+                     row=_kru_table3_row)
 
 
 def kru_table4(results: Path, out: Path) -> list[dict[str, Any]]:
