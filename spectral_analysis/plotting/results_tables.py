@@ -84,27 +84,9 @@ def _parameters(group: Group) -> str:
     return f"{group.rows[0].get('parameters', 0):,d}"
 
 
-def table2(results: Path, out: Path) -> list[dict[str, Any]]:
-    """``table2_mnist.md`` from the grid drawn, and ``table2_mnist_paper_rows.md`` from the rows kept at
-    paper scale beside a budget grid."""
-    header = ["model", "n_h", "parameters", "paper test %", "test %", "best validation %"]
-    written = []
-    for grid in read_grids(results, "table2-mnist"):
-        rows = [
-            [
-                g.variant,
-                str(g.rows[0]["hidden"]),
-                _parameters(g),
-                f"{TABLE2.get(g.variant, float('nan')):.1f}",
-                _spread(g.final(), 100, 1),
-                _spread(g.final("best_valid"), 100, 1),
-            ]
-            for g in grid.groups
-        ]
-        file, title = ("table2_mnist_paper_rows.md", "ICML Table 2: pixel MNIST, the rows kept at paper "
-                       "scale") if written else ("table2_mnist.md", "ICML Table 2: pixel MNIST")
-        written.append(_write(grid, out, file, title, header, rows))
-    return written
+def _table2_row(g: Group) -> list[str]:
+    return [g.variant, str(g.rows[0]["hidden"]), _parameters(g), f"{TABLE2.get(g.variant, float('nan')):.1f}",
+            _spread(g.final(), 100, 1), _spread(g.final("best_valid"), 100, 1)]
 
 
 # The grid experiment of each Table 2 row searched over more points of the paper's grid, and the row's name.
@@ -247,7 +229,7 @@ def _grid_tables(results: Path, out: Path, experiment: str, stem: str, title: st
     """``<stem>.md`` from the grid drawn and, beside a smaller grid, ``<stem>_paper_rows.md`` from the rows
     kept at paper scale (:func:`read_grids`); one ``row(group)`` per configuration."""
     return [_write(grid, out, f"{stem}_paper_rows.md" if i else f"{stem}.md",
-                   f"{title.split(':')[0]}: the rows kept at paper scale" if i else title, header,
+                   f"{title}, the rows kept at paper scale" if i else title, header,
                    [row(g) for g in grid.groups])
             for i, grid in enumerate(read_grids(results, experiment))]
 
@@ -265,6 +247,10 @@ def _kru_table3_row(g: Group) -> list[str]:
               for source in ("final_valid", "test_metrics"))]
 
 
+table2 = partial(_grid_tables, experiment="table2-mnist", stem="table2_mnist",
+                 title="ICML Table 2: pixel MNIST",
+                 header=["model", "n_h", "parameters", "paper test %", "test %", "best validation %"],
+                 row=_table2_row)
 kru_table2 = partial(_grid_tables, experiment="kru-mnist", stem="kru_table2_mnist",
                      title="KRU Table 2: pixel and permuted MNIST",
                      header=["model", "task", "n", "parameters", "paper test %", "test %",
