@@ -9,6 +9,8 @@ from typing import Any
 
 # the non-linearities phi of Eq. 4 (spectral_analysis.nn.activations)
 ACTIVATIONS = ("relu", "leaky_relu", "tanh", "abs", "identity")
+# complex units' modReLU (spectral_analysis.nn.modrelu): the uRNN's, and complex KRU's as its paper has it
+MODRELU = "modrelu"
 DEFAULT_LEAK = 0.2  # tf.nn.leaky_relu's default alpha; the ICML paper's experiments ran on TensorFlow
 
 # the registered models and every option with its default (spectral_analysis.nn.registry)

@@ -23,6 +23,7 @@ from spectral_analysis.linalg import (
 )
 from spectral_analysis.nn import build_model
 from spectral_analysis.nn.kronecker_scan import kronecker_blocks, kronecker_scan
+from spectral_analysis.nn.modrelu import modrelu
 from spectral_analysis.nn.peer_transitions import (
     KRONECKER_SCAN_MIN_SIZE,
     GivensSVDTransition,
@@ -32,7 +33,7 @@ from spectral_analysis.nn.peer_transitions import (
 )
 from spectral_analysis.nn.time_loop import recurrence_loop, recurrence_scan
 from spectral_analysis.nn.unitary_scan import unitary_scan
-from spectral_analysis.nn.urnn import UnitaryTransition, modrelu
+from spectral_analysis.nn.urnn import UnitaryTransition
 from spectral_analysis.train import TrainConfig, load_checkpoint, save_checkpoint, train
 
 D = torch.float64
@@ -352,8 +353,8 @@ def test_the_urnn_scan_matches_its_autograd_loop_in_outputs_and_every_gradient(l
     for scan_grad, loop_grad in zip(scan_grads, loop_grads, strict=True):
         assert torch.allclose(scan_grad, loop_grad, atol=1e-12)
     assert all(float(g.abs().max()) > 0 for g in scan_grads)
-    with pytest.raises(ValueError, match="recurrence 'scan' is not available"):
-        model.run(x, recurrence="scan")  # the dense scan's name: W is never formed here
+    with pytest.raises(ValueError, match="recurrence 'torch' is not available"):
+        model.run(x, recurrence="torch")  # PyTorch's fused kernel has no modReLU
 
 
 def test_the_urnn_scan_passes_no_gradient_through_modrelus_floor():
@@ -429,7 +430,7 @@ def test_an_older_urnn_file_without_a_start_state_loads_starting_from_zero(tmp_p
 
 
 @pytest.mark.parametrize("name, options", [("kru", {"complex": True}), ("dizzy", {"svd": True}),
-                                           ("urnn", {})])
+                                           ("urnn", {}), ("kru", {"complex": True, "activation": "modrelu"})])
 def test_peers_train_and_the_analyzers_run_on_their_checkpoints(name, options, tmp_path, capsys):
     out = tmp_path / name
     train(TrainConfig(model=name, task="copy", out=str(out), hidden=4, steps=10, model_options=options,
@@ -440,7 +441,7 @@ def test_peers_train_and_the_analyzers_run_on_their_checkpoints(name, options, t
     report = json.loads(capsys.readouterr().out)
     assert len(report["jacobian_log10_norms"]) == 6 + 20 + 1  # copy task: T = length + 20
     assert (tmp_path / "analysis" / "jacobians.png").exists()
-    if name == "urnn":
+    if name == "urnn" or options.get("activation") == "modrelu":
         assert "modReLU" in report["bound"]["skipped"]
         assert main(["bound", checkpoint]) == 1
     else:

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from spectral_analysis.nn import GRUNet, LSTMNet, RecurrentNet
 from spectral_analysis.nn.activations import activate
-from spectral_analysis.nn.urnn import UnitaryRNN
+from spectral_analysis.nn.modrelu_rnn import ModReLURNN
 
 
 @dataclass
@@ -90,9 +90,10 @@ def eq17_network(model: nn.Module, symbolic_inputs: bool = False) -> Eq17Network
         cell = "an LSTM" if isinstance(model, LSTMNet) else "a GRU"
         raise ValueError(f"Theorem 5 and Lemma 3 are about h_t = phi(W h_{{t-1}} + M x_t) (Eq. 17); {cell}'s "
                          "gated update is not of that form")
-    if isinstance(model, UnitaryRNN):
+    if isinstance(model, ModReLURNN):
         raise ValueError("Theorem 5 needs h_t = phi(W h_{t-1} + M x_t) with phi elementwise (Eq. 17); the "
-                         "uRNN's modReLU scales each complex pair (Re, Im) together, with a trainable bias")
+                         "modReLU of this net (the uRNN's, or KRU's with activation modrelu) scales each "
+                         "complex pair (Re, Im) together, with a trainable bias")
     if not isinstance(model, RecurrentNet):
         raise ValueError(f"Theorem 5 is about the recurrent nets of Eq. 17; a {type(model).__name__} is not "
                          "one")

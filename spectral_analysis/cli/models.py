@@ -11,10 +11,18 @@ import argparse
 from typing import Any
 
 from spectral_analysis.cli.common import add_output_arguments, emit
-from spectral_analysis.vocabulary import ACTIVATIONS, DENSE_INITS, MODEL_NAMES, RECURRENCES, SIGMA_MAP_KINDS
+from spectral_analysis.vocabulary import (
+    ACTIVATIONS,
+    DENSE_INITS,
+    MODEL_NAMES,
+    MODRELU,
+    RECURRENCES,
+    SIGMA_MAP_KINDS,
+)
 
 MODEL_FLAGS: dict[str, dict[str, Any]] = {
-    "activation": {"choices": ACTIVATIONS, "help": "phi of Eq. 4 (default leaky_relu)"},
+    "activation": {"choices": (*ACTIVATIONS, MODRELU), "help": "phi of Eq. 4 (default leaky_relu); modrelu: "
+                   "complex KRU's units as its paper has them (Arjovsky et al.'s)"},
     "leak": {"type": float, "help": "leaky_relu leak in [0, 1] (default 0.2)"},
     "m": {"type": int, "help": "oRNN reflectors (default n)"},
     "m1": {"type": int, "help": "Spectral reflectors for U (default n)"},

@@ -10,8 +10,10 @@ dense W: backward walks ``W^H`` (``A^H X conj(B)``) down the steps and forms ``d
 along the way. Complex factors never leave the real form: a state ``(Re h; Im h)`` is read as two
 planes of ``a x b`` (a view, no copy), ``A`` acts through its real form ``[[Re A, -Im A], [Im A,
 Re A]]`` and ``B`` plane by plane, so every product is a real GEMM and the activation acts on the
-real and imaginary parts as the real form's elementwise activation does. Its twin is the dense scan on
-``kron_matrix`` (tests hold them together, float64 gradcheck included).
+real and imaginary parts as the real form's elementwise activation does; modReLU (KRU's complex units,
+:mod:`~spectral_analysis.nn.modrelu`) reads the two planes as one unit's pair and keeps the
+pre-activations for its backward. Its twin is the dense scan on ``kron_matrix`` (tests hold them
+together, float64 gradcheck included).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from torch.autograd.function import once_differentiable
 
 from spectral_analysis.linalg import kron_matrix
 from spectral_analysis.nn.activations import activate_, derivative_from_output
+from spectral_analysis.nn.modrelu import modrelu_pairs, modrelu_pairs_backward
 
 KRONECKER_SCAN_ACTIVATIONS = ("identity", "relu", "leaky_relu", "tanh")  # derivative from the output
 
@@ -97,7 +100,8 @@ class _KroneckerScan(torch.autograd.Function):
     :class:`_RightProduct`, so every product is a real GEMM."""
 
     @staticmethod
-    def forward(ctx, xp: Tensor, A: Tensor, B: Tensor, h0: Tensor, activation: str, leak: float) -> Tensor:
+    def forward(ctx, xp: Tensor, A: Tensor, B: Tensor, h0: Tensor, activation: str, leak: float,
+                bias: Tensor | None) -> Tensor:
         a, b, planes = A.shape[0], B.shape[0], 2 if A.is_complex() else 1
         T, batch = xp.shape[:2]
         xp = xp.reshape(T, batch, planes * a, b)
@@ -106,23 +110,31 @@ class _KroneckerScan(torch.autograd.Function):
         Y = torch.empty_like(xp)  # X_t B^T, kept for dL/dA
         A_batch = _left_real_form(A).expand(batch, planes * a, planes * a)
         times_B_transposed = _RightProduct(B.mT, batch, a, b)
+        Z = torch.empty_like(xp) if activation == "modrelu" else None  # modReLU's derivative needs z_t
         for t in range(T):
             times_B_transposed(H[t], Y[t])
-            torch.baddbmm(xp[t], A_batch, Y[t], out=H[t + 1])  # xp_t + A X_t B^T
-            activate_(H[t + 1], activation, leak)
+            if Z is None:
+                torch.baddbmm(xp[t], A_batch, Y[t], out=H[t + 1])  # xp_t + A X_t B^T
+                activate_(H[t + 1], activation, leak)
+            else:
+                torch.baddbmm(xp[t], A_batch, Y[t], out=Z[t])
+                modrelu_pairs(Z[t].view(batch, 2, -1), bias, out=H[t + 1].view(batch, 2, -1))
         ctx.activation, ctx.leak = activation, leak
-        ctx.save_for_backward(A, B, H, Y)
+        ctx.save_for_backward(A, B, H, Y, *(() if Z is None else (Z, bias)))
         return H[1:].view(T, batch, -1)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g: Tensor):
-        A, B, H, Y = ctx.saved_tensors
+        A, B, H, Y, *modrelu_saved = ctx.saved_tensors
         T, batch, rows, b = Y.shape
         planes = 2 if A.is_complex() else 1
         a = rows // planes
         g = g.contiguous().view(T, batch, rows, b)  # batch-first readers hand in strided gradients
-        D = None if ctx.activation == "identity" else derivative_from_output(H[1:], ctx.activation, ctx.leak)
+        D = None if ctx.activation in ("identity", "modrelu") else derivative_from_output(
+            H[1:], ctx.activation, ctx.leak)
+        Z, bias = modrelu_saved or (None, None)
+        grad_bias = None if bias is None else torch.zeros_like(bias)
         AH_batch = _left_real_form(A).mT.contiguous().expand(batch, rows, rows)  # the real form of A^H
         times_B_conj = _RightProduct(B.conj().resolve_conj(), batch, a, b)
         want_A, want_B = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
@@ -135,6 +147,9 @@ class _KroneckerScan(torch.autograd.Function):
         for t in range(T - 1, -1, -1):
             if D is not None:
                 GZ[t].mul_(D[t])
+            elif Z is not None:  # through modReLU's 2 x 2 Jacobian of each unit
+                pairs = GZ[t].view(batch, 2, -1)
+                grad_bias += modrelu_pairs_backward(Z[t].view(batch, 2, -1), bias, pairs, out=pairs)
             torch.bmm(AH_batch, GZ[t], out=K)
             if want_A:
                 M_A.addmm_(GZ[t].transpose(0, 1).reshape(rows, -1), Y[t].transpose(0, 1).reshape(rows, -1).mT)
@@ -149,16 +164,20 @@ class _KroneckerScan(torch.autograd.Function):
         grad_A = (_complex_from_planes(M_A, a) if planes == 2 else M_A) if want_A else None
         grad_B = (_complex_from_planes(M_B, b) if planes == 2 else M_B) if want_B else None
         grad_h0 = None if grad_h0 is None else grad_h0.view(batch, -1)
-        return GZ.view(T, batch, -1), grad_A, grad_B, grad_h0, None, None
+        return GZ.view(T, batch, -1), grad_A, grad_B, grad_h0, None, None, grad_bias
 
 
-def kronecker_scan(xp: Tensor, factors: Sequence[Tensor], h0: Tensor, activation: str, leak: float) -> Tensor:
+def kronecker_scan(xp: Tensor, factors: Sequence[Tensor], h0: Tensor, activation: str, leak: float,
+                   bias: Tensor | None = None) -> Tensor:
     """Hidden states ``(T, B, N')`` of ``h_t = phi(W h_(t-1) + xp_t)``, ``W = W_0 (x) ... (x) W_(F-1)``.
 
     ``xp (T, B, N')`` and ``h0 (B, N')`` are real; for complex factors ``N' = 2N`` holds the real form
-    ``(Re h; Im h)``, as :class:`~spectral_analysis.nn.peer_transitions.KroneckerTransition` presents it."""
-    if activation not in KRONECKER_SCAN_ACTIVATIONS:
-        raise ValueError(f"the Kronecker scan supports the activations {KRONECKER_SCAN_ACTIVATIONS}, "
-                         f"not {activation!r}; use recurrence='scan'")
+    ``(Re h; Im h)``, as :class:`~spectral_analysis.nn.peer_transitions.KroneckerTransition` presents it.
+    ``activation="modrelu"`` (complex factors only) takes modReLU's bias ``bias (N,)``."""
+    if activation not in (*KRONECKER_SCAN_ACTIVATIONS, "modrelu"):
+        raise ValueError(f"the Kronecker scan supports the activations {KRONECKER_SCAN_ACTIVATIONS} and "
+                         f"modrelu, not {activation!r}; use recurrence='scan'")
+    if (activation == "modrelu") != (bias is not None) or (bias is not None and not factors[0].is_complex()):
+        raise ValueError("modReLU takes complex factors and its bias, and no other activation takes a bias")
     A, B = kronecker_blocks(factors)
-    return _KroneckerScan.apply(xp, A, B, h0, activation, leak)
+    return _KroneckerScan.apply(xp, A, B, h0, activation, leak, bias)

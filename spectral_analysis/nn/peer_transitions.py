@@ -2,9 +2,11 @@
 
 - :class:`KroneckerTransition` (KRU, Jose et al., Eq. 4): ``W = W_0 (x) ... (x) W_(F-1)`` with real or
   complex square factors. A complex W on complex states is presented in its **real form**: the state
-  is ``(Re h; Im h)`` of length 2N and W is ``[[Re W, -Im W], [Im W, Re W]]``; the complex ReLU of KRU
-  (ReLU on the real and imaginary parts) is then the ordinary ReLU of that real vector, so every
-  analyzer sees a real network of size 2N. The soft unitary constraint (Eq. 7) is
+  is ``(Re h; Im h)`` of length 2N and W is ``[[Re W, -Im W], [Im W, Re W]]``. KRU's paper gives its
+  complex units the "complex rectified linear units (Arjovsky et al., 2016)" of the uRNNs, modReLU:
+  ``activation="modrelu"`` builds that net (:mod:`~spectral_analysis.nn.modrelu_rnn`). The other
+  activations act on the real and imaginary parts (ReLU there is "CReLU"), the ordinary activation of
+  that real vector, so every analyzer sees a real network of size 2N. The soft unitary constraint (Eq. 7) is
   ``spectral_penalty() = sum_f ||W_f^H W_f - I||_F^2``, weighted by the trainer's ``--penalty``.
 - :class:`GivensTransition` (DizzyRNN, Section 4): ``W = P_1 ... P_K``, packed Givens rotations.
 - :class:`GivensSVDTransition` (DizzyRNN, Section 5): ``W = U diag(sigma) V^T`` with U, V packed
@@ -32,6 +34,7 @@ from spectral_analysis.linalg import (
     real_vector,
 )
 from spectral_analysis.nn.kronecker_scan import KRONECKER_SCAN_ACTIVATIONS, kronecker_scan
+from spectral_analysis.nn.modrelu import dense_modrelu_scan
 from spectral_analysis.nn.transitions import Transition, _check_size
 
 # the real-form size from which the two-block Kronecker scan beats the dense one on the CPU, one thread
@@ -103,17 +106,32 @@ class KroneckerTransition(Transition):
             return W
         return real_matrix(W)
 
+    def _two_blocks(self) -> bool:
+        """Whether the scan keeps W as two Kronecker blocks (from :data:`KRONECKER_SCAN_MIN_SIZE`)."""
+        return len(self.factor_sizes) >= 2 and self.size >= KRONECKER_SCAN_MIN_SIZE
+
     def scan(self, xp: Tensor, h0: Tensor, activation: str, leak: float) -> Tensor:
-        if (len(self.factor_sizes) >= 2 and self.size >= KRONECKER_SCAN_MIN_SIZE
-                and activation in KRONECKER_SCAN_ACTIVATIONS):
+        if self._two_blocks() and activation in KRONECKER_SCAN_ACTIVATIONS:
             return kronecker_scan(xp, self.factors(), h0, activation, leak)
         return super().scan(xp, h0, activation, leak)
+
+    def modrelu_scan(self, xp: Tensor, h0: Tensor, b: Tensor) -> Tensor:
+        """Real-form states ``(T, B, 2N)`` of ``h_t = modReLU(W h_(t-1) + xp_t, b)`` (complex factors, in
+        :class:`~spectral_analysis.nn.modrelu_rnn.ModReLURNN`): two Kronecker blocks, or W formed for the
+        dense scan below :data:`KRONECKER_SCAN_MIN_SIZE`, as :meth:`scan` chooses."""
+        if self._two_blocks():
+            return kronecker_scan(xp, self.factors(), h0, "modrelu", 0.0, bias=b)
+        return dense_modrelu_scan(xp, self.matrix(), h0, b)
+
+    def complex_apply(self, z: Tensor) -> Tensor:
+        """``W z`` for complex ``z (..., N)`` one factor at a time (KRU's Algorithm 1); complex factors."""
+        return kron_matvec(self.factors(), z)
 
     def apply_reference(self, h: Tensor) -> Tensor:
         """``W h`` one factor at a time (KRU's Algorithm 1), without forming W."""
         if not self.complex_factors:
             return kron_matvec(self.factors(), h)
-        return real_vector(kron_matvec(self.factors(), complex_vector(h)))
+        return real_vector(self.complex_apply(complex_vector(h)))
 
     def singular_values(self) -> Tensor:
         """All products of one singular value per factor (twice each in the real form), descending."""

@@ -2,7 +2,8 @@
 
 For ``kru`` with ``complex=True`` and for ``urnn``, ``hidden_size`` is the number N of complex units; the
 net runs on their real form, so ``model.hidden_size`` is 2N (see :mod:`spectral_analysis.nn.peer_transitions`
-and :mod:`spectral_analysis.nn.urnn`).
+and :mod:`spectral_analysis.nn.urnn`). ``kru`` with ``activation="modrelu"`` is the modReLU net of
+:mod:`spectral_analysis.nn.modrelu_rnn`, as the uRNN is.
 
 Every option has a default, listed in :data:`MODEL_OPTIONS`; an option a model does not take is an
 error that names the accepted ones. The built model carries ``model.config`` (name, sizes and every
@@ -19,6 +20,7 @@ from spectral_analysis.linalg import SigmaMap
 from spectral_analysis.nn.feedforward import FeedForwardNet, SpectralLinear, plain_linear
 from spectral_analysis.nn.gru import GRUNet
 from spectral_analysis.nn.lstm import LSTMNet
+from spectral_analysis.nn.modrelu_rnn import ModReLURNN
 from spectral_analysis.nn.peer_transitions import GivensSVDTransition, GivensTransition, KroneckerTransition
 from spectral_analysis.nn.recurrent import RecurrentNet
 from spectral_analysis.nn.transitions import DenseTransition, HouseholderTransition, SpectralTransition
@@ -66,6 +68,11 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
         sizes = o["factor_sizes"]
         transitions = [KroneckerTransition(n, None if sizes is None else list(sizes), bool(o["complex"]))
                        for _ in range(layers)]
+        if o["activation"] == "modrelu":
+            if not o["complex"] or o["input_std"] is not None:
+                raise ValueError("KRU's modReLU acts on complex units (complex=True) and starts its input "
+                                 "weights as the uRNN's (input_std must be left unset)")
+            return ModReLURNN(transitions, ni, ny, o["output_bias"], o["recurrence"])
     elif name == "dizzy":
         kind = GivensSVDTransition if o["svd"] else GivensTransition
         transitions = [kind(n, o["rotations"]) for _ in range(layers)]

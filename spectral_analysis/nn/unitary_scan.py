@@ -18,38 +18,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-MODRELU_EPS = 1e-6  # |z| is floored here inside modReLU, so its gradient stays finite near z = 0
-
-
-def modrelu(z: Tensor, b: Tensor) -> Tensor:
-    """``relu(|z| + b) z / |z|`` per complex unit (Arjovsky et al., Eq. 8), |z| floored at ``MODRELU_EPS``.
-
-    The floor acts on ``|z|^2`` before the square root: ``torch.abs``'s gradient ``z / |z|`` overflows
-    to inf for subnormal ``z`` (``1 / |z|`` past float32's range), and inf times the floor's zero
-    gradient is nan.
-    """
-    _, magnitude = _floored_magnitude(z)
-    return torch.relu(magnitude + b) / magnitude * z
-
-
-def _floored_magnitude(z: Tensor) -> tuple[Tensor, Tensor]:
-    """``(|z|^2, sqrt(max(|z|^2, eps^2)))``: modReLU's magnitude, floored before the square root."""
-    squared = z.real.square() + z.imag.square()
-    return squared, squared.clamp_min(MODRELU_EPS**2).sqrt()
-
-
-def _modrelu_backward(a: Tensor, b: Tensor, g: Tensor) -> tuple[Tensor, Tensor]:
-    """``(dL/da, dL/db)`` of ``h = modReLU(a, b) = s a``, ``s = relu(m + b) / m``, ``m = sqrt(max(|a|^2,
-    eps^2))``, from ``g = dL/dh``: ``dL/ds = Re(conj(g) a)``; ``ds/dm = (1[m + b > 0] - s) / m``;
-    ``dm/da = a / m`` where ``|a|^2 >= eps^2`` (the floor passes no gradient below it, as ``clamp_min``)."""
-    squared, m = _floored_magnitude(a)
-    shifted = m + b
-    active = (shifted > 0).to(m.dtype)
-    s = shifted.mul_(active).div_(m)  # relu(m + b) / m
-    dL_ds_over_m = torch.addcmul(g.real * a.real, g.imag, a.imag).div_(m)
-    dL_db = (dL_ds_over_m * active).sum(0)
-    dL_dm_over_m = dL_ds_over_m.mul_(active.sub_(s)).div_(m).mul_(squared >= MODRELU_EPS**2)
-    return s * g + dL_dm_over_m * a, dL_db
+from spectral_analysis.nn.modrelu import modrelu, modrelu_backward
 
 
 def unitary_product(z: Tensor, phases: Tensor, conjugates: Tensor, scaled: Tensor, permutation: Tensor,
@@ -108,7 +77,7 @@ class _UnitaryScan(torch.autograd.Function):
         grad_phases, grad_conjugates, grad_scaled, grad_b = grads
         carry = torch.zeros_like(H[0])  # dL/dh_t from the steps after t
         for t in range(A.shape[0] - 1, -1, -1):
-            grad_a, grad_b_t = _modrelu_backward(A[t], b, g[t] + carry)
+            grad_a, grad_b_t = modrelu_backward(A[t], b, g[t] + carry)
             grad_b += grad_b_t
             grad_u[t] = grad_a
             kept: list[Tensor] = []
