@@ -27,7 +27,7 @@ from torch.autograd.function import once_differentiable
 
 from spectral_analysis.linalg import kron_matrix
 from spectral_analysis.nn.activations import activate_, derivative_from_output
-from spectral_analysis.nn.modrelu import modrelu_pairs, modrelu_pairs_backward
+from spectral_analysis.nn.modrelu import modrelu_pairs, pairs_gradient, pairs_step
 
 KRONECKER_SCAN_ACTIVATIONS = ("identity", "relu", "leaky_relu", "tanh")  # derivative from the output
 
@@ -134,7 +134,8 @@ class _KroneckerScan(torch.autograd.Function):
         D = None if ctx.activation in ("identity", "modrelu") else derivative_from_output(
             H[1:], ctx.activation, ctx.leak)
         Z, bias = modrelu_saved or (None, None)
-        grad_bias = None if bias is None else torch.zeros_like(bias)
+        pairs = None if Z is None else Z.view(T, batch, 2, -1)
+        gradient = None if Z is None else pairs_gradient(pairs, bias)
         AH_batch = _left_real_form(A).mT.contiguous().expand(batch, rows, rows)  # the real form of A^H
         times_B_conj = _RightProduct(B.conj().resolve_conj(), batch, a, b)
         want_A, want_B = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
@@ -147,9 +148,9 @@ class _KroneckerScan(torch.autograd.Function):
         for t in range(T - 1, -1, -1):
             if D is not None:
                 GZ[t].mul_(D[t])
-            elif Z is not None:  # through modReLU's 2 x 2 Jacobian of each unit
-                pairs = GZ[t].view(batch, 2, -1)
-                grad_bias += modrelu_pairs_backward(Z[t].view(batch, 2, -1), bias, pairs, out=pairs)
+            elif gradient is not None:  # through modReLU's 2 x 2 Jacobian of each unit
+                G = GZ[t].view(batch, 2, -1)
+                pairs_step(gradient, t, pairs[t], G, out=G)
             torch.bmm(AH_batch, GZ[t], out=K)
             if want_A:
                 M_A.addmm_(GZ[t].transpose(0, 1).reshape(rows, -1), Y[t].transpose(0, 1).reshape(rows, -1).mT)
@@ -164,6 +165,7 @@ class _KroneckerScan(torch.autograd.Function):
         grad_A = (_complex_from_planes(M_A, a) if planes == 2 else M_A) if want_A else None
         grad_B = (_complex_from_planes(M_B, b) if planes == 2 else M_B) if want_B else None
         grad_h0 = None if grad_h0 is None else grad_h0.view(batch, -1)
+        grad_bias = None if gradient is None else gradient.bias_gradient()
         return GZ.view(T, batch, -1), grad_A, grad_B, grad_h0, None, None, grad_bias
 
 

@@ -36,27 +36,41 @@ def _floored_magnitude(real: Tensor, imag: Tensor) -> tuple[Tensor, Tensor]:
     return squared, squared.clamp_min(MODRELU_EPS**2).sqrt()
 
 
-def _backward_parts(a_real: Tensor, a_imag: Tensor, b: Tensor, g_real: Tensor,
-                    g_imag: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """``(s, c, dL/db)`` with ``dL/da = s g + c a`` for ``h = modReLU(a, b) = s a``, ``s = relu(m + b) / m``,
-    ``m = sqrt(max(|a|^2, eps^2))``, from ``g = dL/dh``: ``dL/ds = Re(conj(g) a)``; ``ds/dm = (1[m + b >
-    0] - s) / m``; ``dm/da = a / m`` where ``|a|^2 >= eps^2`` (the floor passes no gradient below it, as
-    ``clamp_min``), so ``c = dL/ds ds/dm / m``. Real and imaginary parts apart, in any layout."""
-    squared, m = _floored_magnitude(a_real, a_imag)
-    shifted = m + b
-    active = (shifted > 0).to(m.dtype)
-    s = shifted.mul_(active).div_(m)  # relu(m + b) / m
-    dL_ds_over_m = torch.addcmul(g_real * a_real, g_imag, a_imag).div_(m)
-    dL_db = (dL_ds_over_m * active).sum(0)
-    c = dL_ds_over_m.mul_(active.sub_(s)).div_(m).mul_(squared >= MODRELU_EPS**2)
-    return s, c, dL_db
+class ModReLUGradient:
+    """modReLU's backward, its coefficients formed once from the pre-activations ``a`` (real and imaginary
+    parts ``(T, ..., n)``, any layout after the step index): for ``h = s a``, ``s = relu(m + b) / m``,
+    ``m = sqrt(max(|a|^2, eps^2))`` and ``g = dL/dh``, ``dL/ds = Re(conj(g) a)``, ``ds/dm = (1[m + b > 0]
+    - s) / m`` and ``dm/da = a / m`` where ``|a|^2 >= eps^2`` (the floor passes no gradient below it, as
+    ``clamp_min``), so ``dL/da = s g + (Re(conj(g) a) q) a`` with ``q = (1[m + b > 0] - s) 1[|a|^2 >=
+    eps^2] / m^2``, and ``dL/db = sum Re(conj(g) a) 1[m + b > 0] / m``. A time loop forms it for the
+    whole sequence at once and asks :meth:`coefficient` at each step, a handful of elementwise ops."""
+
+    def __init__(self, real: Tensor, imag: Tensor, b: Tensor) -> None:
+        squared, m = _floored_magnitude(real, imag)
+        shifted = m + b
+        active = (shifted > 0).to(m.dtype)
+        self.real, self.imag = real, imag
+        self.s = shifted.mul_(active).div_(m)  # relu(m + b) / m
+        self.p = active.div(m)
+        self.q = active.sub_(self.s).mul_(squared >= MODRELU_EPS**2).div_(m).div_(m)
+        self.dots = torch.empty_like(m)  # Re(conj(g_t) a_t), kept for dL/db
+
+    def coefficient(self, t: int, g_real: Tensor, g_imag: Tensor) -> Tensor:
+        """``Re(conj(g) a_t) q_t``, the factor of ``a_t`` in ``dL/da_t`` (``s_t`` is that of ``g``)."""
+        dot = torch.mul(g_real, self.real[t], out=self.dots[t]).addcmul_(g_imag, self.imag[t])
+        return dot * self.q[t]
+
+    def bias_gradient(self) -> Tensor:
+        """``dL/db``, summed over the steps and examples (after :meth:`coefficient` at every step)."""
+        return (self.dots * self.p).reshape(-1, self.p.shape[-1]).sum(0)
 
 
 def modrelu_backward(a: Tensor, b: Tensor, g: Tensor) -> tuple[Tensor, Tensor]:
-    """``(dL/da, dL/db)`` of :func:`modrelu` on complex ``a (B, n)`` from ``g = dL/dh``
-    (:func:`_backward_parts`)."""
-    s, c, dL_db = _backward_parts(a.real, a.imag, b, g.real, g.imag)
-    return s * g + c * a, dL_db
+    """``(dL/da, dL/db)`` of :func:`modrelu` on complex ``a (B, n)`` from ``g = dL/dh``, one step
+    (:class:`ModReLUGradient`)."""
+    gradient = ModReLUGradient(a.real.unsqueeze(0), a.imag.unsqueeze(0), b)
+    c = gradient.coefficient(0, g.real, g.imag)
+    return gradient.s[0] * g + c * a, gradient.bias_gradient()
 
 
 def modrelu_pairs(z: Tensor, b: Tensor, out: Tensor) -> None:
@@ -66,12 +80,16 @@ def modrelu_pairs(z: Tensor, b: Tensor, out: Tensor) -> None:
     torch.mul(z, (m + b).relu_().div_(m).unsqueeze(1), out=out)
 
 
-def modrelu_pairs_backward(z: Tensor, b: Tensor, g: Tensor, out: Tensor) -> Tensor:
-    """:func:`modrelu_backward` on ``(B, 2, n)`` real-form pairs: ``out = dL/dz`` (``out`` may be ``g``'s
-    own storage); returns ``dL/db (n,)``."""
-    s, c, dL_db = _backward_parts(z[:, 0], z[:, 1], b, g[:, 0], g[:, 1])
-    torch.addcmul(g * s.unsqueeze(1), z, c.unsqueeze(1), out=out)
-    return dL_db
+def pairs_gradient(Z: Tensor, b: Tensor) -> ModReLUGradient:
+    """:class:`ModReLUGradient` of a sequence of real-form pre-activations ``Z (T, B, 2, n)``."""
+    return ModReLUGradient(Z[:, :, 0], Z[:, :, 1], b)
+
+
+def pairs_step(gradient: ModReLUGradient, t: int, z: Tensor, g: Tensor, out: Tensor) -> None:
+    """``out = dL/dz_t`` from ``g = dL/dh_t``, both real-form ``(B, 2, n)`` (``out`` may be ``g``'s own
+    storage)."""
+    c = gradient.coefficient(t, g[:, 0], g[:, 1])
+    torch.addcmul(g * gradient.s[t].unsqueeze(1), z, c.unsqueeze(1), out=out)
 
 
 class _DenseModReLUScan(torch.autograd.Function):
@@ -95,14 +113,17 @@ class _DenseModReLUScan(torch.autograd.Function):
         T, batch = Z.shape[:2]
         g = g.contiguous()
         GZ = torch.empty_like(Z)  # dL/dz_t
-        grad_b = torch.zeros_like(b)
-        carry = torch.zeros_like(H[0])  # dL/dh_t from the steps after t: GZ_(t+1) W
+        pairs = Z.view(T, batch, 2, -1)
+        gradient = pairs_gradient(pairs, b)
+        grad_h = g[T - 1].clone()  # dL/dh_t: g_t + GZ_(t+1) W
         for t in range(T - 1, -1, -1):
-            grad_b += modrelu_pairs_backward(Z[t].view(batch, 2, -1), b, (g[t] + carry).view(batch, 2, -1),
-                                             out=GZ[t].view(batch, 2, -1))
-            carry = GZ[t] @ W
+            pairs_step(gradient, t, pairs[t], grad_h.view(batch, 2, -1), out=GZ[t].view(batch, 2, -1))
+            if t > 0:
+                torch.addmm(g[t - 1], GZ[t], W, out=grad_h)
+            else:
+                torch.mm(GZ[0], W, out=grad_h)  # dL/dh_0
         grad_W = torch.tensordot(GZ, H[:-1], dims=([0, 1], [0, 1])) if ctx.needs_input_grad[1] else None
-        return GZ, grad_W, carry, grad_b
+        return GZ, grad_W, grad_h, gradient.bias_gradient()
 
 
 def dense_modrelu_scan(xp: Tensor, W: Tensor, h0: Tensor, b: Tensor) -> Tensor:

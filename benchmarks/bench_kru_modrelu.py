@@ -1,0 +1,74 @@
+"""What KRU's modReLU units cost: its time loop with modReLU against the same loop with ReLU on the real
+and imaginary parts, and the modReLU scan against its autograd twin.
+
+Forward + backward of a full sequence of KRU's transition (2 x 2 complex factors, real form 2N),
+float32, one thread, freed memory kept as in training, side by side (medians of interleaved repeats;
+read the ratios):
+- ``crelu``: the route ``auto`` takes for ReLU (the dense scan below a real-form size of 512, the
+  two-block scan from it);
+- ``modrelu``: the same route with modReLU (``KroneckerTransition.modrelu_scan``);
+- ``modrelu_loop``: the reference, autograd through every step on complex states (only up to
+  ``--skip-loop-above``).
+Cases: KRU's copy problem (N = 128, T = 1000, batch 20) and adding problem (N = 512, T = 200 and 750,
+batch 50).
+
+    python benchmarks/bench_kru_modrelu.py --out benchmarks/kru_modrelu_cpu.json
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from report import as_in_training, benchmark_parser, interleaved_medians, write_report
+
+from spectral_analysis.linalg import complex_vector, real_vector
+from spectral_analysis.nn.modrelu import modrelu
+from spectral_analysis.nn.peer_transitions import KroneckerTransition
+
+CASES = [("copy", 128, 1000, 20), ("adding", 512, 200, 50), ("adding", 512, 750, 50)]
+
+
+def routes(transition: KroneckerTransition, xp: torch.Tensor, h0: torch.Tensor,
+           b: torch.Tensor) -> dict[str, Callable[[], None]]:
+    def modrelu_loop() -> torch.Tensor:
+        h, states = complex_vector(h0), []
+        for u in complex_vector(xp).unbind(0):
+            h = modrelu(transition.complex_apply(h) + u, b)
+            states.append(h)
+        return real_vector(torch.stack(states))
+
+    timed = {"crelu": lambda: transition.scan(xp, h0, "relu", 0.0),
+             "modrelu": lambda: transition.modrelu_scan(xp, h0, b), "modrelu_loop": modrelu_loop}
+    return {name: (lambda f=f: f().square().mean().backward()) for name, f in timed.items()}
+
+
+def main() -> None:
+    parser = benchmark_parser(__doc__, repeats=3)
+    parser.add_argument("--skip-loop-above", type=int, default=200,
+                        help="time the autograd loop only up to this T (it is the slowest)")
+    args = parser.parse_args()
+    as_in_training()
+    cases = []
+    for task, n, T, B in CASES:
+        transition = KroneckerTransition(n, complex_factors=True)
+        xp = torch.randn(T, B, 2 * n, requires_grad=True)
+        h0 = torch.randn(B, 2 * n) / n**0.5
+        b = torch.empty(n).uniform_(-0.01, 0.01).requires_grad_()
+        timed = routes(transition, xp, h0, b)
+        if args.skip_loop_above < T:
+            del timed["modrelu_loop"]
+        med = interleaved_medians(timed, args.repeats)
+        case = {"task": task, "N": n, "T": T, "B": B, "seconds": med,
+                "modrelu_over_crelu": med["modrelu"] / med["crelu"]}
+        if "modrelu_loop" in med:
+            case["loop_over_modrelu"] = med["modrelu_loop"] / med["modrelu"]
+        cases.append(case)
+        print(f"{task} N={n} T={T} B={B}: " + ", ".join(f"{k} {v:.3f} s" for k, v in med.items())
+              + f" (modrelu / crelu {case['modrelu_over_crelu']:.2f}x)", flush=True)
+    write_report(args.out, "cpu", "KRU transition with modReLU and with CReLU, forward + backward, full "
+                 "sequence, 1 thread", cases)
+
+
+if __name__ == "__main__":
+    main()
