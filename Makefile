@@ -44,7 +44,7 @@ notebooks: $(VENV)
 # results/kru-*/paper/estimate_cpu.json), so a worker freed beside the last uRNN trial starts KRU's;
 # last the two changes of the authors' code each alone at paper scale, an attribution the paper's claims
 # do not need, and Table 2's LSTM row at lr 1e-4 (table2-lstm-grid: 6.9 CPU hours, 18 GPU minutes); last
-# KRU's pixel-MNIST and character-level PTB grids at their budgets (kru-mnist, kru-ptb: 58 and 82 CPU hours
+# KRU's pixel-MNIST and character-level PTB grids at their budgets (kru-mnist, kru-ptb: 52 and 77 CPU hours
 # at paper scale, GPU-tier grids).
 # Hours to days: rerun the same target to resume it (kept trials are skipped, the
 # others continue from their last checkpoint, trials trained until plateau train on). On a GPU machine,
