@@ -1157,6 +1157,7 @@ def test_one_grid_runs_the_experiments_in_order_each_longest_first_by_its_kept_e
 
 
 def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(tmp_path, monkeypatch):
+    from spectral_analysis.experiments.reading import read_grid
     from spectral_analysis.paper import kru_synthetic
     from spectral_analysis.paper.synthetic_tasks import copy_baseline
 
@@ -1190,6 +1191,15 @@ def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(t
     zero, others, best, learns = kru_synthetic.run()
     assert (zero.verdict, others.verdict, best.verdict, learns.verdict) == ("differs",) * 3 + ("holds",)
     assert "T = 2000: kru" in zero.evidence and "(differs)" in zero.evidence
+    for seed in range(3):  # the RNN at T = 2000 diverged in every seed: it beats no baseline
+        directory = tmp_path / "kru-copy" / "paper" / f"rnn_length2000_s{seed}"
+        (directory / "result.json").write_text(json.dumps(
+            {"experiment": "kru-copy", "scale": "paper", "trial": directory.name, "status": "failed",
+             "error": "TrainingDivergedError: the training loss is nan", "variant": "rnn",
+             "axes": {"length": 2000}, "seed": seed, "hidden": 128, "config": {}}))
+    keep("kru-copy", "cross_entropy", {("lstm", 1000): [stuck[1000]] * 3})
+    _, others = kru_synthetic.copy_records(read_grid(tmp_path, "kru-copy"))
+    assert others.verdict == "holds" and "rnn every seed diverged (fails)" in others.evidence
 
 
 

@@ -12,6 +12,7 @@ for addition, ``2/12`` (the paper's 0.167); the memoryless copy strategy, ``10 l
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.data.synthetic import COPY_LENGTH, DATA_SYMBOLS
@@ -67,14 +68,19 @@ def best_everywhere(panels: dict[int, dict[str, Spread]], best: str = "spectral"
 
 def panels_of(grid: KeptGrid) -> tuple[dict[int, dict[str, Spread]], dict[int, dict[str, int]]]:
     """``{length: {model: (mean, min, max)}}`` of the primary test metric over the finished seeds (max
-    infinite where a seed diverged), and ``{length: {model: seeds}}`` counting the diverged ones."""
+    infinite where a seed diverged; all three where every seed did: it beats no baseline), and
+    ``{length: {model: seeds}}`` counting the diverged ones."""
     panels: dict[int, dict[str, Spread]] = {}
     seeds: dict[int, dict[str, int]] = {}
+    diverged = Counter((r["variant"], int(r["axes"]["length"])) for r in grid.failed)
     for g in grid.groups:
         length, s = int(g.axes["length"]), g.final()
-        diverged = sum(r["variant"] == g.variant and int(r["axes"]["length"]) == length for r in grid.failed)
-        panels.setdefault(length, {})[g.variant] = (s.mean, s.low, math.inf if diverged else s.high)
-        seeds.setdefault(length, {})[g.variant] = g.seeds + diverged
+        lost = diverged.pop((g.variant, length), 0)
+        panels.setdefault(length, {})[g.variant] = (s.mean, s.low, math.inf if lost else s.high)
+        seeds.setdefault(length, {})[g.variant] = g.seeds + lost
+    for (variant, length), lost in diverged.items():  # no seed finished
+        panels.setdefault(length, {})[variant] = (math.inf, math.inf, math.inf)
+        seeds.setdefault(length, {})[variant] = lost
     return dict(sorted(panels.items())), seeds
 
 
@@ -82,7 +88,10 @@ def listing(spreads: dict[str, Spread], baseline: float) -> str:
     def high(value: float) -> str:
         return "a seed diverged" if math.isinf(value) else f"{value:.4g}"
 
-    return ", ".join(f"{m} {s[0]:.4g} [{s[1]:.4g}, {high(s[2])}] ({against_baseline(s, baseline)})"
+    def spread(s: Spread) -> str:
+        return "every seed diverged" if math.isinf(s[0]) else f"{s[0]:.4g} [{s[1]:.4g}, {high(s[2])}]"
+
+    return ", ".join(f"{m} {spread(s)} ({against_baseline(s, baseline)})"
                      for m, s in sorted(spreads.items(), key=lambda x: x[1][0]))
 
 
