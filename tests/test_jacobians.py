@@ -86,6 +86,9 @@ def test_norms_obey_krus_bound_for_1_lipschitz_activations(activation):
     norms = jacobian_products(model, x).log10_norms
     assert np.all(norms <= transition_norm_bound(model, 30) + 1e-9)
     assert transition_norm_bound(build_model("lstm", 3, 4, 2), 5) is None
+    for modrelu_net in (build_model("urnn", 3, 4, 2), build_model("kru", 3, 4, 2, complex=True,
+                                                                   activation="modrelu")):
+        assert transition_norm_bound(modrelu_net, 5) is None  # modReLU's Jacobian exceeds 1 for b > 0
 
 
 def test_gradient_norms_match_h0_grad_and_the_jacobians():

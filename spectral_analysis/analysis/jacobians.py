@@ -116,8 +116,12 @@ def jacobians_by_autograd(model: RecurrentModel, x: Tensor, s0: Tensor | None = 
 
 
 def transition_norm_bound(model: RecurrentModel, T: int) -> np.ndarray | None:
-    """``log10 ||W||^(T-t)`` for t = 0 .. T (KRU Eq. 3), for one-layer nets of Eq. 4; else ``None``."""
-    if model.num_layers != 1 or not hasattr(model, "transitions"):
+    """``log10 ||W||^(T-t)`` for t = 0 .. T (KRU Eq. 3), for one-layer nets of Eq. 4; else ``None``.
+
+    Eq. 3 bounds the activation's Jacobian by 1, true of every elementwise activation here but not of
+    modReLU (the uRNN's, KRU's in its paper): it scales a unit's tangential direction by ``relu(|z| +
+    b) / |z|``, above 1 for ``b > 0``, so its nets get ``None`` too."""
+    if model.num_layers != 1 or not hasattr(model, "transitions") or model.activation == "modrelu":
         return None
     with torch.no_grad():
         norm = float(torch.linalg.matrix_norm(model.transition_matrix(0).double(), ord=2))
