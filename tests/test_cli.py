@@ -99,6 +99,11 @@ def test_params_text_and_flag_errors(capsys):
                  "--m", "3"]) == 0
     out = capsys.readouterr().out
     assert "transition" in out and f"{8 + 7 + 6:>12,d}" in out
+    assert main(["params", "--model", "kru", "--inputs", "2", "--hidden", "8", "--outputs", "1", "--complex",
+                 "--activation", "modrelu"]) == 0
+    lines = dict(line.split() for line in capsys.readouterr().out.splitlines()[1:])
+    assert lines["start_state"] == "16" and int(lines["total"]) == sum(int(v) for k, v in lines.items()
+                                                                      if k != "total")
     assert main(["params", "--model", "spectral", "--inputs", "2", "--hidden", "8", "--outputs", "1",
                  "--m", "3"]) == 1
     assert "does not take option(s) ['m']" in capsys.readouterr().err

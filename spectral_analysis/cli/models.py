@@ -71,7 +71,8 @@ def cmd_params(args: argparse.Namespace) -> int:
 
     def text(p: dict) -> str:
         lines = [f"{p['model']}: n_i={p['inputs']}, n={p['hidden']}, n_y={p['outputs']}"]
-        lines += [f"  {key:<10} {p[key]:>12,d}" for key in ("transition", "input", "output", "bias", "total")]
+        keys = ("transition", "input", "output", "bias", "start_state", "total")  # start_state: modReLU nets
+        lines += [f"  {key:<11} {p[key]:>12,d}" for key in keys if key in p]
         return "\n".join(lines)
 
     emit(args, payload, text, lambda p: [{k: v for k, v in p.items() if k != "options"}])
