@@ -25,6 +25,7 @@ from torch import Tensor
 from tqdm import tqdm
 
 from spectral_analysis.nn import RecurrentModel
+from spectral_analysis.vocabulary import MODRELU
 
 LN10 = math.log(10.0)
 
@@ -121,7 +122,7 @@ def transition_norm_bound(model: RecurrentModel, T: int) -> np.ndarray | None:
     Eq. 3 bounds the activation's Jacobian by 1, true of every elementwise activation here but not of
     modReLU (the uRNN's, KRU's in its paper): it scales a unit's tangential direction by ``relu(|z| +
     b) / |z|``, above 1 for ``b > 0``, so its nets get ``None`` too."""
-    if model.num_layers != 1 or not hasattr(model, "transitions") or model.activation == "modrelu":
+    if model.num_layers != 1 or not hasattr(model, "transitions") or model.activation == MODRELU:
         return None
     with torch.no_grad():
         norm = float(torch.linalg.matrix_norm(model.transition_matrix(0).double(), ord=2))

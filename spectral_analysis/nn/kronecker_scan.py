@@ -28,6 +28,7 @@ from torch.autograd.function import once_differentiable
 from spectral_analysis.linalg import kron_matrix
 from spectral_analysis.nn.activations import activate_, derivative_from_output
 from spectral_analysis.nn.modrelu import modrelu_pairs, pairs_gradient, pairs_step
+from spectral_analysis.vocabulary import MODRELU
 
 KRONECKER_SCAN_ACTIVATIONS = ("identity", "relu", "leaky_relu", "tanh")  # derivative from the output
 
@@ -110,7 +111,7 @@ class _KroneckerScan(torch.autograd.Function):
         Y = torch.empty_like(xp)  # X_t B^T, kept for dL/dA
         A_batch = _left_real_form(A).expand(batch, planes * a, planes * a)
         times_B_transposed = _RightProduct(B.mT, batch, a, b)
-        Z = torch.empty_like(xp) if activation == "modrelu" else None  # modReLU's derivative needs z_t
+        Z = torch.empty_like(xp) if activation == MODRELU else None  # modReLU's derivative needs z_t
         for t in range(T):
             times_B_transposed(H[t], Y[t])
             if Z is None:
@@ -131,7 +132,7 @@ class _KroneckerScan(torch.autograd.Function):
         planes = 2 if A.is_complex() else 1
         a = rows // planes
         g = g.contiguous().view(T, batch, rows, b)  # batch-first readers hand in strided gradients
-        D = None if ctx.activation in ("identity", "modrelu") else derivative_from_output(
+        D = None if ctx.activation in ("identity", MODRELU) else derivative_from_output(
             H[1:], ctx.activation, ctx.leak)
         Z, bias = modrelu_saved or (None, None)
         pairs = None if Z is None else Z.view(T, batch, 2, -1)
@@ -176,10 +177,10 @@ def kronecker_scan(xp: Tensor, factors: Sequence[Tensor], h0: Tensor, activation
     ``xp (T, B, N')`` and ``h0 (B, N')`` are real; for complex factors ``N' = 2N`` holds the real form
     ``(Re h; Im h)``, as :class:`~spectral_analysis.nn.peer_transitions.KroneckerTransition` presents it.
     ``activation="modrelu"`` (complex factors only) takes modReLU's bias ``bias (N,)``."""
-    if activation not in (*KRONECKER_SCAN_ACTIVATIONS, "modrelu"):
+    if activation not in (*KRONECKER_SCAN_ACTIVATIONS, MODRELU):
         raise ValueError(f"the Kronecker scan supports the activations {KRONECKER_SCAN_ACTIVATIONS} and "
                          f"modrelu, not {activation!r}; use recurrence='scan'")
-    if (activation == "modrelu") != (bias is not None) or (bias is not None and not factors[0].is_complex()):
+    if (activation == MODRELU) != (bias is not None) or (bias is not None and not factors[0].is_complex()):
         raise ValueError("modReLU takes complex factors and its bias, and no other activation takes a bias")
     A, B = kronecker_blocks(factors)
     return _KroneckerScan.apply(xp, A, B, h0, activation, leak, bias)

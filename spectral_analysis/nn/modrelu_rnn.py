@@ -28,6 +28,7 @@ from spectral_analysis.linalg import complex_vector, real_vector
 from spectral_analysis.nn.modrelu import modrelu
 from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun, TransitionLayers, input_projection
 from spectral_analysis.nn.transitions import Transition
+from spectral_analysis.vocabulary import MODRELU
 
 MODRELU_RECURRENCES = (None, "auto", "scan", "reflector", "loop")
 
@@ -36,7 +37,7 @@ class ModReLURNN(TransitionLayers, RecurrentModel):
     """The modReLU net of the module docstring over ``transitions`` (one per layer, complex W in real
     form, ``size = 2n``); layer l > 0 reads the real-form state of layer l - 1."""
 
-    activation = "modrelu"
+    activation = MODRELU
 
     def __init__(self, transitions: Sequence[Transition], input_size: int, output_size: int,
                  output_bias: bool = True, recurrence: str = "auto") -> None:

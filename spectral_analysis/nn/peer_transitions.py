@@ -36,6 +36,7 @@ from spectral_analysis.linalg import (
 from spectral_analysis.nn.kronecker_scan import KRONECKER_SCAN_ACTIVATIONS, kronecker_scan
 from spectral_analysis.nn.modrelu import dense_modrelu_scan
 from spectral_analysis.nn.transitions import Transition, _check_size
+from spectral_analysis.vocabulary import MODRELU
 
 # the real-form size from which the two-block Kronecker scan beats the dense one on the CPU, one thread
 # (benchmarks/kru_recurrence_cpu.json: 0.27x at 128 and 0.58x at 256 on KRU's copy sizes, 4.1-4.5x at
@@ -120,7 +121,7 @@ class KroneckerTransition(Transition):
         :class:`~spectral_analysis.nn.modrelu_rnn.ModReLURNN`): two Kronecker blocks, or W formed for the
         dense scan below :data:`KRONECKER_SCAN_MIN_SIZE`, as :meth:`scan` chooses."""
         if self._two_blocks():
-            return kronecker_scan(xp, self.factors(), h0, "modrelu", 0.0, bias=b)
+            return kronecker_scan(xp, self.factors(), h0, MODRELU, 0.0, bias=b)
         return dense_modrelu_scan(xp, self.matrix(), h0, b)
 
     def complex_apply(self, z: Tensor) -> Tensor:

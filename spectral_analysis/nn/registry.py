@@ -25,7 +25,7 @@ from spectral_analysis.nn.peer_transitions import GivensSVDTransition, GivensTra
 from spectral_analysis.nn.recurrent import RecurrentNet
 from spectral_analysis.nn.transitions import DenseTransition, HouseholderTransition, SpectralTransition
 from spectral_analysis.nn.urnn import UnitaryRNN
-from spectral_analysis.vocabulary import MODEL_NAMES, MODEL_OPTIONS
+from spectral_analysis.vocabulary import MODEL_NAMES, MODEL_OPTIONS, MODRELU
 
 
 def resolve_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -68,7 +68,7 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
         sizes = o["factor_sizes"]
         transitions = [KroneckerTransition(n, None if sizes is None else list(sizes), bool(o["complex"]))
                        for _ in range(layers)]
-        if o["activation"] == "modrelu":
+        if o["activation"] == MODRELU:
             if not o["complex"] or o["input_std"] is not None:
                 raise ValueError("KRU's modReLU acts on complex units (complex=True) and starts its input "
                                  "weights as the uRNN's (input_std must be left unset)")
