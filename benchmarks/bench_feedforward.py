@@ -14,7 +14,7 @@ from __future__ import annotations
 from unittest.mock import patch
 
 import torch
-from report import as_in_training, benchmark_parser, interleaved_medians, write_report
+from report import as_in_training, benchmark_parser, side_by_side, write_report
 
 from spectral_analysis.nn import build_model, feedforward
 
@@ -43,12 +43,8 @@ def main() -> None:
     as_in_training()
     cases = []
     for name, depth in CASES:
-        seconds = interleaved_medians(routes(name, depth), args.repeats)
-        case = {"model": name, "L": depth, "width": 128, "B": 128, "seconds": seconds,
-                "per_layer_over_batched": seconds["per layer"] / seconds["batched"]}
-        cases.append(case)
-        print(f"{name} L = {depth}: batched {seconds['batched']:.3f} s, per layer "
-              f"{seconds['per layer']:.3f} s ({case['per_layer_over_batched']:.2f}x)", flush=True)
+        cases.append(side_by_side({"model": name, "L": depth, "width": 128, "B": 128}, routes(name, depth),
+                                  args.repeats, {"per_layer_over_batched": ("per layer", "batched")}))
     write_report(args.out, "cpu", "feed-forward training step (forward, backward, Adam), 1 thread", cases)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from report import as_in_training, benchmark_parser, interleaved_medians, write_report
+from report import as_in_training, benchmark_parser, side_by_side, write_report
 
 from spectral_analysis.linalg import complex_vector, real_vector
 from spectral_analysis.nn.modrelu import modrelu
@@ -58,14 +58,9 @@ def main() -> None:
         timed = routes(transition, xp, h0, b)
         if args.skip_loop_above < T:
             del timed["modrelu_loop"]
-        med = interleaved_medians(timed, args.repeats)
-        case = {"task": task, "N": n, "T": T, "B": B, "seconds": med,
-                "modrelu_over_crelu": med["modrelu"] / med["crelu"]}
-        if "modrelu_loop" in med:
-            case["loop_over_modrelu"] = med["modrelu_loop"] / med["modrelu"]
-        cases.append(case)
-        print(f"{task} N={n} T={T} B={B}: " + ", ".join(f"{k} {v:.3f} s" for k, v in med.items())
-              + f" (modrelu / crelu {case['modrelu_over_crelu']:.2f}x)", flush=True)
+        cases.append(side_by_side({"task": task, "N": n, "T": T, "B": B}, timed, args.repeats,
+                                  {"modrelu_over_crelu": ("modrelu", "crelu"),
+                                   "loop_over_modrelu": ("modrelu_loop", "modrelu")}))
     write_report(args.out, "cpu", "KRU transition with modReLU and with CReLU, forward + backward, full "
                  "sequence, 1 thread", cases)
 

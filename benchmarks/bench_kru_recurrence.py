@@ -14,12 +14,10 @@ T = 100, 200 and 750, batch 50); plus N = 64 complex, where the dense scan shoul
 
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
-from report import as_in_training, benchmark_parser, write_report
+from report import as_in_training, benchmark_parser, side_by_side, write_report
 
 from spectral_analysis.nn.kronecker_scan import kronecker_scan
 from spectral_analysis.nn.peer_transitions import KroneckerTransition
@@ -39,13 +37,8 @@ def routes(transition: KroneckerTransition, xp: torch.Tensor, h0: torch.Tensor) 
     def kronecker() -> torch.Tensor:
         return kronecker_scan(xp, transition.factors(), h0, "relu", 0.0)
 
-    return {"structured": structured, "dense": dense, "kronecker": kronecker}
-
-
-def seconds(route: Callable[[], torch.Tensor]) -> float:
-    start = time.perf_counter()
-    route().square().mean().backward()
-    return time.perf_counter() - start
+    timed = {"structured": structured, "dense": dense, "kronecker": kronecker}
+    return {name: (lambda f=f: f().square().mean().backward()) for name, f in timed.items()}
 
 
 def main() -> None:
@@ -62,18 +55,9 @@ def main() -> None:
         timed = routes(transition, xp, h0)
         if args.skip_structured_above < T:
             del timed["structured"]
-        times: dict[str, list[float]] = {route: [] for route in timed}
-        for _ in range(args.repeats):
-            for route, fn in timed.items():
-                times[route].append(seconds(fn))
-        med = {route: statistics.median(v) for route, v in times.items()}
-        case = {"task": task, "N": n, "T": T, "B": B, "seconds": med,
-                "dense_over_kronecker": med["dense"] / med["kronecker"]}
-        if "structured" in med:
-            case["structured_over_dense"] = med["structured"] / med["dense"]
-        cases.append(case)
-        print(f"{task} N={n} T={T} B={B}: " + ", ".join(f"{k} {v:.3f} s" for k, v in med.items())
-              + f" (dense / kronecker {case['dense_over_kronecker']:.2f}x)", flush=True)
+        cases.append(side_by_side({"task": task, "N": n, "T": T, "B": B}, timed, args.repeats,
+                                  {"dense_over_kronecker": ("dense", "kronecker"),
+                                   "structured_over_dense": ("structured", "dense")}))
     write_report(args.out, "cpu", "KRU transition, forward + backward, full sequence, 1 thread", cases)
 
 

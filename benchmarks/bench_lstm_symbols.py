@@ -14,7 +14,7 @@ batch 100), KRU (T = 1000, batch 20).
 from __future__ import annotations
 
 import torch
-from report import as_in_training, benchmark_parser, interleaved_medians, write_report
+from report import as_in_training, benchmark_parser, side_by_side, write_report
 from torch import nn
 
 CASES = [("ICML Fig. 2 copy", 10, 220, 50), ("DizzyRNN copy", 10, 110, 100), ("KRU copy", 10, 1020, 20)]
@@ -47,13 +47,9 @@ def main() -> None:
     as_in_training()
     cases = []
     for name, symbols, length, batch in CASES:
-        timed = routes(symbols, length, batch)
-        med = interleaved_medians(timed, args.repeats)
-        case = {"case": name, "symbols": symbols, "T": length, "B": batch, "n": HIDDEN, "seconds": med,
-                "columns_over_one_hot": med["columns"] / med["one_hot"]}
-        cases.append(case)
-        print(f"{name} (T = {length}, batch {batch}): columns {med['columns']:.3f} s, one-hot "
-              f"{med['one_hot']:.3f} s ({case['columns_over_one_hot']:.2f}x)", flush=True)
+        label = {"case": name, "symbols": symbols, "T": length, "B": batch, "n": HIDDEN}
+        cases.append(side_by_side(label, routes(symbols, length, batch), args.repeats,
+                                  {"columns_over_one_hot": ("columns", "one_hot")}))
     write_report(args.out, "cpu", "torch.lstm on symbol inputs, forward + backward, 1 thread", cases)
 
 

@@ -15,7 +15,7 @@ Case: ICML Table 2's uRNN row, pixel MNIST (T = 784, n = 512, batch 128), and a 
 from __future__ import annotations
 
 import torch
-from report import as_in_training, benchmark_parser, interleaved_medians, saved_bytes, write_report
+from report import as_in_training, benchmark_parser, saved_bytes, side_by_side, write_report
 
 from spectral_analysis.nn import build_model
 
@@ -52,18 +52,13 @@ def main() -> None:
     cases = []
     for name, length, batch, n in CASES:
         timed = routes(length, batch, n)
-        med = interleaved_medians(timed, args.repeats)
-        saved = {route: saved_bytes(fn) / 2**30 for route, fn in timed.items()}
-        case = {"case": name, "T": length, "B": batch, "n": n, "seconds": med,
-                "saved_for_backward_gib": saved,
-                "loop_over_run": med["loop"] / med["run"],
-                "step_function_over_run": med["step_function"] / med["run"]}
+        case = side_by_side({"case": name, "T": length, "B": batch, "n": n}, timed, args.repeats,
+                            {"loop_over_run": ("loop", "run"),
+                             "step_function_over_run": ("step_function", "run")})
+        case["saved_for_backward_gib"] = {route: saved_bytes(fn) / 2**30 for route, fn in timed.items()}
         cases.append(case)
-        print(f"{name} (T = {length}, batch {batch}, n = {n}): run {med['run']:.3f} s, "
-              f"loop {med['loop']:.3f} s ({case['loop_over_run']:.2f}x), "
-              f"step_function {med['step_function']:.3f} s ({case['step_function_over_run']:.2f}x); "
-              "saved for backward " + ", ".join(f"{route} {gib:.2f} GiB" for route, gib in saved.items()),
-              flush=True)
+        print("  saved for backward " + ", ".join(f"{route} {gib:.2f} GiB"
+                                                 for route, gib in case["saved_for_backward_gib"].items()))
     write_report(args.out, "cpu", "uRNN forward + backward of a sequence, 1 thread", cases)
 
 

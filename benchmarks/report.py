@@ -53,6 +53,21 @@ def interleaved_medians(routes: dict[str, Callable[[], object]], repeats: int) -
     return {route: sorted(v)[len(v) // 2] for route, v in times.items()}
 
 
+def side_by_side(label: dict[str, object], routes: dict[str, Callable[[], object]], repeats: int,
+                 ratios: dict[str, tuple[str, str]]) -> dict:
+    """One case of a benchmark: ``label``'s fields, the routes' :func:`interleaved_medians` under
+    ``"seconds"`` and each ratio ``name: (numerator, denominator)`` of two timed routes (a ratio whose
+    route was not timed is left out); printed as one line."""
+    med = interleaved_medians(routes, repeats)
+    case = {**label, "seconds": med}
+    case |= {name: med[top] / med[bottom] for name, (top, bottom) in ratios.items()
+             if top in med and bottom in med}
+    print(", ".join(f"{key} = {value}" for key, value in label.items()) + ": "
+          + ", ".join(f"{route} {s:.3f} s" for route, s in med.items())
+          + "".join(f"; {name} {case[name]:.2f}x" for name in ratios if name in case), flush=True)
+    return case
+
+
 def saved_bytes(fn: Callable[[], object]) -> int:
     """Bytes of the tensors autograd keeps for the backward pass while ``fn`` runs, each storage once:
     the activation memory of a training step, which wall-clock noise does not touch."""
