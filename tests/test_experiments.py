@@ -1173,9 +1173,11 @@ def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(t
                 directory.mkdir(parents=True, exist_ok=True)
                 row = {"experiment": experiment, "scale": "paper", "trial": key, "status": "done",
                        "variant": variant, "axes": {"length": length}, "seed": seed, "hidden": 128,
-                       "metric": metric, "test_metrics": {metric: value}, "config": {}}
+                       "metric": metric, "test_metrics": {metric: value}, "config": {},
+                       "parameters": parameters[variant]}
                 (directory / "result.json").write_text(json.dumps(row))
 
+    parameters = {"kru": 4680, "rnn": 16896, "lstm": 67200}
     stuck = {lag: copy_baseline(lag) for lag in (1000, 2000)}
     copy = {("kru", lag): [1e-4, 2e-4, 3e-4] for lag in stuck}
     copy |= {(m, lag): [b, b * 1.01, b * 0.995] for lag, b in stuck.items() for m in ("rnn", "lstm")}
@@ -1200,6 +1202,13 @@ def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(t
     keep("kru-copy", "cross_entropy", {("lstm", 1000): [stuck[1000]] * 3})
     _, others = kru_synthetic.copy_records(read_grid(tmp_path, "kru-copy"))
     assert others.verdict == "holds" and "rnn every seed diverged (fails)" in others.evidence
+    keep("kru-adding", "mse", {("lstm", 750): [1e-3, 2e-3, 3e-3]})  # KRU best again
+    best, _ = kru_synthetic.adding_records(read_grid(tmp_path, "kru-adding"))
+    assert best.verdict == "holds" and "parameters: kru 4,680, rnn 16,896, lstm 67,200" in best.evidence
+    parameters["kru"] = 20000  # more than the RNN: "with fewer parameters" fails though KRU is best
+    keep("kru-adding", "mse", adding)
+    best, _ = kru_synthetic.adding_records(read_grid(tmp_path, "kru-adding"))
+    assert best.verdict == "differs" and best.numbers["parameters"]["kru"] == 20000
 
 
 

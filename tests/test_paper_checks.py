@@ -89,6 +89,14 @@ def test_table_counts_are_rebuilt_and_the_reproducing_configuration_found():
     assert all(row["reproduced_by"] is not None for row in rows.values())
     lstm_ptb = next(r for k, r in records.items() if k.startswith("ICML Table 3 (PTB)lstm, n_h = 128: "))
     assert lstm_ptb.verdict == "holds" and lstm_ptb.numbers["count"] == 4 * 128 * 128
+    kru_copy = next(r for k, r in records.items() if k.startswith("KRU Section 4.1 (copy)kru"))
+    # modReLU KRU, N = 128 complex: 7 factors of 4 complex entries, input 10 x 2N, read-out 2N x 10 + 10,
+    # modReLU bias N
+    assert kru_copy.verdict == "holds" and kru_copy.numbers["count"] == 7 * 8 + 10 * 256 + 256 * 10 + 10 + 128
+    kru_adding = next(r for k, r in records.items() if k.startswith("KRU Section 4.2 (adding)kru"))
+    assert kru_adding.numbers["count"] == 9 * 8 + 2 * 1024 + 1024 + 1 + 512  # 3,657: "\approx 3K" floored
+    conventions = kru_adding.numbers["reproduced_by"]
+    assert conventions and all("floored" in how for how in conventions)
 
 
 @pytest.fixture(scope="module")

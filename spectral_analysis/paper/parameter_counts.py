@@ -5,8 +5,9 @@ Table 4 (UCR) states n_h = 32, m = 16 reflectors for oRNN and m1 = m2 = 8 for Sp
 input size ``n_i = length / depth``. Each printed count is compared with the stated configuration
 (read-out with a bias), then the smallest change that reproduces it is searched: a trainable initial
 state (n, or 2n for the LSTM's (h0, c0)), Spectral-RNN's reflector count, one more output than classes.
-Tables 2 and 3 print rounded counts ("~ 6k"): each is tried against every plausible counting convention
-(:func:`_rounded`) and differs only when none reproduces it.
+Tables 2 and 3 print rounded counts ("~ 6k"), and so do KRU's copy and adding setups (Sections 4.1 and
+4.2: "\\approx 5K parameters in total", KRU with modReLU units as the catalog builds it): each is tried
+against every plausible counting convention (:func:`_rounded`) and differs only when none reproduces it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ TABLE_QUOTES = {
     "ICML Table 3 (PTB)": "$Models(n_l, n_h)$ # parameters Train perplexity Test perplexity [...] "
                           "Table 3. Penn Tree Bank word level prediction",
     "ICML Table 4": "Table 4. Test accuracy (number of parameters) on UCR datasets.",
+    "KRU Section 4.1 (copy)": "Our model, KRU uses a hidden dimension *N* of 128 with 2x2 Kronecker "
+                              "factors which corresponds to \\approx 5K parameters in total. We use a RNN "
+                              "of *N* = 128 (\\approx 19K parameters), LSTM of *N* = 128 (\\approx 72K "
+                              "parameters)",
+    "KRU Section 4.2 (adding)": "KRU uses a hidden dimension N of 512 with 2x2 Kronecker factors which "
+                                "corresponds to \\approx 3K parameters in total. We use a RNN of N = 128 "
+                                "(\\approx 17K parameters), LSTM of N = 128 (\\approx 67K parameters)",
 }
 
 # Table 2 as printed (pixel MNIST, all weights): model, "~ k", n_h, options
@@ -33,6 +41,17 @@ TABLE2 = [("spectral", 6, 128, {"m1": 16, "m2": 16}), ("ornn", 11, 256, {"m": 32
 TABLE3 = [("rnn", 1, 16, 128, {}), ("lstm", 1, 64, 128, {}), ("spectral", 1, 31, 512, {"m1": 32, "m2": 32}),
           ("spectral", 1, 31, 512, {"m1": 31, "m2": 31}), ("rnn", 2, 32, 128, {}), ("lstm", 2, 128, 128, {}),
           ("spectral", 2, 63, 512, {"m1": 32, "m2": 32}), ("spectral", 2, 63, 512, {"m1": 31, "m2": 31})]
+
+# KRU's copy and adding setups as printed: source, model, "~ k", n_i, n, n_y, options (the tasks' sizes:
+# copy 10 symbols in and out, adding 2 channels in and 1 out; KRU as the kru-copy and kru-adding grids
+# build it)
+KRU_UNITS = {"complex": True, "activation": "modrelu"}
+KRU_SYNTHETIC = [("KRU Section 4.1 (copy)", "kru", 5, 10, 128, 10, KRU_UNITS),
+                 ("KRU Section 4.1 (copy)", "rnn", 19, 10, 128, 10, {}),
+                 ("KRU Section 4.1 (copy)", "lstm", 72, 10, 128, 10, {}),
+                 ("KRU Section 4.2 (adding)", "kru", 3, 2, 512, 1, KRU_UNITS),
+                 ("KRU Section 4.2 (adding)", "rnn", 17, 2, 128, 1, {}),
+                 ("KRU Section 4.2 (adding)", "lstm", 67, 2, 128, 1, {})]
 
 # Table 4 as printed: dataset, length, classes, depth, n_param of RNN, LSTM, oRNN, Spectral-RNN
 TABLE4 = [
@@ -184,4 +203,6 @@ def run(quick: bool = True) -> list[CheckRecord]:
                 for model, k, n, options in TABLE2]
     records += [_rounded("ICML Table 3 (PTB)", model, k, 10000, n, 10000, options, layers, True)
                 for model, layers, k, n, options in TABLE3]
+    records += [_rounded(source, model, k, n_i, n, n_y, options) for source, model, k, n_i, n, n_y, options
+                in KRU_SYNTHETIC]
     return records
