@@ -813,6 +813,30 @@ def test_a_paper_grid_under_way_is_not_read_until_every_configuration_has_a_tria
     assert read_grid(tmp_path, "table2-mnist").scale == "paper"
 
 
+def test_a_configuration_whose_every_seed_diverged_completes_the_grid(tmp_path):
+    """A configuration that diverged in every seed has ended: the grid is read at paper scale (and the
+    claims see it as beating nothing), not held back at smoke as if it were still to run."""
+    from spectral_analysis.experiments.reading import read_variants
+
+    _fake_trial(tmp_path, "table2-mnist", "smoke", "rnn_s0", "rnn", {}, 0, ["valid,1,0.1,,"], 0.1)
+    for variant in ("spectral", "ornn", "urnn", "lstm"):
+        _fake_trial(tmp_path, "table2-mnist", "paper", f"{variant}_s0", variant, {}, 0, ["valid,1,0.9,,"],
+                    0.9)
+    assert read_grid(tmp_path, "table2-mnist").scale == "smoke"  # the RNN has not run
+    assert read_variants(tmp_path, "table2-mnist", {"rnn", "lstm"}) is None
+    failed = tmp_path / "table2-mnist" / "paper" / "rnn_s0"
+    failed.mkdir()
+    (failed / "result.json").write_text(json.dumps(
+        {"experiment": "table2-mnist", "scale": "paper", "trial": "rnn_s0", "status": "failed",
+         "error": "TrainingDivergedError: the training loss is nan", "variant": "rnn", "axes": {},
+         "seed": 0, "hidden": 128, "config": {}}))
+    grid = read_grid(tmp_path, "table2-mnist")
+    assert grid.scale == "paper" and [r["trial"] for r in grid.failed] == ["rnn_s0"]
+    assert "rnn" not in grid.variants()  # no finished trial to draw; the failed row stands for it
+    baselines = read_variants(tmp_path, "table2-mnist", {"rnn", "lstm"})
+    assert [g.variant for g in baselines.groups] == ["lstm"] and len(baselines.failed) == 1
+
+
 def test_the_variants_a_claim_reads_are_judged_once_theirs_are_kept_while_the_grid_runs_on(tmp_path):
     from spectral_analysis.experiments.reading import read_variants
 

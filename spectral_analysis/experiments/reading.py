@@ -262,8 +262,8 @@ def _stale_trials(experiment: str, scale: str, rows: list[dict[str, Any]]) -> di
 
 def read_grid(results: str | Path, experiment: str, scale: str | None = None) -> KeptGrid | None:
     """The finished trials of ``experiment`` grouped by configuration, at ``scale`` or (by default) at
-    the first of ``paper`` and ``budget`` whose every configuration has one, else ``smoke``; ``None``
-    when none has any."""
+    the first of ``paper`` and ``budget`` whose every configuration has one (done, or failed: a
+    configuration whose every seed diverged is a result), else ``smoke``; ``None`` when none has any."""
     for candidate in [scale] if scale else SCALES:
         rows = read_rows(results, experiment, candidate)
         done = [r for r in rows if r["status"] == "done"]
@@ -277,7 +277,8 @@ def read_grid(results: str | Path, experiment: str, scale: str | None = None) ->
             group.rows.append(row)
             group.dirs.append(trial_results_dir(results, experiment, candidate, row["trial"]))
         order = _catalog_configurations(experiment)
-        if order is not None and candidate != "smoke" and not scale and len(by_config) < len(order):
+        ended = set(by_config) | {configuration_key(r["trial"]) for r in grid.failed}  # a diverged one too
+        if order is not None and candidate != "smoke" and not scale and len(ended) < len(order):
             continue  # a paper or budget grid still under way
         for row in grid.failed:
             group, kept = by_config.get(configuration_key(row["trial"])), trial_results_dir(
@@ -312,8 +313,9 @@ def read_variants(results: str | Path, experiment: str, variants: set[str],
     if grid is None or not wanted:
         return None
     groups = [g for g in grid.groups if g.variant in variants]
-    if {configuration_key(g.rows[0]["trial"]) for g in groups} != wanted:
+    failed = [r for r in grid.failed if r["variant"] in variants]
+    ended = {configuration_key(r["trial"]) for r in [*(g.rows[0] for g in groups), *failed]}
+    if ended != wanted:
         return None
     keys = {r["trial"] for g in groups for r in g.rows}
-    return KeptGrid(experiment, scale, groups, [r for r in grid.failed if r["variant"] in variants],
-                    {k: v for k, v in grid.stale.items() if k in keys})
+    return KeptGrid(experiment, scale, groups, failed, {k: v for k, v in grid.stale.items() if k in keys})
