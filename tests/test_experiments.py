@@ -1236,6 +1236,47 @@ def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(t
 
 
 
+def test_the_kru_copy_baselines_are_judged_from_their_paper_trials_while_kru_runs_on(tmp_path, monkeypatch):
+    """RNN and LSTM end hours before KRU: their claim reads their paper-scale trials (every RNN seed at
+    T = 2000 diverged, as in the kept runs) while KRU's stays at smoke, unverified."""
+    from spectral_analysis.experiments.catalog import find_experiment
+    from spectral_analysis.paper import kru_synthetic
+    from spectral_analysis.paper.synthetic_tasks import copy_baseline
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    experiment = find_experiment("kru-copy")
+
+    def keep(scale: str, test: dict[tuple[str, int], float | None]) -> None:
+        """A row for every seed of each configuration in ``test``: done with that test loss, or failed
+        (``None``)."""
+        for trial in experiment.trials(scale):
+            where = (trial.variant, trial.axes["length"])
+            if where not in test:
+                continue
+            directory = tmp_path / "kru-copy" / scale / trial.key
+            directory.mkdir(parents=True, exist_ok=True)
+            row = {"experiment": "kru-copy", "scale": scale, "trial": trial.key, "variant": trial.variant,
+                   "axes": trial.axes, "seed": trial.seed, "hidden": 128, "config": trial.config,
+                   "parameters": 1, "status": "failed", "error": "TrainingDivergedError: nan"}
+            if test[where] is not None:
+                row |= {"status": "done", "metric": "cross_entropy",
+                        "test_metrics": {"cross_entropy": test[where]}}
+            (directory / "result.json").write_text(json.dumps(row))
+
+    at_baseline = {(m, lag): copy_baseline(lag) for m in ("kru", "rnn", "lstm") for lag in (1000, 2000)}
+    keep("smoke", at_baseline)
+    keep("paper", {("lstm", 1000): copy_baseline(1000), ("lstm", 2000): copy_baseline(2000),
+                   ("rnn", 1000): copy_baseline(1000)})
+    converged, stuck = kru_synthetic.run()[:2]
+    assert (converged.verdict, converged.scale) == (stuck.verdict, stuck.scale) == ("unverified", "smoke")
+    keep("paper", {("rnn", 2000): None})  # every seed diverged: the baselines' grid has ended
+    converged, stuck = kru_synthetic.run()[:2]
+    assert converged.scale == "smoke" and (stuck.verdict, stuck.scale, stuck.seeds) == ("holds", "paper", 3)
+    assert "rnn every seed diverged (fails)" in stuck.evidence
+    keep("paper", {("lstm", 1000): 0.5 * copy_baseline(1000)})
+    assert kru_synthetic.run()[1].verdict == "differs"  # the LSTM learns T = 1000
+
+
 def test_a_catalog_edited_while_a_sweep_runs_does_not_stop_it(tmp_path, monkeypatch):
     """The sweep writes the ledger from the catalog it started with: a catalog file rewritten with a field
     the running code does not know (as a checkout updated under a running sweep) once made the ledger's
