@@ -506,6 +506,9 @@ def test_experiments_command_estimates_and_lists_the_catalog(tmp_path, capsys):
     assert "unknown experiment 'nope'" in capsys.readouterr().err
     assert main(["run", "tiny", "--catalog", str(catalog), "--only", "lengthis5"]) == 1
     assert "--only takes KEY=VALUE" in capsys.readouterr().err
+    assert main(["run", "tiny", "--catalog", str(catalog), "--only", "lenght=5"]) == 1  # a misspelt key
+    assert ("matches {'lenght': '5'}; its trials are selected by variant = rnn, spectral; seed = 0; "
+            "length = 5" in capsys.readouterr().err)
 
 
 def test_only_given_twice_keeps_both_values_as_one_only_with_two_values_does():

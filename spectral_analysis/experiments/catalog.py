@@ -143,6 +143,17 @@ class Experiment:
         return trials
 
 
+    def selectors(self, scale: str) -> dict[str, list[str]]:
+        """What ``trials(..., only=...)`` selects by at ``scale``: each key with its values, as text."""
+        keys: dict[str, list[str]] = {"variant": [], "seed": []}
+        for trial in self.trials(scale):
+            keys["variant"].append(trial.variant)
+            keys["seed"].append(str(trial.seed))
+            for axis, value in trial.axes.items():
+                keys.setdefault(axis, []).append(str(value))
+        return {key: list(dict.fromkeys(values)) for key, values in keys.items()}
+
+
 def _short(path: str) -> str:
     return path.rsplit(".", 1)[-1]
 

@@ -277,7 +277,10 @@ def run_sweeps(
     for experiment, grid_scale in pairs:
         trials = experiment.trials(grid_scale, seeds, only)
         if not trials:
-            raise ValueError(f"no trial of {experiment.name!r} at scale {grid_scale!r} matches {only}")
+            keys = "; ".join(f"{key} = {', '.join(values)}"
+                             for key, values in experiment.selectors(grid_scale).items())
+            raise ValueError(f"no trial of {experiment.name!r} at scale {grid_scale!r} matches {only}; "
+                             f"its trials are selected by {keys}")
         outcome = outcomes[experiment.name] = SweepOutcome(experiment.name, grid_scale, [])
         to_run = []
         for trial in longest_first(trials, read_estimate(results, experiment.name, device)):
