@@ -1276,6 +1276,14 @@ def test_the_kru_copy_baselines_are_judged_from_their_paper_trials_while_kru_run
     converged, stuck = kru_synthetic.run()[:2]
     assert converged.scale == "smoke" and (stuck.verdict, stuck.scale, stuck.seeds) == ("holds", "paper", 3)
     assert "rnn every seed diverged (fails)" in stuck.evidence
+    for seed in range(3):  # a failed run of another configuration does not stand for the catalog's trial
+        kept = tmp_path / "kru-copy" / "paper" / f"rnn_length2000_s{seed}" / "result.json"
+        row = json.loads(kept.read_text())
+        row["config"] = {**row["config"], "lr": 0.1}
+        kept.write_text(json.dumps(row))
+    stuck = kru_synthetic.run()[1]
+    assert stuck.verdict == "unverified" and "3 of 12 kept trials do not stand" in stuck.evidence
+    keep("paper", {("rnn", 2000): None})
     keep("paper", {("lstm", 1000): 0.5 * copy_baseline(1000)})
     assert kru_synthetic.run()[1].verdict == "differs"  # the LSTM learns T = 1000
 

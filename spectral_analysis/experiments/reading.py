@@ -168,6 +168,11 @@ class KeptGrid:
         return sum(g.seeds for g in self.groups)
 
     @property
+    def kept(self) -> int:
+        """The kept trials: the finished ones and the failed ones."""
+        return self.trials + len(self.failed)
+
+    @property
     def seeds(self) -> int:
         """The fewest seeds any configuration has."""
         return min((g.seeds for g in self.groups), default=0)
@@ -197,7 +202,7 @@ class KeptGrid:
         if not self.stale:
             return ""
         fields = sorted({f for differing in self.stale.values() for f in differing})
-        return (f"{len(self.stale)} of {self.trials} kept trials do not stand for the catalog's current "
+        return (f"{len(self.stale)} of {self.kept} kept trials do not stand for the catalog's current "
                 f"entry (they differ in {', '.join(fields)}); spectral-analysis run {self.experiment} "
                 f"--scale {self.scale} retrains them")
 
@@ -206,7 +211,7 @@ class KeptGrid:
         configuration; a range where they differ, e.g. after a diverged seed) and any stale trials."""
         seeds = seeds_text(g.seeds for g in (self.groups if groups is None else groups))
         stamp = f"{self.scale_label}; {seeds}"
-        return stamp + (f"; {len(self.stale)} of {self.trials} trials stale" if self.stale else "")
+        return stamp + (f"; {len(self.stale)} of {self.kept} trials stale" if self.stale else "")
 
 
 def seeds_text(counts: Iterable[int]) -> str:
@@ -286,7 +291,7 @@ def read_grid(results: str | Path, experiment: str, scale: str | None = None) ->
             if group is not None and (kept / CURVES_NAME).is_file():
                 group.failed_rows.append(row)
                 group.failed_dirs.append(kept)
-        grid.stale = _stale_trials(experiment, candidate, done)
+        grid.stale = _stale_trials(experiment, candidate, rows)  # a failed row as well as a done one
         rank = {key: i for i, key in enumerate(order or [])}
         grid.groups = [by_config[k] for k in sorted(by_config, key=lambda k: (rank.get(k, len(rank)), k))]
         return grid
@@ -317,5 +322,5 @@ def read_variants(results: str | Path, experiment: str, variants: set[str],
     ended = {configuration_key(r["trial"]) for r in [*(g.rows[0] for g in groups), *failed]}
     if ended != wanted:
         return None
-    keys = {r["trial"] for g in groups for r in g.rows}
+    keys = {r["trial"] for r in [*(r for g in groups for r in g.rows), *failed]}
     return KeptGrid(experiment, scale, groups, failed, {k: v for k, v in grid.stale.items() if k in keys})

@@ -79,7 +79,7 @@ def judged(grid: KeptGrid, record: CheckRecord, seeds: int | None = None) -> Che
     record.verdict, record.evidence = gate(grid, record.verdict, record.evidence, seeds)
     record.scale, record.seeds = grid.scale, grid.seeds if seeds is None else seeds
     record.plateaued = plateau_count([row for group in grid.groups for row in group.rows])
-    record.stale = f"{len(grid.stale)}/{grid.trials}" if grid.stale else None
+    record.stale = f"{len(grid.stale)}/{grid.kept}" if grid.stale else None
     return record
 
 
