@@ -99,6 +99,22 @@ def test_the_later_checkpoint_wins_between_the_run_directory_and_the_parked_run(
     assert checkpoint_step(target / "last.safetensors") == 16
 
 
+def test_a_run_of_an_older_catalog_entry_is_not_parked(tmp_path):
+    """A run whose configuration the catalog has since changed cannot be resumed by the trial (the runner
+    starts it afresh): parking it would keep dead weight and count it as parked in the ledger."""
+    experiment, trial, run_dir = _stopped_run(tmp_path)
+    results = tmp_path / "results"
+    changed = load_experiment(tiny_catalog(tmp_path, LONG.replace("lr = 1e-2", "lr = 2e-2")) / "tiny.toml")
+    assert changed.trials("smoke", seeds=1)[0].config != trial.config
+    [line] = park_sweeps([changed], "smoke", seeds=1, out=tmp_path / "a" / "runs", results=results)
+    assert line == f"tiny: not parked: {trial.key} is a run of an older catalog entry (the next run starts " \
+                   "the trial afresh)"
+    assert not parked_dir(results, "tiny", "smoke", trial.key).exists()
+    relative = os.path.relpath(tmp_path / "a" / "runs")  # as `park` is given it: the run recorded its out
+    [line] = park_sweeps([experiment], "smoke", seeds=1, out=relative, results=results)  # absolute
+    assert line.startswith(f"tiny: parked {trial.key} at step 12")
+
+
 def test_kept_trials_are_not_parked(tmp_path):
     experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
     trial = experiment.trials("smoke", seeds=1)[0]

@@ -108,9 +108,14 @@ def park_sweeps(experiments: Sequence[Experiment | Sweep], scale: str, *, seeds:
     for experiment, grid_scale in pairs:
         for trial in experiment.trials(grid_scale, seeds, only):
             run_dir = Path(out) / experiment.name / grid_scale / trial.key
-            if run_dir.is_dir() and not _kept_and_standing(results, trial, retry_failed=False):
-                parked = parked_dir(results, experiment.name, grid_scale, trial.key)
-                lines.append(f"{experiment.name}: {park_run(run_dir, parked)}")
+            if not run_dir.is_dir() or _kept_and_standing(results, trial, retry_failed=False):
+                continue
+            if (run_dir / "config.json").is_file() and not _same_run(trial.train_config(run_dir.resolve())):
+                lines.append(f"{experiment.name}: not parked: {trial.key} is a run of an older catalog entry "
+                             "(the next run starts the trial afresh)")
+                continue
+            parked = parked_dir(results, experiment.name, grid_scale, trial.key)
+            lines.append(f"{experiment.name}: {park_run(run_dir, parked)}")
     if lines:
         write_ledger(results, _catalog_of(pairs))
     return lines
