@@ -142,7 +142,6 @@ class Experiment:
             _validate(self, trial)
         return trials
 
-
     def selectors(self, scale: str) -> dict[str, list[str]]:
         """What ``trials(..., only=...)`` selects by at ``scale``: each key with its values, as text."""
         keys: dict[str, list[str]] = {"variant": [], "seed": []}

@@ -57,7 +57,7 @@ def _fewest_seeds(seeds: dict[int, dict[str, int]], models: set[str] | None = No
     return min(counts, default=0)
 
 
-def parameter_counts(grid: KeptGrid) -> dict[str, int]:
+def _kept_parameters(grid: KeptGrid) -> dict[str, int]:
     """Each model's parameter count, as its kept trials record it."""
     return {g.variant: int(g.rows[0]["parameters"]) for g in grid.groups if g.rows}
 
@@ -105,6 +105,7 @@ def _copy_claims() -> list[CheckRecord]:
     grid = kept_grid("kru-copy")
     baselines = grid if grid is not None and grid.scale == "paper" else (
         kept_variants("kru-copy", BASELINES) or grid)
+
     def missing(quote: str) -> CheckRecord:
         return missing_record(COPY_SOURCE, quote, "kru-copy", quote)
 
@@ -117,7 +118,7 @@ def adding_records(grid: KeptGrid) -> list[CheckRecord]:
     if not all(KRU in p and "lstm" in p for p in panels.values()):
         return [missing_record(ADDING_SOURCE, q, "kru-adding", q) for q in (BEST_QUOTE, SOLVES_QUOTE)]
     ranking = "; ".join(f"T = {length}: " + listing(p, ADDITION_BASELINE) for length, p in panels.items())
-    counts = parameter_counts(grid)
+    counts = _kept_parameters(grid)
     fewest = counts.get(KRU) == min(counts.values(), default=None)
     best = CheckRecord(
         ADDING_SOURCE, "KRU has the lowest test MSE at every T, with the fewest parameters",

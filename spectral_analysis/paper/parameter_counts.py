@@ -7,8 +7,9 @@ input size ``n_i = length / depth``. Each printed count is compared with the sta
 state (n, or 2n for the LSTM's (h0, c0)), Spectral-RNN's reflector count, one more output than classes.
 Tables 2 and 3 print rounded counts ("~ 6k"), and so does the KRU paper (copy and adding setups, Sections
 4.1 and 4.2: "\\approx 5K parameters in total"; its Table 2 for pixel MNIST, and the "12K" its text gives
-for the same KRU; KRU with modReLU units as the catalog builds it): each is tried against every plausible
-counting convention (:func:`_rounded`) and differs only when none reproduces it.
+for the same KRU; its Table 4 for the chorales; KRU as the catalog builds each): each is tried against
+every plausible counting convention (:func:`_rounded`), read to the printed digits, and differs only
+when none reproduces it.
 """
 
 from __future__ import annotations
