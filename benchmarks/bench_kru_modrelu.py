@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from report import as_in_training, benchmark_parser, side_by_side, write_report
+from report import as_in_training, benchmark_parser, sequence_cases, write_report
 
 from spectral_analysis.linalg import complex_vector, real_vector
 from spectral_analysis.nn.modrelu import modrelu
@@ -29,8 +29,13 @@ from spectral_analysis.nn.peer_transitions import KroneckerTransition
 CASES = [("copy", 128, 1000, 20), ("adding", 512, 200, 50), ("adding", 512, 750, 50)]
 
 
-def routes(transition: KroneckerTransition, xp: torch.Tensor, h0: torch.Tensor,
-           b: torch.Tensor) -> dict[str, Callable[[], None]]:
+def routes(n: int, T: int, B: int) -> dict[str, Callable[[], None]]:
+    """The three routes, forward + backward, on KRU's transition of size ``n`` and a random sequence."""
+    transition = KroneckerTransition(n, complex_factors=True)
+    xp = torch.randn(T, B, 2 * n, requires_grad=True)
+    h0 = torch.randn(B, 2 * n) / n**0.5
+    b = torch.empty(n).uniform_(-0.01, 0.01).requires_grad_()
+
     def modrelu_loop() -> torch.Tensor:
         h, states = complex_vector(h0), []
         for u in complex_vector(xp).unbind(0):
@@ -49,18 +54,9 @@ def main() -> None:
                         help="time the autograd loop only up to this T (it is the slowest)")
     args = parser.parse_args()
     as_in_training()
-    cases = []
-    for task, n, T, B in CASES:
-        transition = KroneckerTransition(n, complex_factors=True)
-        xp = torch.randn(T, B, 2 * n, requires_grad=True)
-        h0 = torch.randn(B, 2 * n) / n**0.5
-        b = torch.empty(n).uniform_(-0.01, 0.01).requires_grad_()
-        timed = routes(transition, xp, h0, b)
-        if args.skip_loop_above < T:
-            del timed["modrelu_loop"]
-        cases.append(side_by_side({"task": task, "N": n, "T": T, "B": B}, timed, args.repeats,
-                                  {"modrelu_over_crelu": ("modrelu", "crelu"),
-                                   "loop_over_modrelu": ("modrelu_loop", "modrelu")}))
+    cases = sequence_cases(CASES, routes, args.repeats, {"modrelu_over_crelu": ("modrelu", "crelu"),
+                                                         "loop_over_modrelu": ("modrelu_loop", "modrelu")},
+                           "modrelu_loop", args.skip_loop_above)
     write_report(args.out, "cpu", "KRU transition with modReLU and with CReLU, forward + backward, full "
                  "sequence, 1 thread", cases)
 

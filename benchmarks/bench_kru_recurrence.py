@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from report import as_in_training, benchmark_parser, side_by_side, write_report
+from report import as_in_training, benchmark_parser, sequence_cases, write_report
 
 from spectral_analysis.nn.kronecker_scan import kronecker_scan
 from spectral_analysis.nn.peer_transitions import KroneckerTransition
@@ -27,7 +27,12 @@ CASES = [("copy", 64, 1000, 20), ("copy", 128, 1000, 20), ("adding", 512, 100, 5
          ("adding", 512, 200, 50), ("adding", 512, 750, 50)]
 
 
-def routes(transition: KroneckerTransition, xp: torch.Tensor, h0: torch.Tensor) -> dict[str, Callable]:
+def routes(n: int, T: int, B: int) -> dict[str, Callable[[], None]]:
+    """The three routes, forward + backward, on KRU's transition of size ``n`` and a random sequence."""
+    transition = KroneckerTransition(n, complex_factors=True)
+    xp = torch.randn(T, B, 2 * n, requires_grad=True)
+    h0 = torch.zeros(B, 2 * n)
+
     def structured() -> torch.Tensor:
         return recurrence_loop(xp, h0, transition.apply_reference, "relu", 0.0)
 
@@ -47,17 +52,9 @@ def main() -> None:
                         help="time the factor-by-factor loop only up to this T (it is the slowest)")
     args = parser.parse_args()
     as_in_training()
-    cases = []
-    for task, n, T, B in CASES:
-        transition = KroneckerTransition(n, complex_factors=True)
-        xp = torch.randn(T, B, 2 * n, requires_grad=True)
-        h0 = torch.zeros(B, 2 * n)
-        timed = routes(transition, xp, h0)
-        if args.skip_structured_above < T:
-            del timed["structured"]
-        cases.append(side_by_side({"task": task, "N": n, "T": T, "B": B}, timed, args.repeats,
-                                  {"dense_over_kronecker": ("dense", "kronecker"),
-                                   "structured_over_dense": ("structured", "dense")}))
+    cases = sequence_cases(CASES, routes, args.repeats, {"dense_over_kronecker": ("dense", "kronecker"),
+                                                         "structured_over_dense": ("structured", "dense")},
+                           "structured", args.skip_structured_above)
     write_report(args.out, "cpu", "KRU transition, forward + backward, full sequence, 1 thread", cases)
 
 

@@ -68,6 +68,20 @@ def side_by_side(label: dict[str, object], routes: dict[str, Callable[[], object
     return case
 
 
+def sequence_cases(cases: list[tuple[str, int, int, int]],
+                   routes_for: Callable[[int, int, int], dict[str, Callable[[], object]]], repeats: int,
+                   ratios: dict[str, tuple[str, str]], slowest: str, skip_above: int) -> list[dict]:
+    """:func:`side_by_side` for each ``(task, N, T, B)`` of ``cases`` over ``routes_for(N, T, B)``, with
+    the ``slowest`` route left out where ``T > skip_above``."""
+    timed_cases = []
+    for task, n, T, B in cases:
+        routes = routes_for(n, T, B)
+        if skip_above < T:
+            del routes[slowest]
+        timed_cases.append(side_by_side({"task": task, "N": n, "T": T, "B": B}, routes, repeats, ratios))
+    return timed_cases
+
+
 def saved_bytes(fn: Callable[[], object]) -> int:
     """Bytes of the tensors autograd keeps for the backward pass while ``fn`` runs, each storage once:
     the activation memory of a training step, which wall-clock noise does not touch."""
