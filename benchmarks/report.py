@@ -69,13 +69,15 @@ def side_by_side(label: dict[str, object], routes: dict[str, Callable[[], object
 
 
 def sequence_cases(cases: list[tuple[str, int, int, int]],
-                   routes_for: Callable[[int, int, int], dict[str, Callable[[], object]]], repeats: int,
+                   routes_for: Callable[[int, int, int], dict[str, Callable[[], torch.Tensor]]], repeats: int,
                    ratios: dict[str, tuple[str, str]], slowest: str, skip_above: int) -> list[dict]:
-    """:func:`side_by_side` for each ``(task, N, T, B)`` of ``cases`` over ``routes_for(N, T, B)``, with
-    the ``slowest`` route left out where ``T > skip_above``."""
+    """:func:`side_by_side` for each ``(task, N, T, B)`` of ``cases``: forward + backward (of the mean
+    square) of each of ``routes_for(N, T, B)``'s forward routes, the ``slowest`` route left out where
+    ``T > skip_above``."""
     timed_cases = []
     for task, n, T, B in cases:
-        routes = routes_for(n, T, B)
+        forward = routes_for(n, T, B)
+        routes = {name: (lambda f=f: f().square().mean().backward()) for name, f in forward.items()}
         if skip_above < T:
             del routes[slowest]
         timed_cases.append(side_by_side({"task": task, "N": n, "T": T, "B": B}, routes, repeats, ratios))
