@@ -44,7 +44,7 @@ def routes(n: int, T: int, B: int) -> dict[str, Callable[[], torch.Tensor]]:
         return real_vector(torch.stack(states))
 
     return {"crelu": lambda: transition.scan(xp, h0, "relu", 0.0),
-             "modrelu": lambda: transition.modrelu_scan(xp, h0, b), "modrelu_loop": modrelu_loop}
+            "modrelu": lambda: transition.modrelu_scan(xp, h0, b), "modrelu_loop": modrelu_loop}
 
 
 def main() -> None:
