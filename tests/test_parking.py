@@ -166,6 +166,8 @@ def test_an_unreadable_parked_run_fails_its_trial_with_the_file_named_and_stays_
     assert row["status"] == "failed"
     assert row["error"].startswith(f"ValueError: parked run {parked} is unreadable (config.json: ")
     assert (parked / "last.safetensors").is_file()
+    [_, entry] = ledger_rows(results, load_catalog(tmp_path / "catalog"))  # kept for --retry-failed,
+    assert (entry["failed"], entry["parked"]) == (1, 0)  # but the trial is failed, not unfinished
 
 
 def test_gpu_unpack_lays_the_machines_grids_over_these_and_drops_the_runs_it_kept(tmp_path):

@@ -2,7 +2,8 @@
 scale, trials done / planned, how many of the done ones trained to a plateau (no improvement of the
 validation metric over their last 20% of steps), failed, how many done ones the catalog now asks to
 train on (a ``max_steps`` given after they ended without a plateau), how many unfinished ones are parked
-(:mod:`~spectral_analysis.experiments.parking`), training seconds per trial (median and
+(:mod:`~spectral_analysis.experiments.parking`; a failed trial's parked state, kept for ``--retry-failed``,
+is counted as failed, not parked), training seconds per trial (median and
 total), the device and machine they ran on, and the date of the last one; at paper scale also the CPU
 hours its trials not yet kept would take by ``estimate_cpu.json`` (at the minimum steps and at the
 ``max_steps`` cap). Every experiment's paper scale has a row, begun or not. Rewritten at the end of
@@ -56,7 +57,7 @@ def ledger_rows(results: str | Path, catalog: dict[str, Experiment]) -> list[dic
                     "planned": len(trials),
                     "failed": sum(r["status"] == "failed" for r in kept),
                     "to_train_on": len(stale),
-                    "parked": len(parked),
+                    "parked": len(set(parked) - kept_keys),
                     "median_seconds": statistics.median(seconds) if seconds else None,
                     "total_seconds": sum(seconds),
                     "devices": sorted({r["device"] for r in done}),
