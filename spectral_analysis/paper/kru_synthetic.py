@@ -64,7 +64,7 @@ def _kept_parameters(grid: KeptGrid) -> dict[str, int]:
 
 def _converged(grid: KeptGrid) -> CheckRecord:
     """KRU's copy claim: every seed's test cross entropy near zero at every lag."""
-    panels, seeds = panels_of(grid)
+    panels, seeds, _ = panels_of(grid)
     if not all(KRU in p for p in panels.values()):
         return missing_record(COPY_SOURCE, ZERO_QUOTE, "kru-copy", ZERO_QUOTE)
     zero = {lag: solves(p[KRU], copy_baseline(lag)) for lag, p in panels.items()}
@@ -82,15 +82,16 @@ def _converged(grid: KeptGrid) -> CheckRecord:
 
 def _stuck(grid: KeptGrid) -> CheckRecord:
     """The baselines' copy claim: RNN and LSTM do not beat the memoryless cross entropy."""
-    panels, seeds = panels_of(grid)
+    panels, seeds, lost = panels_of(grid)
     others = {lag: {m: s for m, s in p.items() if m != KRU} for lag, p in panels.items()}
     outcome = [against_baseline(s, copy_baseline(lag)) for lag, p in others.items() for s in p.values()]
     verdict = ("differs" if "beats" in outcome else
                "holds" if outcome and all(o == "fails" for o in outcome) else "inconclusive")
     stuck = CheckRecord(
         COPY_SOURCE, "RNN and LSTM do not beat the memoryless cross entropy at any lag", verdict,
-        "; ".join(f"T = {lag}, baseline {copy_baseline(lag):.4f}: " + listing(p, copy_baseline(lag))
-                  for lag, p in others.items()), {"test_cross_entropy": others}, quote=STUCK_QUOTE)
+        "; ".join(f"T = {lag}, baseline {copy_baseline(lag):.4f}: "
+                  + listing(p, copy_baseline(lag), seeds[lag], lost[lag]) for lag, p in others.items()),
+        {"test_cross_entropy": others}, quote=STUCK_QUOTE)
     return judged(grid, stuck, _fewest_seeds(seeds, BASELINES))
 
 
@@ -114,10 +115,11 @@ def _copy_claims() -> list[CheckRecord]:
 
 
 def adding_records(grid: KeptGrid) -> list[CheckRecord]:
-    panels, seeds = panels_of(grid)
+    panels, seeds, lost = panels_of(grid)
     if not all(KRU in p and "lstm" in p for p in panels.values()):
         return [missing_record(ADDING_SOURCE, q, "kru-adding", q) for q in (BEST_QUOTE, SOLVES_QUOTE)]
-    ranking = "; ".join(f"T = {length}: " + listing(p, ADDITION_BASELINE) for length, p in panels.items())
+    ranking = "; ".join(f"T = {length}: " + listing(p, ADDITION_BASELINE, seeds[length], lost[length])
+                        for length, p in panels.items())
     counts = _kept_parameters(grid)
     fewest = counts.get(KRU) == min(counts.values(), default=None)
     best = CheckRecord(

@@ -66,44 +66,49 @@ def best_everywhere(panels: dict[int, dict[str, Spread]], best: str = "spectral"
     return every(outcomes)
 
 
-def panels_of(grid: KeptGrid) -> tuple[dict[int, dict[str, Spread]], dict[int, dict[str, int]]]:
+def panels_of(grid: KeptGrid) -> tuple[dict[int, dict[str, Spread]], dict[int, dict[str, int]],
+                                       dict[int, dict[str, int]]]:
     """``{length: {model: (mean, min, max)}}`` of the primary test metric over the finished seeds (max
-    infinite where a seed diverged; all three where every seed did: it beats no baseline), and
-    ``{length: {model: seeds}}`` counting the diverged ones."""
+    infinite where a seed diverged; all three where every seed did: it beats no baseline),
+    ``{length: {model: seeds}}`` counting the diverged ones, and ``{length: {model: diverged seeds}}``."""
     panels: dict[int, dict[str, Spread]] = {}
     seeds: dict[int, dict[str, int]] = {}
+    lost: dict[int, dict[str, int]] = {}
     diverged = Counter((r["variant"], int(r["axes"]["length"])) for r in grid.failed)
     for g in grid.groups:
         length, s = int(g.axes["length"]), g.final()
-        lost = diverged.pop((g.variant, length), 0)
-        panels.setdefault(length, {})[g.variant] = (s.mean, s.low, math.inf if lost else s.high)
-        seeds.setdefault(length, {})[g.variant] = g.seeds + lost
-    for (variant, length), lost in diverged.items():  # no seed finished
+        lost_here = diverged.pop((g.variant, length), 0)
+        panels.setdefault(length, {})[g.variant] = (s.mean, s.low, math.inf if lost_here else s.high)
+        seeds.setdefault(length, {})[g.variant] = g.seeds + lost_here
+        lost.setdefault(length, {})[g.variant] = lost_here
+    for (variant, length), lost_here in diverged.items():  # no seed finished
         panels.setdefault(length, {})[variant] = (math.inf, math.inf, math.inf)
-        seeds.setdefault(length, {})[variant] = lost
-    return dict(sorted(panels.items())), seeds
+        seeds.setdefault(length, {})[variant] = lost.setdefault(length, {})[variant] = lost_here
+    return dict(sorted(panels.items())), seeds, lost
 
 
-def listing(spreads: dict[str, Spread], baseline: float) -> str:
-    def high(value: float) -> str:
-        return "a seed diverged" if math.isinf(value) else f"{value:.4g}"
+def listing(spreads: dict[str, Spread], baseline: float, seeds: dict[str, int], lost: dict[str, int]) -> str:
+    """Each model's ``mean [min, max]`` against ``baseline``, lowest first; a diverged seed is counted
+    (``1 of 3 seeds diverged``) in place of the maximum it has not got."""
+    def spread(model: str, s: Spread) -> str:
+        if math.isinf(s[0]):
+            return f"all {seeds[model]} seeds diverged"
+        high = f"{lost[model]} of {seeds[model]} seeds diverged" if math.isinf(s[2]) else f"{s[2]:.4g}"
+        return f"{s[0]:.4g} [{s[1]:.4g}, {high}]"
 
-    def spread(s: Spread) -> str:
-        return "every seed diverged" if math.isinf(s[0]) else f"{s[0]:.4g} [{s[1]:.4g}, {high(s[2])}]"
-
-    return ", ".join(f"{m} {spread(s)} ({against_baseline(s, baseline)})"
+    return ", ".join(f"{m} {spread(m, s)} ({against_baseline(s, baseline)})"
                      for m, s in sorted(spreads.items(), key=lambda x: x[1][0]))
 
 
 def addition_records(grid: KeptGrid) -> list[CheckRecord]:
-    (panels, seeds), records = panels_of(grid), []
+    (panels, seeds, lost), records = panels_of(grid), []
     claims = ((min(panels), SHALLOW_QUOTE, set(panels[min(panels)])),
               (max(panels), DEEP_QUOTE, {"spectral", "ornn"}))
     for length, quote, winners in claims:
         spreads = panels[length]
         evidence = (f"addition L = {length}: test MSE (mean [min, max]) against the baseline "
                     f"{ADDITION_BASELINE:.4f} (beats: every seed below {1 - BEAT_MARGIN:g} x baseline): "
-                    + listing(spreads, ADDITION_BASELINE))
+                    + listing(spreads, ADDITION_BASELINE, seeds[length], lost[length]))
         claim = ("every model beats the baseline" if winners == set(spreads)
                  else "only " + " and ".join(sorted(winners)) + " beat the baseline") + f" (L = {length})"
         record = CheckRecord(FIG1, claim, only_these_beat(spreads, ADDITION_BASELINE, winners), evidence,
@@ -113,8 +118,9 @@ def addition_records(grid: KeptGrid) -> list[CheckRecord]:
 
 
 def copy_records(grid: KeptGrid) -> list[CheckRecord]:
-    panels, seeds = panels_of(grid)
-    ranking = "; ".join(f"T = {lag}: " + listing(s, copy_baseline(lag)) for lag, s in panels.items())
+    panels, seeds, lost = panels_of(grid)
+    ranking = "; ".join(f"T = {lag}: " + listing(s, copy_baseline(lag), seeds[lag], lost[lag])
+                        for lag, s in panels.items())
     best = judged(grid, CheckRecord(
         FIG2, "Spectral-RNN has the lowest test cross entropy at every time lag", best_everywhere(panels),
         "copy, test cross entropy (mean [min, max]), lowest first, against the memoryless baseline: "
@@ -127,7 +133,8 @@ def copy_records(grid: KeptGrid) -> list[CheckRecord]:
                "holds" if named and all(o == "fails" for o in outcome.values()) else "inconclusive")
     stuck = judged(grid, CheckRecord(
         FIG2, f"IRNN and LSTM do not beat the memoryless baseline at the largest lag (T = {lag})", verdict,
-        f"copy T = {lag}, baseline {copy_baseline(lag):.4f}: " + listing(named, copy_baseline(lag)),
+        f"copy T = {lag}, baseline {copy_baseline(lag):.4f}: "
+        + listing(named, copy_baseline(lag), seeds[lag], lost[lag]),
         {"test_cross_entropy": named, "baseline": copy_baseline(lag)}, quote=LAG_QUOTE),
         min((seeds[lag][m] for m in named), default=0))
     return [best, stuck]
