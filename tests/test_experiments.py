@@ -34,7 +34,7 @@ from spectral_analysis.paper import (
     synthetic_tasks,
 )
 from spectral_analysis.paper.kept import MIN_SEEDS, beats, every, gate
-from spectral_analysis.plotting.results_figures import READERS, draw_figures
+from spectral_analysis.plotting.results_figures import LEARNING_FIGURES, READERS, draw_figures
 from spectral_analysis.train import Trainer, load_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -885,9 +885,11 @@ def test_figures_are_drawn_from_kept_results_without_training(tmp_path, monkeypa
     for d in drawn:  # each file at the scale of a grid it reads (drawn grid, paper rows beside it)
         if d["experiment"] != "benchmarks":
             assert d["scale"] in {g.scale for g in read_grids(ROOT / "results", d["experiment"])}
-    fig3 = read_grid(ROOT / "results", "fig3-mnist")  # Fig. 3's paper-scale models beside a smaller grid
-    fig3_paper = fig3.scale != "paper" and read_grid(ROOT / "results", "fig3-mnist", "paper") is not None
-    assert ("fig3_mnist_paper.png" in names) == fig3_paper
+    beside = {"fig3-mnist": "fig3_mnist.png"} | {n: f.file for n, f in LEARNING_FIGURES.items()}
+    for experiment, file in beside.items():  # the paper-scale models kept so far beside a smaller grid
+        grid = read_grid(ROOT / "results", experiment)
+        paper_so_far = grid.scale != "paper" and read_grid(ROOT / "results", experiment, "paper") is not None
+        assert (file.replace(".png", "_paper.png") in names) == paper_so_far, experiment
     table2_files = [d["scale"] for d in drawn if d["experiment"] == "table2-mnist"]
     assert table2_files == [g.scale for g in read_grids(ROOT / "results", "table2-mnist")]
     table2 = read_grid(ROOT / "results", "table2-mnist")
@@ -1291,7 +1293,8 @@ def test_the_kru_copy_baselines_are_judged_from_their_paper_trials_while_kru_run
     kept.write_text(json.dumps({**json.loads(kept.read_text()), "status": "failed", "error": "nan"}))
     stuck = kru_synthetic.run()[1]
     assert stuck.verdict == "holds"
-    assert f"rnn {copy_baseline(1000):.4g} [{copy_baseline(1000):.4g}, 1 of 3 seeds diverged]" in stuck.evidence
+    level = f"{copy_baseline(1000):.4g}"
+    assert f"rnn {level} [{level}, 1 of 3 seeds diverged]" in stuck.evidence
 
 
 def test_a_catalog_edited_while_a_sweep_runs_does_not_stop_it(tmp_path, monkeypatch):

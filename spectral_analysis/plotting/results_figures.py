@@ -2,7 +2,9 @@
 
 Each entry of :data:`FIGURES` reads one experiment of the catalog through
 :func:`~spectral_analysis.experiments.reading.read_grid` (paper scale when kept, else smoke scale,
-stamped in the title) and writes its PNG (and, for tables, Markdown) into the output directory.
+stamped in the title) and writes its PNG (and, for tables, Markdown) into the output directory; beside
+a grid below paper scale, the learning-curve figures also draw the paper-scale models kept so far
+(``<figure>_paper.png``, :func:`~spectral_analysis.experiments.reading.read_grids`).
 Curves are the mean over seeds with the min-max band; the analyzer figures run the analyzers on the
 kept checkpoints (seed 0).
 """
@@ -21,7 +23,7 @@ import torch
 
 from spectral_analysis.analysis import bound_report, jacobian_products, lyapunov_exponents
 from spectral_analysis.analysis.checkpoint_data import checkpoint_task, sample_batch, task_split
-from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid, read_variants
+from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid, read_grids, read_variants
 from spectral_analysis.io import load
 from spectral_analysis.plotting.analysis import plot_singular_value_heatmap
 from spectral_analysis.plotting.benchmarks import plot_householder_benchmark
@@ -93,9 +95,12 @@ class LearningFigure:
     log_scale: bool | None = None
 
     def draw(self, experiment: str, results: Path, out: Path) -> list[Drawn]:
-        grid = read_grid(results, experiment)
-        if grid is None:
-            return []
+        """The figure from the grid :func:`read_grids` draws and, beside a smaller grid, the paper-scale
+        models kept so far as ``<file>_paper.png`` (their own axes: they train longer)."""
+        grids = read_grids(results, experiment)
+        return [self._draw(grid, out, paper_so_far=i > 0) for i, grid in enumerate(grids)]
+
+    def _draw(self, grid: KeptGrid, out: Path, paper_so_far: bool) -> Drawn:
         panels = (
             _panels(grid, self.axis, self.metric)
             if self.axis
@@ -103,15 +108,17 @@ class LearningFigure:
         )
         levels = {k: self.baseline(k) for k in panels} if callable(self.baseline) else self.baseline
         size = ", ".join(sorted({f"n = {g.rows[0]['hidden']}" for g in grid.groups}))
-        figure = plot_learning_curves(
-            panels,
-            self.metric.replace("_", " "),
-            levels,
-            f"{self.title} ({size}; {grid.stamp()})",
-            length_name=self.axis_name,
-            log_scale=self.log_scale,
-        )
-        return [_drawn(save_figure(figure, out / self.file), grid)]
+        title = f"{self.title}{kept_so_far(grid) if paper_so_far else ''} ({size}; {grid.stamp()})"
+        figure = plot_learning_curves(panels, self.metric.replace("_", " "), levels, title,
+                                      length_name=self.axis_name, log_scale=self.log_scale)
+        file = self.file.replace(".png", "_paper.png") if paper_so_far else self.file
+        return _drawn(save_figure(figure, out / file), grid)
+
+
+def kept_so_far(paper: KeptGrid) -> str:
+    """A title's words for a paper-scale grid still under way: the models kept so far."""
+    models = ", ".join(dict.fromkeys(g.variant for g in paper.groups))
+    return f" at paper scale, the models kept so far: {models}"
 
 
 LEARNING_FIGURES = {
@@ -184,9 +191,10 @@ def _fig3_drawn(drawn_grids: list[tuple[KeptGrid, str]], title: str, path: Path)
 
 
 def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
-    grid = read_grid(results, "fig3-mnist")
-    if grid is None:
+    grids = read_grids(results, "fig3-mnist")
+    if not grids:
         return []
+    grid = grids[0]
     # Spectral-RNN and oRNN with the authors' code's settings beside them, once kept at the same scale
     authors = read_variants(results, "fig3-authors-code", {"spectral", "ornn"}, grid.scale)
     drawn_grids = [(grid, "")] + ([(authors, " (authors' code)")] if authors else [])
@@ -194,10 +202,8 @@ def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
         "; '(authors' code)': unit reflectors, input std 0.125" if authors else "")
     title = f"Fig. 3: pixel and permuted MNIST ({size}; {grid.stamp()}; chance 0.1)"
     drawn = [_fig3_drawn(drawn_grids, title, out / "fig3_mnist.png")]
-    paper = read_grid(results, "fig3-mnist", scale="paper") if grid.scale != "paper" else None
-    if paper is not None:  # the paper-scale models kept so far, on their own axes (20 epochs, not 2)
-        models = ", ".join(dict.fromkeys(g.variant for g in paper.groups))
-        drawn.append(_fig3_drawn([(paper, "")], f"Fig. 3 at paper scale, the models kept so far: {models} "
+    for paper in grids[1:]:  # the paper-scale models kept so far, on their own axes (20 epochs, not 2)
+        drawn.append(_fig3_drawn([(paper, "")], f"Fig. 3{kept_so_far(paper)} "
                                  f"(n = {paper.groups[0].rows[0]['hidden']}; {paper.stamp()}; chance 0.1)",
                                  out / "fig3_mnist_paper.png"))
     steps, margins, gradients = {}, {}, {}
