@@ -21,7 +21,7 @@ demo: $(VENV)
 
 test: $(VENV)
 	$(BIN)/ruff check spectral_analysis tests benchmarks scripts paper_checks docs
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 # The documentation site into site/ (strict: a broken link or API reference fails).
 docs: $(VENV)
