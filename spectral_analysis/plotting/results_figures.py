@@ -116,9 +116,9 @@ class LearningFigure:
 
 
 def kept_so_far(paper: KeptGrid) -> str:
-    """A title's words for a paper-scale grid still under way: the models kept so far."""
+    """A title's words for a paper-scale grid still under way (the stamp names the scale): the models kept."""
     models = ", ".join(dict.fromkeys(g.variant for g in paper.groups))
-    return f" at paper scale, the models kept so far: {models}"
+    return f", the models kept so far: {models}"
 
 
 LEARNING_FIGURES = {
