@@ -104,6 +104,32 @@ def test_mnist_from_a_users_idx_directory(tmp_path):
         load_task("mnist", data_dir=str(tmp_path))
 
 
+def _write_nielsen_pickle(path, first_label: int, train: int) -> None:
+    import pickle
+
+    parts = [(np.full((n, 784), 0.5, dtype=np.float32), np.full(n, first_label, dtype=np.int64))
+             for n in (train, 2, 2)]
+    with gzip.open(path, "wb") as f:
+        pickle.dump(parts, f)
+
+
+def test_nielsen_pickle_is_decoded_once_per_file_version_and_code_in_it_is_refused(tmp_path):
+    from spectral_analysis.data.mnist import read_nielsen_pickle
+
+    path = tmp_path / "mnist.pkl.gz"
+    _write_nielsen_pickle(path, first_label=4, train=3)
+    first, again = read_nielsen_pickle(path), read_nielsen_pickle(path)
+    assert again[0].inputs is first[0].inputs and int(first[0].targets[0]) == 4  # shared, not re-read
+    again[0] = None  # a caller's list is its own
+    assert read_nielsen_pickle(path)[0] is first[0]
+    _write_nielsen_pickle(path, first_label=7, train=5)  # a new version of the file: another size
+    assert [len(s) for s in read_nielsen_pickle(path)] == [5, 2, 2]
+    assert int(read_nielsen_pickle(path)[0].targets[0]) == 7
+    path.write_bytes(gzip.compress(b"cos\nsystem\n(S'true'\ntR."))  # a pickle that would run a command
+    with pytest.raises(ValueError, match="refusing to load"):
+        read_nielsen_pickle(path)
+
+
 @pytest.mark.parametrize("name,length,n_i,classes", [("ArrowHead", 251, 1, 3), ("GunPoint", 150, 10, 2),
                                                      ("ItalyPowerDemand", 24, 4, 2), ("Coffee", 286, 13, 2)])
 def test_packaged_ucr_sets_with_validation_holdout(name, length, n_i, classes):

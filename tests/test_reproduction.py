@@ -26,32 +26,38 @@ def _rows(text: str) -> list[tuple[str, str, str, str, str]]:
             if m[0] != "source" and not m[0].startswith("-")]
 
 
-def test_the_docs_block_is_what_the_results_give():
+@pytest.fixture(scope="module")
+def records():
+    """The figures' checks, run once for the module (they rebuild Fig. 5's nets: about 15 s)."""
+    return experimental_records()
+
+
+def test_the_docs_block_is_what_the_results_give(records):
     readme = (ROOT / "docs" / "figures.md").read_text()
     block = readme.split("<!-- reproduction:begin -->", 1)[1].split("<!-- reproduction:end -->", 1)[0]
-    fresh = reproduction_markdown(ROOT / "results", experimental_records())
+    fresh = reproduction_markdown(ROOT / "results", records)
     assert _rows(block) == _rows(fresh), "regenerate: spectral-analysis figures --readme docs/figures.md"
 
 
-def test_the_readme_keeps_the_paper_scale_rows_the_results_give():
+def test_the_readme_keeps_the_paper_scale_rows_the_results_give(records):
     readme = (ROOT / "README.md").read_text()
     block = readme.split("<!-- reproduction-kept:begin -->", 1)[1].split("<!-- reproduction-kept:end -->")[0]
-    fresh = reproduction_markdown(ROOT / "results", experimental_records(), kept_only=True)
+    fresh = reproduction_markdown(ROOT / "results", records, kept_only=True)
     rows = _rows(block)
     assert rows == _rows(fresh), "regenerate: spectral-analysis figures --readme README.md"
     assert rows and all(row[3].startswith(("paper", "budget")) for row in rows)
-    assert len(rows) < len(_rows(reproduction_markdown(ROOT / "results", experimental_records())))
+    assert len(rows) < len(_rows(reproduction_markdown(ROOT / "results", records)))
 
 
-def test_write_reproduction_fills_the_file_and_the_marked_block(tmp_path):
+def test_write_reproduction_fills_the_file_and_the_marked_block(tmp_path, records):
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- reproduction:begin -->\nSTALE-BLOCK\n<!-- reproduction:end -->\nafter\n")
     front = tmp_path / "front.md"
     front.write_text("<!-- reproduction-kept:begin -->\nOLD\n<!-- reproduction-kept:end -->\n")
-    path = write_reproduction(ROOT / "results", tmp_path, [readme, front])
+    path = write_reproduction(ROOT / "results", tmp_path, [readme, front], records)
     assert "OLD" not in front.read_text() and "smoke" not in front.read_text()
     with pytest.raises(ValueError, match="no <!-- reproduction:begin"):
-        write_reproduction(ROOT / "results", tmp_path, [tmp_path / "reproduction.md"])
+        write_reproduction(ROOT / "results", tmp_path, [tmp_path / "reproduction.md"], records)
     text = readme.read_text()
     assert "STALE-BLOCK" not in text and text.startswith("intro") and text.endswith("after\n")
     table4 = [row for row in _rows(path.read_text()) if row[0].startswith("Table 4, Coffee, spectral")]

@@ -22,6 +22,7 @@ kept results (``zoo:<experiment>/<key>``).
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import os
 import re
@@ -72,7 +73,7 @@ class Trial:
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Experiment:
     """An experiment of the catalog (see the module docstring for the file format)."""
 
@@ -218,11 +219,21 @@ def _table(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
 
 
 def load_experiment(path: str | Path) -> Experiment:
-    """Read and check one catalog file; ``ValueError`` naming the file and the problem otherwise."""
+    """Read and check one catalog file; ``ValueError`` naming the file and the problem otherwise. A file
+    read before with the same text gives the same (frozen) experiment without resolving its grid again."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as error:
+        text = path.read_text()
+    except OSError as error:
+        raise ValueError(f"cannot read experiment file {path}: {error}") from None
+    return _parsed_experiment(path, text)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_experiment(path: Path, text: str) -> Experiment:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
         raise ValueError(f"cannot read experiment file {path}: {error}") from None
     for key in ("name", "source", "description"):
         if not isinstance(data.get(key), str):
