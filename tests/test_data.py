@@ -3,6 +3,7 @@
 import gzip
 import math
 import struct
+from functools import partial
 
 import numpy as np
 import pytest
@@ -228,8 +229,19 @@ def test_ptb_at_the_character_level_is_kru_s_reading_of_the_same_text(tmp_path):
         "ptb", length=2, batch_size=1, data_dir=str(tmp_path)).options  # word-level options as before
     with pytest.raises(ValueError, match="level must be one of"):
         load_task("ptb", length=2, batch_size=1, data_dir=str(tmp_path), level="byte")
-    from spectral_analysis.data.text import read_ptb, tokenize
+    from spectral_analysis.data.text import char_ids, read_ptb, token_ids, tokenize
 
-    counts = {split: len(tokenize(text, "char")) for split, text in read_ptb().items()}
+    packaged = read_ptb()
+    counts = {split: len(tokenize(text, "char")) for split, text in packaged.items()}
     assert counts == {"train": 5_017_482, "valid": 393_042, "test": 442_423}
+    for texts in (packaged, {"train": "é <unk> b\r\n \t \n\x0ca\u2028N  é", "valid": "b é", "test": "N"}):
+        size, fast = char_ids(texts)  # the fast path against the reference, ids and vocabulary
+        assert (size, {k: v.tolist() for k, v in fast.items()}) == (
+            token_ids(texts, "char")[0], {k: v.tolist() for k, v in token_ids(texts, "char")[1].items()})
+    outside = (({"train": "ab\n", "valid": "a\n", "test": "abz\n"}, "test text has chars .* \\['z'\\]"),
+               ({"train": "", "valid": "a", "test": ""}, "valid text .* \\['<eos>', 'a'\\]"))
+    for texts, unknown in outside:  # the same error from both, naming the split and the symbols
+        for ids in (char_ids, partial(token_ids, level="char")):
+            with pytest.raises(ValueError, match=f"{unknown}$"):
+                ids(texts)
     assert load_task("ptb", length=30, batch_size=50, level="char").input_size == 50
