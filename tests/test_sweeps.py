@@ -173,6 +173,9 @@ def _kept_state(results: Path) -> tuple[dict, dict]:
 
 def test_a_sweep_killed_mid_trial_resumes_to_the_uninterrupted_result(tmp_path, long_catalog, ray_temp_dir):
     args = ["run", "long", "--catalog", str(long_catalog), "--only", "variant=spectral", "--workers", "1"]
+    # the uninterrupted run trains beside the killed one (its own local Ray), on the second core
+    straight = _cli(*args, "--out", str(tmp_path / "straight" / "runs"), "--results",
+                    str(tmp_path / "straight" / "results"))
     killed = tmp_path / "killed"
     process = _cli(
         *args,
@@ -205,20 +208,8 @@ def test_a_sweep_killed_mid_trial_resumes_to_the_uninterrupted_result(tmp_path, 
         timeout=600,
     )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    straight = subprocess.run(
-        [
-            str(BIN / "spectral-analysis"),
-            *args,
-            "--out",
-            str(tmp_path / "straight" / "runs"),
-            "--results",
-            str(tmp_path / "straight" / "results"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert straight.returncode == 0, straight.stdout + straight.stderr
+    output = straight.communicate(timeout=600)[0]
+    assert straight.returncode == 0, output
     model_a, curves_a = _kept_state(killed / "results")
     model_b, curves_b = _kept_state(tmp_path / "straight" / "results")
     assert all(torch.equal(model_a[k], model_b[k]) for k in model_b)
