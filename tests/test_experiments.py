@@ -123,6 +123,20 @@ def test_icml_irnn_starts_orthogonal_as_section_7_says():
                     assert trial.config["model_options"]["init"] == "orthogonal", trial.key
 
 
+def test_a_catalog_file_is_resolved_once_per_text_and_an_edit_is_read_afresh(tmp_path):
+    import dataclasses
+
+    path = tiny_catalog(tmp_path) / "tiny.toml"
+    first = load_experiment(path)
+    assert load_experiment(path) is first and load_catalog(path.parent)["tiny"] is first
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.name = "renamed"  # shared between callers, so nobody may change it
+    path.write_text(TINY.replace("lr = 1e-2", "lr = 5e-2"))  # the same length: only the text tells
+    edited = load_experiment(path)
+    assert edited is not first and {t.config["lr"] for t in edited.trials("smoke")} == {5e-2}
+    assert {t.config["lr"] for t in first.trials("smoke")} == {1e-2}
+
+
 def test_trial_resolution_order_keys_and_filters(tmp_path):
     experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
     paper = experiment.trials("paper")
