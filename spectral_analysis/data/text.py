@@ -75,13 +75,17 @@ def token_ids(texts: dict[str, str], level: str) -> tuple[int, dict[str, torch.T
     return len(vocab), ids
 
 
+def _code_points(text: str) -> np.ndarray:
+    """The code points of :func:`tokenize`'s character stream, ``"\\n"`` standing for ``<eos>``."""
+    lines = (" ".join(words) + "\n" for line in text.splitlines() if (words := line.split()))
+    return np.frombuffer("".join(lines).encode("utf-32-le"), dtype=np.uint32)
+
+
 def char_ids(texts: dict[str, str]) -> tuple[int, dict[str, torch.Tensor]]:
     """:func:`token_ids` at the character level by code-point lookup (on PTB about a third of the
     reference's time): each line's words joined by spaces, and a newline standing for ``<eos>``, which no
     joined line contains."""
-    points = {split: np.frombuffer(("".join(" ".join(words) + "\n" for line in text.splitlines()
-                                            if (words := line.split()))).encode("utf-32-le"), dtype=np.uint32)
-              for split, text in texts.items()}
+    points = {split: _code_points(text) for split, text in texts.items()}
     symbols, first = np.unique(points["train"], return_index=True)
     lookup = np.full(max(int(p.max(initial=0)) for p in points.values()) + 1, -1, dtype=np.int64)
     lookup[symbols[np.argsort(first)]] = np.arange(len(symbols))
