@@ -18,9 +18,22 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def cheap_records():
-    rows = run_paper_checks(True, ["svd-map", "baselines", "parameter-counts", "linear-rnn"])
-    return {record.source: record for _, record in rows}
+def all_rows(symbolic_rows):
+    """Every check of ``check-paper --quick`` as ``(group, record)``, run once; the ``symbolic`` group
+    (what ``run_symbolic_checks`` returns) comes from the session's shared run."""
+    others = [name for name in PAPER_CHECKS if name != "symbolic"]
+    return run_paper_checks(True, others) + [("symbolic", record) for _, record in symbolic_rows]
+
+
+@pytest.fixture(scope="module")
+def all_records(all_rows):
+    return [record for _, record in all_rows]
+
+
+@pytest.fixture(scope="module")
+def cheap_records(all_rows):
+    groups = {"svd-map", "baselines", "parameter-counts", "linear-rnn"}
+    return {record.source: record for name, record in all_rows if name in groups}
 
 
 def test_svd_map_theorems_check_verdicts(cheap_records):
@@ -78,8 +91,8 @@ def test_benchmark_figure_regenerates(tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_table_counts_are_rebuilt_and_the_reproducing_configuration_found():
-    records = {r.source + r.claim: r for _, r in run_paper_checks(True, ["parameter-counts"])}
+def test_table_counts_are_rebuilt_and_the_reproducing_configuration_found(all_rows):
+    records = {r.source + r.claim: r for name, r in all_rows if name == "parameter-counts"}
     spectral = next(r for k, r in records.items() if k.startswith("ICML Table 4 (spectral"))
     assert spectral.verdict == "differs"
     rows = {row["dataset"]: row for row in spectral.numbers["rows"]}
@@ -109,12 +122,6 @@ def test_table_counts_are_rebuilt_and_the_reproducing_configuration_found():
            if k.startswith("KRU Table 4 (JSB Chorales)")}
     assert jsb[("rnn", 88 * 100 + 100 * 100 + 100 + 100 * 88 + 88)].verdict == "differs"
     assert jsb[("rnn", 100 * 100)].verdict == jsb[("lstm", 4 * 36 * 36)].verdict == "holds"
-
-
-@pytest.fixture(scope="module")
-def all_records():
-    """Every check of ``check-paper --quick``, run once."""
-    return [record for _, record in run_paper_checks(True)]
 
 
 def _normalized(text: str) -> str:

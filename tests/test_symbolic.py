@@ -39,8 +39,8 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def records():
-    return {record.source: record for _, record in run_symbolic_checks()}
+def records(symbolic_rows):
+    return {record.source: record for _, record in symbolic_rows}
 
 
 def test_every_verdict_is_the_expected_one_and_torch_agrees(records):
