@@ -4,12 +4,14 @@ import json
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from spectral_analysis.cli import main
 from spectral_analysis.experiments.catalog import Trial
-from spectral_analysis.experiments.results import kept_row_stands, outcome_text
+from spectral_analysis.experiments.results import kept_row_stands, outcome_text, plateaued
 from spectral_analysis.train import TrainConfig, Trainer, load_checkpoint, train
-from spectral_analysis.train.plateau import best_validation, is_plateau
+from spectral_analysis.train.plateau import best_validation, is_plateau, last_improvement_step
 
 
 def _config(out, **overrides) -> TrainConfig:
@@ -56,6 +58,43 @@ def test_best_validation_takes_the_direction_of_the_metric_and_the_earliest_tie(
     assert best_validation(lines, "accuracy") == (0.9, 16)
     assert best_validation([{"step": 8}], "mse") == (None, None)
     assert is_plateau(16, 20) and not is_plateau(17, 20)
+
+
+@given(st.lists(st.sampled_from([0.1, 0.2, 0.25, 0.3, 0.5, 1.0]), max_size=12),
+       st.sampled_from(["mse", "accuracy"]))
+def test_without_a_tolerance_the_last_improvement_is_the_best_step(values, metric):
+    lines = [{"step": 8 * (i + 1), metric: v} for i, v in enumerate(values)]
+    assert last_improvement_step(lines, metric) == best_validation(lines, metric)[1]
+
+
+def test_a_tolerance_ignores_small_gains_until_together_they_pass_it():
+    solved = [1.4e-3, 7.9e-6, 9.3e-7, 1.4e-6, 2.0e-7, 5.9e-8, 8.5e-9, 6.5e-10]  # KRU's copy at T = 2000
+    lines = [{"step": 1000 * (i + 1), "cross_entropy": v} for i, v in enumerate(solved)]
+    assert best_validation(lines, "cross_entropy")[1] == 8000
+    assert last_improvement_step(lines, "cross_entropy", 1e-6) == 3000  # 7.9e-6 -> 9.3e-7, the last
+    accuracies = (0.5, 0.54, 0.58, 0.62, 0.625)
+    creeping = [{"step": i + 1, "accuracy": a} for i, a in enumerate(accuracies)]
+    assert last_improvement_step(creeping, "accuracy", 0.05) == 3  # 0.58 passes 0.5 by 0.08; 0.625 is 0.045
+    assert last_improvement_step(creeping, "accuracy", 0.1) == 4  # 0.62 passes 0.5 by 0.12
+    assert last_improvement_step(creeping, "accuracy", 0.2) == 1
+    row = {"status": "done", "steps": 20000, "best_step": 19500, "plateau_step": 2500}
+    assert plateaued(row) and not plateaued({**row, "plateau_step": 19500})
+    assert not plateaued({k: v for k, v in row.items() if k != "plateau_step"})  # kept before: best step
+
+
+def test_a_run_with_a_tolerance_stops_where_its_gains_fell_below_it(tmp_path, scripted_validation, capsys):
+    # gains of 1e-4 per validation from step 16: none passes 1e-3 by step 48, so 16 <= 0.8 s at 24
+    scripted_validation[0] = lambda step: 1.0 if step < 16 else 0.5 - 1e-4 * step
+    strict = train(_config(tmp_path / "strict", max_steps=48))
+    tolerant = train(_config(tmp_path / "tolerant", max_steps=48, plateau_min_delta=1e-3))
+    assert strict["test"]["step"] == 48 and tolerant["test"]["step"] == 24
+    with pytest.raises(ValueError, match="plateau_min_delta must be finite and >= 0, got -0.1"):
+        train(_config(tmp_path / "bad", plateau_min_delta=-0.1))
+    # the tolerance only decides where a run stops: a run at its cap resumes under a larger cap and one,
+    # and stops at once (gains from step 16 to 48 add up to 3.2e-3 < 1e-2)
+    assert main(["train", "--config", str(tmp_path / "strict" / "config.json"), "--resume", "--max-steps",
+                 "96", "--plateau-min-delta", "1e-2", "--no-progress", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["test"]["step"] == 48
 
 
 def test_a_run_stops_at_the_first_validation_step_past_its_minimum_where_it_has_plateaued(

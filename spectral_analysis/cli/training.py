@@ -70,6 +70,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         config = config_from_file(args.config, args.out, args.device)
         config.progress, config.tensorboard = progress, args.tensorboard or config.tensorboard
         config.max_steps = config.max_steps if args.max_steps is None else args.max_steps
+        if args.plateau_min_delta is not None:
+            config.plateau_min_delta = args.plateau_min_delta
     else:
         if args.model is None or args.task is None or args.out is None:
             raise CommandError("train needs --model, --task and --out (or --config RUN/config.json)")
@@ -77,7 +79,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             model=args.model, task=args.task, out=args.out, hidden=args.hidden,
             model_options=model_options(args), task_options=_task_options(args), optimizer=args.optimizer,
             lr=args.lr, lr_decay=args.lr_decay, lr_cut=args.lr_cut, batch_size=args.batch_size,
-            steps=args.steps, epochs=args.epochs, max_steps=args.max_steps, clip=args.clip,
+            steps=args.steps, epochs=args.epochs, max_steps=args.max_steps,
+            plateau_min_delta=args.plateau_min_delta or 0.0, clip=args.clip,
             penalty=args.penalty, freeze=args.freeze or [], seed=args.seed,
             device=args.device or "auto", record_every=args.record_every, eval_every=args.eval_every,
             checkpoint_every=args.checkpoint_every, eval_batches=args.eval_batches, progress=progress,
@@ -237,6 +240,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--max-steps", type=int, default=None, help="train on past --steps/--epochs until the "
                     "validation metric plateaus (no improvement over the last 20%% of the steps), at most "
                     "this many steps; with --config --resume it extends a finished run")
+    tr.add_argument("--plateau-min-delta", type=float, default=None, help="with --max-steps: a validation "
+                    "gain counts as an improvement only when larger than this (default 0: any gain)")
     tr.add_argument("--clip", type=float, default=None, help="clip the gradient norm to this value")
     tr.add_argument("--penalty", type=float, default=0.0, help="weight of ||sigma - sigma*||^2 (map none)")
     tr.add_argument("--freeze", action="append", metavar="PATTERN", help="keep the parameters whose names "

@@ -40,7 +40,7 @@ from spectral_analysis.experiments.catalog import Trial
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, RESULT_NAME, trial_results_dir
 from spectral_analysis.train import load_checkpoint, save_checkpoint
 from spectral_analysis.train.evaluation import RunLog
-from spectral_analysis.train.plateau import best_validation, is_plateau
+from spectral_analysis.train.plateau import best_validation, is_plateau, last_improvement_step
 
 TRAIN_ROWS, VALID_ROWS, SINGULAR_VALUE_ROWS = 100, 50, 50
 MAX_KEPT_CHECKPOINT_BYTES, MAX_KEPT_SINGULAR_VALUE_BYTES = 1 << 19, 1 << 18
@@ -74,11 +74,12 @@ SUMMARY_COLUMNS = (
 
 def plateaued(row: dict[str, Any]) -> bool | None:
     """Whether a done trial trained to a plateau (:func:`~spectral_analysis.train.plateau.is_plateau` of
-    its best and last steps); ``None`` for a trial that is not done or has no validation record."""
-    steps, best_step = row.get("steps"), row.get("best_step")
-    if row.get("status") != "done" or steps is None or best_step is None:
+    its last improvement's step and its last step); ``None`` for a trial that is not done or has no
+    validation record. Rows kept before ``plateau_step`` existed ran without a tolerance: the best step."""
+    steps, improved = row.get("steps"), row.get("plateau_step", row.get("best_step"))
+    if row.get("status") != "done" or steps is None or improved is None:
         return None
-    return is_plateau(best_step, steps)
+    return is_plateau(improved, steps)
 
 
 def plateau_count(rows: list[dict[str, Any]]) -> str:
@@ -273,6 +274,8 @@ def keep_trial(
                 "test_metrics": _scalars(test),
                 "best_valid": best,
                 "best_step": best_step,
+                "plateau_step": last_improvement_step(
+                    valid, metric, trial.config.get("plateau_min_delta", 0.0)),
                 "parameters": checkpoint.model.parameter_counts()["total"],
             }
         )

@@ -11,7 +11,7 @@ import torch
 from spectral_analysis.vocabulary import OPTIMIZER_NAMES
 
 OPTIMIZERS = dict(zip(OPTIMIZER_NAMES, (torch.optim.Adam, torch.optim.RMSprop, torch.optim.SGD), strict=True))
-RESUMABLE_CHANGES = ("steps", "epochs", "max_steps", "device", "progress", "tensorboard")
+RESUMABLE_CHANGES = ("steps", "epochs", "max_steps", "plateau_min_delta", "device", "progress", "tensorboard")
 
 
 @dataclass
@@ -35,6 +35,7 @@ class TrainConfig:
     steps: int | None = None
     epochs: int | None = None
     max_steps: int | None = None  # past steps/epochs, train on until validation plateaus, at most this
+    plateau_min_delta: float = 0.0  # a validation gain no larger than this is no improvement (plateau.py)
     clip: float | None = None  # max gradient norm
     penalty: float = 0.0  # weight of the models' spectral penalty (sigma map "none")
     freeze: list[str] = field(default_factory=list)  # fnmatch patterns of parameters kept at their init
@@ -60,6 +61,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if self.max_steps is not None and self.steps is not None and self.max_steps < self.steps:
             raise ValueError(f"max_steps ({self.max_steps}) must be at least steps ({self.steps})")
+        if not 0 <= self.plateau_min_delta < math.inf:
+            raise ValueError(f"plateau_min_delta must be finite and >= 0, got {self.plateau_min_delta}")
         if not self.lr > 0:
             raise ValueError(f"learning rate must be > 0, got {self.lr}")
         if not 0 < self.lr_decay <= 1:

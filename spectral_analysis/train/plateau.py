@@ -1,7 +1,8 @@
 """The plateau criterion of paper-scale training: no improvement of the validation metric over the last
-:data:`PLATEAU_FRACTION` of the steps. The trainer uses it to stop a run with ``max_steps``; the kept
-results report it per trial. Also the count of epochs that brought no improvement, which cuts the learning
-rate under KRU's schedule (Section 4.4)."""
+:data:`PLATEAU_FRACTION` of the steps, where an improvement is any (``plateau_min_delta`` 0) or one larger
+than the run's ``plateau_min_delta`` (a solved task's loss shrinking by 1e-10 is no progress). The trainer
+uses it to stop a run with ``max_steps``; the kept results report it per trial. Also the count of epochs
+that brought no improvement, which cuts the learning rate under KRU's schedule (Section 4.4)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,23 @@ def best_validation(valid: Iterable[dict[str, Any]], metric: str) -> tuple[float
         if best[0] is None or (value < best[0] if lower else value > best[0]):
             best = (value, line["step"])
     return best
+
+
+def last_improvement_step(valid: Iterable[dict[str, Any]], metric: str, min_delta: float = 0.0) -> int | None:
+    """The step of the last validation line that improved on the reference by more than ``min_delta``;
+    the reference is the value at the last such line, so small gains count once together they pass
+    ``min_delta`` (as Keras' ``EarlyStopping(min_delta=...)``). With ``min_delta`` 0 it is
+    :func:`best_validation`'s step."""
+    reference: float | None = None
+    step: int | None = None
+    sign = 1.0 if metric in LOWER_IS_BETTER else -1.0
+    for line in valid:
+        value = line.get(metric)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if reference is None or sign * (reference - value) > min_delta:
+            reference, step = value, line["step"]
+    return step
 
 
 def is_plateau(best_step: int, steps: int) -> bool:

@@ -9,8 +9,9 @@ batch-mean loss; recurrent models only) and ``time`` (training seconds so far). 
 ``eval_every`` steps a ``valid`` line; a ``test`` line at the end.
 
 With ``max_steps`` a run trains until its validation metric plateaus: past ``steps`` (or ``epochs``) it
-goes on, and stops at the first validation step where the best value came no later than 80% of the
-steps so far (:mod:`spectral_analysis.train.plateau`), or at ``max_steps``. A run that plateaus at its
+goes on, and stops at the first validation step where the last improvement (by more than
+``plateau_min_delta``) came no later than 80% of the steps so far (:mod:`spectral_analysis.train.plateau`),
+or at ``max_steps``. A run that plateaus at its
 minimum is the same run with or without ``max_steps``; a finished run resumed with a larger
 ``max_steps`` goes on from its last checkpoint (its ``test`` line is written again at the new end).
 
@@ -51,7 +52,7 @@ from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
 from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
 from spectral_analysis.train.config import OPTIMIZERS, TrainConfig
 from spectral_analysis.train.evaluation import RunLog, evaluate, model_outputs
-from spectral_analysis.train.plateau import best_validation, epochs_without_improvement, is_plateau
+from spectral_analysis.train.plateau import epochs_without_improvement, is_plateau, last_improvement_step
 from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
 from spectral_analysis.train.run_state import (
     carry_tensors,
@@ -300,8 +301,8 @@ class Trainer:
             return True
         if not self.valid_lines or self.valid_lines[-1]["step"] != self.step:
             return False
-        best_step = best_validation(self.valid_lines, self.primary)[1]
-        return best_step is not None and is_plateau(best_step, self.step)
+        improved = last_improvement_step(self.valid_lines, self.primary, self.config.plateau_min_delta)
+        return improved is not None and is_plateau(improved, self.step)
 
     def run(self, callback: Callable[[int], None] | None = None,
             stop: Callable[[int], bool] | None = None) -> dict[str, Any]:
