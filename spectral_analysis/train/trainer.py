@@ -326,6 +326,9 @@ class Trainer:
         bar = tqdm(total=self.last_step, initial=self.step, disable=not cfg.progress,
                    desc=f"{cfg.model} on {self.task.name}", dynamic_ncols=True)
         self.model.train()
+        if self.finished and not any(line["phase"] == "test" for line in self.log.read()):
+            self._evaluate("test")  # resumed where the run now ends (a larger plateau_min_delta)
+            self._save()
         while not self.finished:
             started = time.perf_counter()
             may_end = self.step + 1 in (self.total_steps, self.last_step) or (
