@@ -911,6 +911,28 @@ def test_figures_are_drawn_from_kept_results_without_training(tmp_path, monkeypa
     assert set(READERS) - {"benchmarks"} <= set(load_catalog())
 
 
+def test_a_grid_validated_only_at_epoch_ends_is_drawn_from_its_training_records(tmp_path, monkeypatch):
+    from spectral_analysis.plotting import results_figures
+
+    drawn = []
+    real = results_figures.plot_learning_curves
+
+    def capture(panels, metric, *args, **kwargs):
+        drawn.append((panels, kwargs))
+        return real(panels, metric, *args, **kwargs)
+
+    monkeypatch.setattr(results_figures, "plot_learning_curves", capture)
+    LEARNING_FIGURES["kru-ptb"].draw("kru-ptb", ROOT / "results", tmp_path)
+    (panels, kwargs), = drawn
+    grid = read_grid(ROOT / "results", "kru-ptb")
+    for group in grid.groups:  # two validations (the epoch ends) against 100 training records a trial
+        assert len(group.curve("valid", "cross_entropy")[0]) == 2
+        steps = panels[""][group.variant]["steps"]
+        assert len(steps) > 50 and np.array_equal(steps, group.curve("train", "cross_entropy")[0])
+    assert kwargs["data_name"] == "training"
+    assert LEARNING_FIGURES["fig1-addition"].phase == "valid"
+
+
 def test_the_r_claims_of_the_earlier_fig2a():
     from spectral_analysis.paper import svdrnn_r
 

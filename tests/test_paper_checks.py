@@ -231,6 +231,11 @@ def test_a_gradient_that_underflowed_to_zero_is_marked_on_the_log_panel_not_left
                                                 "grad_steps": steps[name], "grad": grads[name]}
                                          for name in steps}}, "MSE", None, "t")
     gradient_panel = curves.axes[1]
+    assert curves.axes[0].get_ylabel() == "validation MSE"
+    one = {30: {"alive": {"steps": steps["alive"], "metric": np.ones(6), "grad_steps": steps["alive"],
+                          "grad": grads["alive"]}}}
+    training = plot_learning_curves(one, "MSE", None, "t", data_name="training")
+    assert training.axes[0].get_ylabel() == "training MSE"
     assert [text.get_text() for text in gradient_panel.get_legend().get_texts()] == [ZERO_NOTE]
     import matplotlib.pyplot as plt
 

@@ -99,8 +99,10 @@ def test_a_run_with_a_tolerance_stops_where_its_gains_fell_below_it(tmp_path, sc
     Trainer(_config(tmp_path / "stopped", max_steps=48)).run(stop=lambda step: step == 40)
     assert ("test", 40) not in _phases(tmp_path / "stopped")
     resumed = train(_config(tmp_path / "stopped", max_steps=48, plateau_min_delta=1e-3), resume=True)
-    assert resumed["test"]["step"] == 40 and _phases(tmp_path / "stopped")[-2:] == [("valid", 40), ("test", 40)]
-    assert load_checkpoint(tmp_path / "stopped" / "last.safetensors").metadata["metrics"]["test"]["step"] == 40
+    assert resumed["test"]["step"] == 40
+    assert _phases(tmp_path / "stopped")[-2:] == [("valid", 40), ("test", 40)]
+    kept = load_checkpoint(tmp_path / "stopped" / "last.safetensors").metadata
+    assert kept["metrics"]["test"]["step"] == 40
 
 
 def test_a_run_stops_at_the_first_validation_step_past_its_minimum_where_it_has_plateaued(

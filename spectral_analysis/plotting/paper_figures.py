@@ -139,8 +139,9 @@ def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.n
 
 def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], metric: str,
                          baseline: float | dict[int, float] | None, title: str,
-                         length_name: str = "L", log_scale: bool | None = None) -> plt.Figure:
-    """Fig. 1-style grid: for each sequence length (columns), ``metric`` on the validation data (top) and
+                         length_name: str = "L", log_scale: bool | None = None,
+                         data_name: str = "validation") -> plt.Figure:
+    """Fig. 1-style grid: for each sequence length (columns), ``metric`` on the ``data_name`` data (top) and
     ``||dL/dh^(0)||`` (bottom) over training, one line per model. ``curves[L][model]`` holds arrays
     ``steps``, ``metric``, ``grad_steps``, ``grad``; columns in the order of ``curves``, titled
     ``"{length_name} = {L}"`` (just ``L`` when ``length_name`` is empty). With ``metric_low``/``metric_high``
@@ -168,7 +169,7 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
         if level is not None:
             axes[0, col].axhline(level, color="black", ls=":", lw=1, label=f"baseline {level:.3g}")
         axes[0, col].set_title(f"{length_name} = {L}" if length_name else str(L), fontsize=10)
-        axes[0, col].set_ylabel(f"validation {metric}{' (log scale)' if log_scale else ''}")
+        axes[0, col].set_ylabel(f"{data_name} {metric}{' (log scale)' if log_scale else ''}")
         axes[1, col].set_ylabel(r"$\|\partial L / \partial h^{(0)}\|_2$ (log scale)")
         axes[1, col].set_xlabel("training step")
         for ax in axes[:, col]:  # at most 5 step ticks: 5-digit labels collide in a 4.5-inch column

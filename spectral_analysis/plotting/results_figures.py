@@ -54,8 +54,8 @@ def _drawn(path: Path, grid: KeptGrid, note: str = "") -> Drawn:
     }
 
 
-def _curves(group: Group, metric: str) -> dict[str, np.ndarray]:
-    steps, value = group.curve("valid", metric)
+def _curves(group: Group, metric: str, phase: str = "valid") -> dict[str, np.ndarray]:
+    steps, value = group.curve(phase, metric)
     grad_steps, grad = group.curve("train", "grad_h0_norm")
     return {
         "steps": steps,
@@ -69,9 +69,10 @@ def _curves(group: Group, metric: str) -> dict[str, np.ndarray]:
     }
 
 
-def _panels(grid: KeptGrid, axis: str, metric: str) -> dict[Any, dict[str, dict[str, np.ndarray]]]:
+def _panels(grid: KeptGrid, axis: str, metric: str,
+            phase: str = "valid") -> dict[Any, dict[str, dict[str, np.ndarray]]]:
     return {
-        value: {g.variant: _curves(g, metric) for g in grid.groups if g.axes.get(axis) == value}
+        value: {g.variant: _curves(g, metric, phase) for g in grid.groups if g.axes.get(axis) == value}
         for value in grid.values(axis)
     }
 
@@ -83,8 +84,9 @@ def copy_baseline(T: int) -> float:
 
 @dataclass(frozen=True)
 class LearningFigure:
-    """A Fig. 1-style figure: ``metric`` on the validation data and ||dL/dh0|| over training, one panel
-    per value of ``axis`` (none: one panel), with ``baseline`` (a level, or a function of the axis value)."""
+    """A Fig. 1-style figure: ``metric`` on the validation data (``phase`` "train": the training batches',
+    for a grid validated only at epoch ends) and ||dL/dh0|| over training, one panel per value of ``axis``
+    (none: one panel), with ``baseline`` (a level, or a function of the axis value)."""
 
     file: str
     axis: str
@@ -93,6 +95,7 @@ class LearningFigure:
     title: str
     axis_name: str
     log_scale: bool | None = None
+    phase: str = "valid"
 
     def draw(self, experiment: str, results: Path, out: Path) -> list[Drawn]:
         """The figure from the grid :func:`read_grids` draws and, beside a smaller grid, the paper-scale
@@ -102,15 +105,16 @@ class LearningFigure:
 
     def _draw(self, grid: KeptGrid, out: Path, paper_so_far: bool) -> Drawn:
         panels = (
-            _panels(grid, self.axis, self.metric)
+            _panels(grid, self.axis, self.metric, self.phase)
             if self.axis
-            else {"": {g.variant: _curves(g, self.metric) for g in grid.groups}}
+            else {"": {g.variant: _curves(g, self.metric, self.phase) for g in grid.groups}}
         )
         levels = {k: self.baseline(k) for k in panels} if callable(self.baseline) else self.baseline
         size = ", ".join(sorted({f"n = {g.rows[0]['hidden']}" for g in grid.groups}))
         title = f"{self.title}{kept_so_far(grid) if paper_so_far else ''} ({size}; {grid.stamp()})"
         figure = plot_learning_curves(panels, self.metric.replace("_", " "), levels, title,
-                                      length_name=self.axis_name, log_scale=self.log_scale)
+                                      length_name=self.axis_name, log_scale=self.log_scale,
+                                      data_name={"valid": "validation", "train": "training"}[self.phase])
         file = self.file.replace(".png", "_paper.png") if paper_so_far else self.file
         return _drawn(save_figure(figure, out / file), grid)
 
@@ -149,7 +153,8 @@ LEARNING_FIGURES = {
     ),
     "kru-adding": LearningFigure("kru_adding.png", "length", "mse", 2 / 12, "KRU Fig. 2: adding", "T"),
     "kru-ptb": LearningFigure("kru_ptb.png", "", "cross_entropy", math.log(50),
-                              "KRU Table 3: character-level PTB, validation cross entropy (BPC x ln 2)", ""),
+                              "KRU Table 3: character-level PTB, cross entropy (BPC x ln 2) on the training "
+                              "batches (validated only at epoch ends)", "", phase="train"),
     "kru-mnist": LearningFigure("kru_mnist.png", "task", "accuracy", 0.1,
                                 "KRU Fig. 3: pixel and permuted MNIST, 784 steps", "task", log_scale=False),
     "dizzy-copy": LearningFigure(
