@@ -205,6 +205,26 @@ def test_the_lyapunov_axis_ends_on_whole_decades_so_float_noise_cannot_move_its_
     assert negative == (-100.0, 0.0)  # the top is the zero line, not a decade below the data
 
 
+def test_a_model_kept_only_at_some_lengths_keeps_every_model_in_its_colour_and_in_the_legend():
+    import numpy as np
+
+    from spectral_analysis.plotting.paper_figures import plot_learning_curves
+
+    def curve():
+        steps = np.arange(3.0)
+        return {"steps": steps, "metric": np.ones(3), "grad_steps": steps, "grad": np.ones(3)}
+
+    fig = plot_learning_curves({1000: {"rnn": curve(), "lstm": curve()},
+                                2000: {"kru": curve(), "rnn": curve(), "lstm": curve()}}, "CE", 0.02, "t")
+    colours = [{line.get_label(): line.get_color() for line in ax.get_lines()} for ax in fig.axes[:2]]
+    assert colours[0]["rnn"] == colours[1]["rnn"] and colours[0]["lstm"] == colours[1]["lstm"]
+    assert len({colours[1][m] for m in ("kru", "rnn", "lstm")}) == 3
+    keyed = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert keyed == ["rnn", "lstm", "kru", "baseline 0.02"]
+    gradients = {line.get_label(): line.get_color() for line in fig.axes[3].get_lines()}
+    assert gradients["rnn"] == colours[0]["rnn"]
+
+
 def test_a_gradient_that_underflowed_to_zero_is_marked_on_the_log_panel_not_left_out():
     import numpy as np
 

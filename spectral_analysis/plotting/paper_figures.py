@@ -12,6 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
+from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 
@@ -96,12 +97,13 @@ def plot_lyapunov_spectra(exponents: dict[str, np.ndarray], title: str,
 ZERO_NOTE = "on the floor: exactly 0 (underflowed)"
 
 
-def semilogy_gradient(ax: plt.Axes, steps: np.ndarray, grad: np.ndarray, label: str = "_nolegend_") -> None:
+def semilogy_gradient(ax: plt.Axes, steps: np.ndarray, grad: np.ndarray, label: str = "_nolegend_",
+                      color: tuple[float, float, float] | None = None) -> None:
     """``||dL/dh^(0)||`` against ``steps`` on a log axis. A gradient that vanished below float32 reads
     exactly 0, which a log axis cannot show: those steps are marked on the panel's floor in the line's
     colour, keyed in the legend by :data:`ZERO_NOTE`, so a vanished gradient is seen rather than left out."""
     grad = np.asarray(grad, dtype=float)
-    line = ax.semilogy(steps, np.where(grad > 0, grad, np.nan), label=label)[0]
+    line = ax.semilogy(steps, np.where(grad > 0, grad, np.nan), label=label, color=color)[0]
     zero = grad == 0
     if zero.any():
         row = sum(other.get_gid() == "zero-gradient" for other in ax.get_lines())  # one row per model
@@ -146,9 +148,12 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
     ``steps``, ``metric``, ``grad_steps``, ``grad``; columns in the order of ``curves``, titled
     ``"{length_name} = {L}"`` (just ``L`` when ``length_name`` is empty). With ``metric_low``/``metric_high``
     and ``grad_low``/``grad_high`` (the spread over seeds) a band is drawn. ``log_scale`` for the metric's
-    axis; by default log only when the values span more than a decade."""
+    axis; by default log only when the values span more than a decade. A model keeps its colour in every
+    column (one kept only at some lengths too), and the first column's legend keys them all."""
     _style()
     lengths = list(curves)
+    models = list(dict.fromkeys(model for panel in curves.values() for model in panel))
+    colour = dict(zip(models, sns.color_palette("tab10", len(models)), strict=True))
     if log_scale is None:
         values = np.concatenate([c["metric"] for v in curves.values() for c in v.values()])
         positive = values[values > 0]
@@ -157,8 +162,9 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
     for col, L in enumerate(lengths):
         for model, c in curves[L].items():
             line = (axes[0, col].semilogy if log_scale else axes[0, col].plot)(c["steps"], c["metric"],
-                                                                               label=model)[0]
-            semilogy_gradient(axes[1, col], c["grad_steps"], c["grad"], model)
+                                                                               label=model,
+                                                                               color=colour[model])[0]
+            semilogy_gradient(axes[1, col], c["grad_steps"], c["grad"], model, colour[model])
             if "metric_low" in c:  # the spread over seeds
                 axes[0, col].fill_between(c["steps"], c["metric_low"], c["metric_high"], alpha=0.2,
                                           color=line.get_color(), lw=0)
@@ -174,7 +180,9 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
         axes[1, col].set_xlabel("training step")
         for ax in axes[:, col]:  # at most 5 step ticks: 5-digit labels collide in a 4.5-inch column
             ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
-    axes[0, 0].legend(fontsize=8)
+    baseline_key = [line for line in axes[0, 0].get_lines() if line.get_label().startswith("baseline")]
+    axes[0, 0].legend(handles=[Line2D([], [], color=colour[m], label=m) for m in models] + baseline_key,
+                      fontsize=8)
     for ax in axes[1]:  # the models' colours are keyed above
         key_zero_marks(ax)
     fig.suptitle(_wrapped(title, fig), fontsize=10)
