@@ -82,6 +82,24 @@ def test_a_tolerance_ignores_small_gains_until_together_they_pass_it():
     assert not plateaued({k: v for k, v in row.items() if k != "plateau_step"})  # kept before: best step
 
 
+def test_the_summary_reports_the_step_the_plateau_criterion_counts(tmp_path):
+    import csv
+
+    from spectral_analysis.experiments.results import write_summary
+
+    base = {"status": "done", "steps": 20000, "best_step": 19500, "config": {"steps": 20000}}
+    rows = {"tolerant_s0": {**base, "plateau_step": 2500}, "kept_before_s0": base}
+    for trial, row in rows.items():
+        (tmp_path / "e" / "paper" / trial).mkdir(parents=True)
+        (tmp_path / "e" / "paper" / trial / "result.json").write_text(json.dumps({"trial": trial, **row}))
+    summary = {r["trial"]: r for r in write_summary(tmp_path, "e", "paper")}
+    assert summary["tolerant_s0"]["plateau"] is True and summary["kept_before_s0"]["plateau"] is False
+    with (tmp_path / "e" / "paper" / "summary.csv").open() as f:
+        flat = {r["trial"]: r for r in csv.DictReader(f)}
+    assert (flat["tolerant_s0"]["plateau_step"], flat["tolerant_s0"]["plateau"]) == ("2500", "True")
+    assert (flat["kept_before_s0"]["plateau_step"], flat["kept_before_s0"]["plateau"]) == ("19500", "False")
+
+
 def test_a_run_with_a_tolerance_stops_where_its_gains_fell_below_it(tmp_path, scripted_validation, capsys):
     # gains of 1e-4 per validation from step 16: none passes 1e-3 by step 48, so 16 <= 0.8 s at 24
     scripted_validation[0] = lambda step: 1.0 if step < 16 else 0.5 - 1e-4 * step

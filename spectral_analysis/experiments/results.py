@@ -59,6 +59,7 @@ SUMMARY_COLUMNS = (
     "test",
     "best_valid",
     "best_step",
+    "plateau_step",
     "plateau",
     "seconds",
     "parameters",
@@ -306,6 +307,7 @@ def write_summary(results: str | Path, experiment: str, scale: str) -> list[dict
                 **{k: r.get(k) for k in SUMMARY_COLUMNS},
                 "axes": json.dumps(r.get("axes", {})),
                 "steps": r.get("steps", r["config"].get("steps")),
+                "plateau_step": r.get("plateau_step", r.get("best_step")),  # kept before it: no tolerance
                 "final_valid": (r.get("final_valid") or {}).get(metric) if metric else None,
                 "test": (r.get("test_metrics") or {}).get(metric) if metric else None,
             }
