@@ -73,11 +73,17 @@ SUMMARY_COLUMNS = (
 )
 
 
+def counted_step(row: dict[str, Any]) -> int | None:
+    """The step of the last improvement the plateau criterion counts; rows kept before ``plateau_step``
+    existed ran without a tolerance, so theirs is the best step."""
+    return row.get("plateau_step", row.get("best_step"))
+
+
 def plateaued(row: dict[str, Any]) -> bool | None:
     """Whether a done trial trained to a plateau (:func:`~spectral_analysis.train.plateau.is_plateau` of
-    its last improvement's step and its last step); ``None`` for a trial that is not done or has no
-    validation record. Rows kept before ``plateau_step`` existed ran without a tolerance: the best step."""
-    steps, improved = row.get("steps"), row.get("plateau_step", row.get("best_step"))
+    :func:`counted_step` and its last step); ``None`` for a trial that is not done or has no validation
+    record."""
+    steps, improved = row.get("steps"), counted_step(row)
     if row.get("status") != "done" or steps is None or improved is None:
         return None
     return is_plateau(improved, steps)
@@ -307,7 +313,7 @@ def write_summary(results: str | Path, experiment: str, scale: str) -> list[dict
                 **{k: r.get(k) for k in SUMMARY_COLUMNS},
                 "axes": json.dumps(r.get("axes", {})),
                 "steps": r.get("steps", r["config"].get("steps")),
-                "plateau_step": r.get("plateau_step", r.get("best_step")),  # kept before it: no tolerance
+                "plateau_step": counted_step(r),
                 "final_valid": (r.get("final_valid") or {}).get(metric) if metric else None,
                 "test": (r.get("test_metrics") or {}).get(metric) if metric else None,
             }

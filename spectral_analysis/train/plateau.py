@@ -13,17 +13,22 @@ PLATEAU_FRACTION = 0.2  # "no improvement over the last 20% of the steps"
 LOWER_IS_BETTER = ("mse", "cross_entropy", "perplexity", "loss", "nll")
 
 
+def _scored(valid: Iterable[dict[str, Any]], metric: str) -> Iterable[tuple[float, int]]:
+    """``(value, step)`` of the validation lines that record ``metric`` as a number."""
+    for line in valid:
+        value = line.get(metric)
+        if not isinstance(value, bool) and isinstance(value, int | float):
+            yield value, line["step"]
+
+
 def best_validation(valid: Iterable[dict[str, Any]], metric: str) -> tuple[float | None, int | None]:
     """``(value, step)`` of the best ``metric`` among validation lines (the earliest on a tie: a later
     equal value is no improvement), or ``(None, None)`` when none records it."""
     best: tuple[float | None, int | None] = (None, None)
     lower = metric in LOWER_IS_BETTER
-    for line in valid:
-        value = line.get(metric)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            continue
+    for value, step in _scored(valid, metric):
         if best[0] is None or (value < best[0] if lower else value > best[0]):
-            best = (value, line["step"])
+            best = (value, step)
     return best
 
 
@@ -35,12 +40,9 @@ def last_improvement_step(valid: Iterable[dict[str, Any]], metric: str, min_delt
     reference: float | None = None
     step: int | None = None
     sign = 1.0 if metric in LOWER_IS_BETTER else -1.0
-    for line in valid:
-        value = line.get(metric)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            continue
+    for value, at in _scored(valid, metric):
         if reference is None or sign * (reference - value) > min_delta:
-            reference, step = value, line["step"]
+            reference, step = value, at
     return step
 
 
