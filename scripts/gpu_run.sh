@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine (docs/howto/experiments.md, "A machine without Ray"), with `.gpu` carried:
-# the named grids at paper scale in local processes, stopped by a time budget, their results directories
-# brought back through $OUT as results.tgz (unpack here with scripts/gpu_unpack.sh).
-#   bash scripts/gpu_run.sh SECONDS WORKERS GPUS_PER_TRIAL NAME... [-- MORE_RUN_OPTIONS]
-# e.g. bash scripts/gpu_run.sh 500 12 0.08 table2-mnist -- --only variant=rnn,ornn
+# the named grids at paper scale, side by side (one `run` each, WORKERS local processes each), stopped by
+# a time budget; their results directories come back through $OUT as results.tgz (unpack here with
+# scripts/gpu_unpack.sh) and each grid's log as <grid>.log.
+#   bash scripts/gpu_run.sh SECONDS WORKERS GPUS_PER_TRIAL GRID[:KEY=VALUE...]... [-- MORE_RUN_OPTIONS]
+# A GRID's KEY=VALUE pairs (colon-separated) are its `--only` selection, e.g.
+#   bash scripts/gpu_run.sh 450 6 0.08 table2-mnist:variant=rnn,ornn fig3-mnist:variant=spectral:task=mnist
 set -uo pipefail
 seconds=$1 workers=$2 share=$3
 shift 3
-names=()
-while [ $# -gt 0 ] && [ "$1" != "--" ]; do names+=("$1"); shift; done
+specs=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do specs+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
+[ ${#specs[@]} -gt 0 ] || { echo "gpu_run.sh: name at least one grid" >&2; exit 2; }
 # shellcheck source=scripts/gpu_setup.sh
 source scripts/gpu_setup.sh || exit 1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore::UserWarning
-timeout $((seconds + 60)) python3 -m spectral_analysis.cli run "${names[@]}" --scale paper --backend processes \
-  --workers "$workers" --gpus-per-trial "$share" --time-budget "$seconds" --out /tmp/runs "$@" 2>&1 |
-  tee "$OUT/run.log"
+names=() logs=()
+for spec in "${specs[@]}"; do
+  IFS=: read -r -a parts <<<"$spec"
+  name=${parts[0]} only=()
+  [ ${#parts[@]} -gt 1 ] && only=(--only "${parts[@]:1}")
+  names+=("$name") logs+=("$OUT/$name.log")
+  timeout $((seconds + 60)) python3 -m spectral_analysis.cli run "$name" --scale paper --backend processes \
+    --workers "$workers" --gpus-per-trial "$share" --time-budget "$seconds" --out /tmp/runs \
+    "${only[@]}" "$@" > "$OUT/$name.log" 2>&1 &
+done
+# how busy the card is halfway through (trials side by side share it; past saturation each slows down)
+(sleep $((seconds / 2)); nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader) \
+  > "$OUT/gpu_load.txt" 2>&1 &
+wait
+tail -n 4 "${logs[@]}"
 tar czf "$OUT/results.tgz" $(printf 'results/%s/paper ' "${names[@]}")

@@ -1,7 +1,7 @@
 # Sourced first in a call to a lent GPU machine (`source scripts/gpu_setup.sh`), with `.gpu` carried
 # (scripts/gpu_carry.sh writes it): installs the carried wheels and MNIST's file under /tmp/site (once per
 # machine: a warm machine keeps them) and puts the tree and /tmp/site on PYTHONPATH.
-SITE=/tmp/site
+SITE=${GPU_SITE:-/tmp/site}  # GPU_SITE: another place (the tests use one)
 if [ ! -f "$SITE/mnist/data/mnist.pkl.gz" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
     .gpu/whl/*.whl || return 1

@@ -220,3 +220,54 @@ def test_gpu_unpack_lays_the_machines_grids_over_these_and_drops_the_runs_it_kep
     refused = subprocess.run(["bash", str(tmp_path / "scripts" / "gpu_unpack.sh"), str(empty)],
                              capture_output=True, text=True)
     assert refused.returncode == 1 and "holds no results/<experiment>/paper/ directory" in refused.stderr
+
+
+def test_gpu_run_runs_each_grid_side_by_side_with_its_own_selection(tmp_path):
+    """scripts/gpu_run.sh: one paper-scale `run` per named grid, all started before any ends, each with
+    the `--only` pairs of its GRID:KEY=VALUE spec (none for a bare name) and the options after `--`;
+    both grids come back in results.tgz and each log beside it."""
+    import subprocess
+    import tarfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "scripts").mkdir()
+    for script in ("gpu_run.sh", "gpu_setup.sh"):
+        shutil.copy(root / "scripts" / script, tmp_path / "scripts")
+    site = tmp_path / "site"
+    (site / "mnist" / "data").mkdir(parents=True)
+    (site / "mnist" / "data" / "mnist.pkl.gz").write_bytes(b"")  # installed: the setup skips its install
+    stubs, out = tmp_path / "bin", tmp_path / "out"
+    stubs.mkdir()
+    out.mkdir()
+    (stubs / "nvidia-smi").write_text("#!/bin/sh\necho stub GPU\n")
+    # the stub `run` records its arguments, waits for the other grid's to start, then writes its grid
+    (stubs / "python3").write_text(
+        "#!/bin/bash\nname=$4\nprintf '%s\\n' \"$@\" > \"$OUT/$name.args\"\n"
+        "for _ in $(seq 50); do [ $(ls \"$OUT\"/*.args | wc -l) -ge 2 ] && break; sleep 0.1; done\n"
+        "ls \"$OUT\"/*.args | wc -l > \"$OUT/$name.seen\"\n"
+        "mkdir -p results/$name/paper && echo '[]' > results/$name/paper/summary.json\necho ran $name\n")
+    for stub in stubs.iterdir():
+        stub.chmod(0o755)
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "OUT": str(out), "GPU_SITE": str(site)}
+    done = subprocess.run(
+        ["bash", "scripts/gpu_run.sh", "2", "6", "0.08", "table2-mnist:variant=rnn,ornn",
+         "fig3-mnist:variant=spectral:task=mnist", "kru-copy", "--", "--retry-failed"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    args = {name: (out / f"{name}.args").read_text().split("\n")[:-1]
+            for name in ("table2-mnist", "fig3-mnist", "kru-copy")}
+    common = ["--scale", "paper", "--backend", "processes", "--workers", "6", "--gpus-per-trial", "0.08",
+              "--time-budget", "2", "--out", "/tmp/runs"]
+    assert args["table2-mnist"] == ["-m", "spectral_analysis.cli", "run", "table2-mnist", *common,
+                                    "--only", "variant=rnn,ornn", "--retry-failed"]
+    assert args["fig3-mnist"][-4:] == ["--only", "variant=spectral", "task=mnist", "--retry-failed"]
+    assert "--only" not in args["kru-copy"] and args["kru-copy"][-1] == "--retry-failed"
+    assert all(int((out / f"{name}.seen").read_text()) >= 2 for name in args)  # side by side
+    assert (out / "fig3-mnist.log").read_text() == "ran fig3-mnist\n"
+    with tarfile.open(out / "results.tgz") as tar:
+        assert {"results/table2-mnist/paper/summary.json", "results/kru-copy/paper/summary.json"} <= set(
+            tar.getnames())
+    refused = subprocess.run(["bash", "scripts/gpu_run.sh", "2", "6", "0.08", "--", "--retry-failed"],
+                             cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert refused.returncode == 2 and "name at least one grid" in refused.stderr
