@@ -881,6 +881,9 @@ def test_figures_are_drawn_from_kept_results_without_training(tmp_path, monkeypa
         raise AssertionError("a reader trained a model")
 
     monkeypatch.setattr(Trainer, "run", no_training)
+    beside = {"fig3-mnist": "fig3_mnist.png"} | {n: f.file for n, f in LEARNING_FIGURES.items()}
+    for file in beside.values():  # left by an earlier draw: stale once the paper grid is whole
+        (tmp_path / file.replace(".png", "_paper.png")).write_bytes(b"stale")
     drawn = draw_figures(ROOT / "results", tmp_path)
     names = {Path(d["path"]).name for d in drawn}
     assert {
@@ -899,11 +902,12 @@ def test_figures_are_drawn_from_kept_results_without_training(tmp_path, monkeypa
     for d in drawn:  # each file at the scale of a grid it reads (drawn grid, paper rows beside it)
         if d["experiment"] != "benchmarks":
             assert d["scale"] in {g.scale for g in read_grids(ROOT / "results", d["experiment"])}
-    beside = {"fig3-mnist": "fig3_mnist.png"} | {n: f.file for n, f in LEARNING_FIGURES.items()}
     for experiment, file in beside.items():  # the paper-scale models kept so far beside a smaller grid
         grid = read_grid(ROOT / "results", experiment)
         paper_so_far = grid.scale != "paper" and read_grid(ROOT / "results", experiment, "paper") is not None
-        assert (file.replace(".png", "_paper.png") in names) == paper_so_far, experiment
+        paper_file = file.replace(".png", "_paper.png")
+        assert (paper_file in names) == paper_so_far == (tmp_path / paper_file).exists(), experiment
+        assert not paper_so_far or (tmp_path / paper_file).read_bytes() != b"stale", experiment
     table2_files = [d["scale"] for d in drawn if d["experiment"] == "table2-mnist"]
     assert table2_files == [g.scale for g in read_grids(ROOT / "results", "table2-mnist")]
     table2 = read_grid(ROOT / "results", "table2-mnist")

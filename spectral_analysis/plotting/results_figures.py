@@ -101,6 +101,7 @@ class LearningFigure:
         """The figure from the grid :func:`read_grids` draws and, beside a smaller grid, the paper-scale
         models kept so far as ``<file>_paper.png`` (their own axes: they train longer)."""
         grids = read_grids(results, experiment)
+        _drop_stale_paper_file(out, self.file, grids)
         return [self._draw(grid, out, paper_so_far=i > 0) for i, grid in enumerate(grids)]
 
     def _draw(self, grid: KeptGrid, out: Path, paper_so_far: bool) -> Drawn:
@@ -115,8 +116,20 @@ class LearningFigure:
         figure = plot_learning_curves(panels, self.metric.replace("_", " "), levels, title,
                                       length_name=self.axis_name, log_scale=self.log_scale,
                                       data_name={"valid": "validation", "train": "training"}[self.phase])
-        file = self.file.replace(".png", "_paper.png") if paper_so_far else self.file
+        file = _paper_file(self.file) if paper_so_far else self.file
         return _drawn(save_figure(figure, out / file), grid)
+
+
+def _paper_file(file: str) -> str:
+    """The file of a figure's paper-scale models kept so far, drawn beside the figure's smaller grid."""
+    return file.replace(".png", "_paper.png")
+
+
+def _drop_stale_paper_file(out: Path, file: str, grids: list[KeptGrid]) -> None:
+    """Once a figure is drawn whole at one scale (its paper grid complete), the paper-so-far file an
+    earlier draw left in ``out`` is stale: removed, so no gallery shows it."""
+    if len(grids) < 2:
+        (out / _paper_file(file)).unlink(missing_ok=True)
 
 
 def kept_so_far(paper: KeptGrid) -> str:
@@ -197,6 +210,7 @@ def _fig3_drawn(drawn_grids: list[tuple[KeptGrid, str]], title: str, path: Path)
 
 def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
     grids = read_grids(results, "fig3-mnist")
+    _drop_stale_paper_file(out, "fig3_mnist.png", grids)
     if not grids:
         return []
     grid = grids[0]
@@ -210,7 +224,7 @@ def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
     for paper in grids[1:]:  # the paper-scale models kept so far, on their own axes (20 epochs, not 2)
         drawn.append(_fig3_drawn([(paper, "")], f"Fig. 3{kept_so_far(paper)} "
                                  f"(n = {paper.groups[0].rows[0]['hidden']}; {paper.stamp()}; chance 0.1)",
-                                 out / "fig3_mnist_paper.png"))
+                                 out / _paper_file("fig3_mnist.png")))
     steps, margins, gradients = {}, {}, {}
     drawn_groups = [g for g in grid.groups if g.axes.get("task") == "mnist"
                     and g.axes.get("pixels_per_step") == 1 and g.variant != "lstm"]
