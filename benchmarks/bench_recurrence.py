@@ -7,6 +7,8 @@ Side by side in one run (medians of interleaved repeats; read the ratios, not th
   route (``auto``: the scan on CPU, PyTorch's fused kernel / cuDNN for relu on CUDA), W
   materialized once per pass from its m1 + m2 reflectors;
 - ``spectral_relu_torch_kernel``: the same model forced through PyTorch's fused kernel;
+- ``spectral_leaky_relu_graph`` (CUDA only): the leaky-ReLU model with its scan replayed as CUDA graphs
+  (``recurrence="graph"``);
 - ``spectral_reflector``: the paper's per-step reflector loop (Algorithm 1), the reference
   (fewer repeats: it is slow). It stores every reflector's input for its backward, (m1 + m2) T B n
   numbers (105 GB at n = m = 512, T = 784, B = 64), so it runs only for n <= --reflector-max-n.
@@ -64,7 +66,8 @@ def make_case(n: int, m: int, T: int, B: int, device: str) -> dict[str, Callable
             "spectral_relu": spectral("relu", "auto"),
             "spectral_leaky_relu": spectral("leaky_relu", "auto"),
             "spectral_relu_torch_kernel": spectral("relu", "torch"),
-            "spectral_reflector": spectral("relu", "reflector")}
+            "spectral_reflector": spectral("relu", "reflector")} | (
+        {"spectral_leaky_relu_graph": spectral("leaky_relu", "graph")} if device.startswith("cuda") else {})
 
 
 def bench_case(n: int, m: int, T: int, B: int, repeats: int, reflector_repeats: int, device: str) -> dict:
@@ -87,6 +90,8 @@ def bench_case(n: int, m: int, T: int, B: int, repeats: int, reflector_repeats: 
               "spectral_relu_over_nn_rnn": med["spectral_relu"] / base,
               "spectral_leaky_relu_over_nn_rnn": med["spectral_leaky_relu"] / base,
               "spectral_torch_kernel_over_nn_rnn": med["spectral_relu_torch_kernel"] / base}
+    if "spectral_leaky_relu_graph" in med:
+        result["leaky_relu_graph_over_scan"] = med["spectral_leaky_relu_graph"] / med["spectral_leaky_relu"]
     if "spectral_reflector" in med:
         result["reflector_over_spectral_relu"] = med["spectral_reflector"] / med["spectral_relu"]
     return result
@@ -117,7 +122,8 @@ def main() -> None:
         print(f"n={n:4d} T={T:4d} m1=m2={m:4d}: rnn relu {case['rnn_relu_over_nn_rnn']:.3f} x nn.RNN, "
               f"spectral relu {case['spectral_relu_over_nn_rnn']:.3f} x nn.RNN, "
               f"leaky_relu {case['spectral_leaky_relu_over_nn_rnn']:.3f} x, via torch kernel "
-              f"{case['spectral_torch_kernel_over_nn_rnn']:.3f} x; reflector loop "
+              f"{case['spectral_torch_kernel_over_nn_rnn']:.3f} x, graph/scan "
+              f"{case.get('leaky_relu_graph_over_scan', float('nan')):.3f}; reflector loop "
               f"{case.get('reflector_over_spectral_relu', float('nan')):.1f} x slower", flush=True)
     write_report(args.out, args.device, "forward + backward, full sequence", cases)
 

@@ -32,19 +32,23 @@ ARRANGEMENTS = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}  # processes x thre
 WARM_UP = 2  # steps before the clock starts
 
 
-def _trainer(configuration: str, out: Path) -> Trainer:
+def _trainer(configuration: str, out: Path, device: str, recurrence: str | None) -> Trainer:
     name, key = configuration.split("/", 1)
     trials = [t for t in find_experiment(name).trials("paper") if t.key == f"{key}_s0"]
     if not trials:
         raise SystemExit(f"{configuration}: no paper-scale trial {key}_s0 in {name}")
-    return Trainer(trials[0].train_config(out), resume=False)
+    config = trials[0].train_config(out, device=device)
+    if recurrence is not None:  # the time-loop route, in place of the catalog's
+        config.model_options = {**config.model_options, "recurrence": recurrence}
+    return Trainer(config, resume=False)
 
 
-def _steps_per_second(configuration: str, threads: int, steps: int, start: object, out: object) -> None:
+def _steps_per_second(configuration: str, threads: int, steps: int, start: object, out: object,
+                      device: str, recurrence: str | None) -> None:
     torch.set_num_threads(threads)
     keep_freed_memory()
     with tempfile.TemporaryDirectory() as scratch:
-        trainer = _trainer(configuration, Path(scratch) / "run")
+        trainer = _trainer(configuration, Path(scratch) / "run", device, recurrence)
         trainer.config.checkpoint_every = 10**9
         stamps: list[float] = []
         start.wait()
@@ -53,11 +57,13 @@ def _steps_per_second(configuration: str, threads: int, steps: int, start: objec
         out.put(steps / (stamps[-1] - stamps[WARM_UP - 1]))
 
 
-def throughput(configuration: str, processes: int, threads: int, steps: int) -> float:
-    """Steps a second of all ``processes`` together."""
+def throughput(configuration: str, processes: int, threads: int, steps: int, device: str = "cpu",
+               recurrence: str | None = None) -> float:
+    """Steps a second of all ``processes`` together (on ``device``, by time-loop route ``recurrence``)."""
     context = multiprocessing.get_context("spawn")
     start, out = context.Barrier(processes), context.Queue()
-    workers = [context.Process(target=_steps_per_second, args=(configuration, threads, steps, start, out))
+    workers = [context.Process(target=_steps_per_second,
+                               args=(configuration, threads, steps, start, out, device, recurrence))
                for _ in range(processes)]
     for worker in workers:
         worker.start()

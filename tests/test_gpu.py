@@ -78,3 +78,72 @@ def test_bound_and_analyze_run_on_cuda(tmp_path):
     report = analyze_subject(subject, samples=3, trials=2, user_data=data)
     cpu = analyze_subject(load(rnn), samples=3, trials=2, user_data=data)
     assert abs(report["lyapunov_exponents"][0] - cpu["lyapunov_exponents"][0]) < 1e-6
+
+
+def test_replay_captures_once_per_key_reads_new_inputs_and_keeps_the_latest_graphs():
+    from spectral_analysis.nn import cuda_graphs
+
+    cuda_graphs.clear()
+    calls = []
+
+    def body(b):
+        calls.append(1)  # Python runs only at the warm-up and the capture, never at a replay
+        torch.mul(b["x"], 2, out=b["y"])
+
+    def outputs():
+        return {"y": torch.empty(3, device="cuda")}
+
+    first = cuda_graphs.replay("k", outputs, body, {"x": torch.ones(3, device="cuda")})
+    assert first["y"].tolist() == [2.0, 2.0, 2.0] and len(calls) == 2
+    second = cuda_graphs.replay("k", outputs, body, {"x": torch.arange(3.0, device="cuda")})
+    assert second["y"] is first["y"] and second["y"].tolist() == [0.0, 2.0, 4.0] and len(calls) == 2
+    for i in range(cuda_graphs.MAX_GRAPHS):  # "k" is the least recently used: dropped
+        cuda_graphs.replay(("other", i), outputs, body, {"x": torch.ones(3, device="cuda")})
+    calls.clear()
+    assert cuda_graphs.replay("k", outputs, body, {"x": torch.ones(3, device="cuda")})["y"].sum() == 6
+    assert len(calls) == 2
+    cuda_graphs.clear()
+
+
+@pytest.mark.parametrize("activation", ["leaky_relu", "relu", "tanh", "abs", "identity"])
+def test_graph_route_equals_the_scan_across_shapes_and_new_inputs(activation):
+    """recurrence='graph' against the eager scan (float64): hidden states and every gradient, on a shape
+    met first, met again with new inputs (a replay), and a second shape (its own graphs)."""
+    from spectral_analysis.nn import cuda_graphs
+    from spectral_analysis.nn.time_loop import recurrence_scan
+
+    cuda_graphs.clear()
+    torch.manual_seed(0)
+    for T, B in ((30, 4), (30, 4), (12, 5)):
+        xp = torch.randn(T, B, 6, dtype=torch.float64, device="cuda", requires_grad=True)
+        W = (0.5 * torch.randn(6, 6, dtype=torch.float64, device="cuda")).requires_grad_()
+        h0 = torch.randn(B, 6, dtype=torch.float64, device="cuda", requires_grad=True)
+        weights = torch.randn(T, B, 6, dtype=torch.float64, device="cuda")
+        runs = []
+        for graphs in (False, True):
+            H = recurrence_scan(xp, W, h0, activation, 0.1, graphs=graphs)
+            runs.append((H.detach(), torch.autograd.grad((H * weights).sum(), (xp, W, h0))))
+        (H1, g1), (H2, g2) = runs
+        assert torch.allclose(H2, H1, rtol=0, atol=1e-12), (T, B)
+        for a, b in zip(g2, g1, strict=True):
+            assert torch.allclose(a, b, rtol=1e-12, atol=1e-12), (T, B)
+    cuda_graphs.clear()
+
+
+@pytest.mark.parametrize("name", ["spectral", "rnn"])
+def test_graph_route_trains_as_the_scan_does(name):
+    """Three Adam steps of a leaky-ReLU model by recurrence='graph' and by 'scan' from the same start end
+    at the same parameters: every replay reads the step's new W."""
+    finals = []
+    for route in ("scan", "graph"):
+        torch.manual_seed(0)
+        model = build_model(name, 2, 16, 3, activation="leaky_relu", recurrence=route).cuda()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        gen = torch.Generator(device="cuda").manual_seed(1)
+        for _ in range(3):
+            x = torch.randn(8, 40, 2, device="cuda", generator=gen)
+            opt.zero_grad()
+            model.run(x).last_outputs().square().mean().backward()
+            opt.step()
+        finals.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+    assert torch.allclose(finals[1], finals[0], rtol=1e-5, atol=1e-6)

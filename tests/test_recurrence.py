@@ -73,7 +73,12 @@ def test_routes_are_validated():
     assert resolve_recurrence("auto", "relu", torch.device("cpu")) == "scan"
     assert resolve_recurrence("auto", "relu", torch.device("cuda")) == "torch"
     assert resolve_recurrence("auto", "abs", torch.device("cuda")) == "scan"
+    assert resolve_recurrence("graph", "leaky_relu", torch.device("cuda")) == "graph"
+    with pytest.raises(ValueError, match="needs a CUDA device, not 'cpu'"):
+        resolve_recurrence("graph", "leaky_relu", torch.device("cpu"))
     model = build_model("rnn", 2, 4, 1)
+    with pytest.raises(ValueError, match="needs a CUDA device"):
+        model.run(torch.randn(1, 3, 2), recurrence="graph")
     with pytest.raises(ValueError, match="structured transition"):
         model.run(torch.randn(1, 3, 2), recurrence="reflector")
 

@@ -23,6 +23,7 @@ from spectral_analysis.nn.activations import activate, check_activation, derivat
 from spectral_analysis.nn.time_loop import (
     RECURRENCES,
     recurrence_loop,
+    recurrence_scan,
     recurrence_torch,
     resolve_recurrence,
 )
@@ -353,6 +354,9 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
                     xp = input_projection(layer_input.transpose(0, 1), M, b)  # (T, B, n)
                 if mode == "scan":
                     Ht = transition.scan(xp, h_init, self.activation, self.leak)
+                elif mode == "graph":  # the dense scan on the formed W, its loops replayed as CUDA graphs
+                    Ht = recurrence_scan(xp, transition.matrix(), h_init, self.activation, self.leak,
+                                         graphs=True)
                 else:
                     step = transition.apply_reference if mode == "reflector" else _dense_step(transition)
                     Ht = recurrence_loop(xp, h_init, step, self.activation, self.leak)

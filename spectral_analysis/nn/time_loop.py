@@ -1,12 +1,14 @@
 """The time loop of Eq. 4, ``h_t = phi(W h_{t-1} + M x_t + b)``, for a W that is fixed over time.
 
-Four interchangeable routes, all exact (they differ only in rounding):
+Five interchangeable routes, all exact (they differ only in rounding):
 
 - ``torch``: PyTorch's fused RNN kernel (``torch.rnn_relu`` / ``torch.rnn_tanh``, cuDNN on a
   GPU), which takes any weight tensors and keeps autograd; relu and tanh only.
 - ``scan``: :class:`_Scan`, one autograd node for the whole sequence. Forward runs one ``addmm``
   and one in-place activation per step; backward runs one ``addmm`` and one elementwise op per step
   and forms ``dL/dW = sum_t g_t h_{t-1}^T`` as one large GEMM at the end. Every activation.
+- ``graph`` (CUDA only): the scan with its two time loops captured as CUDA graphs once per shape and
+  replayed (:mod:`spectral_analysis.nn.cuda_graphs`): the same kernels without a host launch each.
 - ``loop``: the obviously correct twin, a plain Python loop under autograd (dense W).
 - ``reflector``: the same loop with ``W h`` applied by the transition's own structure, W never formed:
   the reflectors one at a time (Algorithm 1, :func:`~spectral_analysis.linalg.reflector_loop`), KRU's
@@ -26,6 +28,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from spectral_analysis.nn.activations import activate, activate_, derivative_from_output
+from spectral_analysis.nn.cuda_graphs import Buffers, replay
 from spectral_analysis.vocabulary import RECURRENCES
 
 TORCH_KERNEL_ACTIVATIONS = ("relu", "tanh")
@@ -33,46 +36,82 @@ TORCH_KERNEL_ACTIVATIONS = ("relu", "tanh")
 
 class _Scan(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, xp: Tensor, W: Tensor, h0: Tensor, activation: str, leak: float) -> Tensor:
-        T = xp.shape[0]
-        H = xp.new_empty((T + 1, *h0.shape))
-        H[0] = h0
-        Z = xp.new_empty(xp.shape) if activation == "abs" else None
-        Wt = W.t()
-        for t in range(T):
-            if Z is None:
-                activate_(torch.addmm(xp[t], H[t], Wt, out=H[t + 1]), activation, leak)
-            else:  # abs: keep z, its sign is the derivative
-                torch.abs(torch.addmm(xp[t], H[t], Wt, out=Z[t]), out=H[t + 1])
-        ctx.activation, ctx.leak = activation, leak
-        ctx.save_for_backward(W, H, *(() if Z is None else (Z,)))
-        return H[1:]
+    def forward(ctx, xp: Tensor, W: Tensor, h0: Tensor, activation: str, leak: float, graphs: bool) -> Tensor:
+        T, keep_z = xp.shape[0], activation == "abs"
+
+        def steps(b: Buffers) -> None:
+            b["H"][0].copy_(b["h0"])
+            _forward_steps(b["xp"], b["W"], b["H"], b.get("Z"), activation, leak)
+
+        def outputs() -> Buffers:
+            return {"H": xp.new_empty((T + 1, *h0.shape))} | ({"Z": torch.empty_like(xp)} if keep_z else {})
+
+        inputs = {"xp": xp, "W": W, "h0": h0}
+        if graphs:
+            key = ("scan forward", xp.shape, W.shape, xp.dtype, xp.device, activation, leak)
+            done = {k: v.clone() for k, v in replay(key, outputs, steps, inputs).items() if k in ("H", "Z")}
+        else:
+            done = outputs() | inputs
+            steps(done)
+        ctx.activation, ctx.leak, ctx.graphs = activation, leak, graphs
+        ctx.save_for_backward(W, done["H"], *((done["Z"],) if keep_z else ()))
+        return done["H"][1:]
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g: Tensor):
         W, H, *z = ctx.saved_tensors
-        T = g.shape[0]
         if ctx.activation == "identity":
             D = None
         elif ctx.activation == "abs":
             D = torch.sgn(z[0])
         else:
             D = derivative_from_output(H[1:], ctx.activation, ctx.leak)
-        GZ = torch.empty_like(H[1:])  # dL/dz_t
-        torch.mul(g[T - 1], D[T - 1], out=GZ[T - 1]) if D is not None else GZ[T - 1].copy_(g[T - 1])
-        for t in range(T - 2, -1, -1):
-            torch.addmm(g[t], GZ[t + 1], W, out=GZ[t])  # g_t + GZ_(t+1) W in one pass
-            if D is not None:
-                GZ[t].mul_(D[t])
+
+        def steps(b: Buffers) -> None:
+            _backward_steps(b["g"], b.get("D"), b["W"], b["GZ"])
+
+        def outputs() -> Buffers:
+            return {"GZ": torch.empty_like(H[1:])}
+
+        inputs = {"g": g, "W": W} | ({} if D is None else {"D": D})
+        if ctx.graphs:
+            key = ("scan backward", g.shape, W.shape, g.dtype, g.device, D is None)
+            GZ = replay(key, outputs, steps, inputs)["GZ"].clone()
+        else:
+            GZ = outputs()["GZ"]
+            steps(inputs | {"GZ": GZ})
         grad_W = torch.tensordot(GZ, H[:-1], dims=([0, 1], [0, 1])) if ctx.needs_input_grad[1] else None
         grad_h0 = GZ[0] @ W if ctx.needs_input_grad[2] else None
-        return GZ, grad_W, grad_h0, None, None
+        return GZ, grad_W, grad_h0, None, None, None
 
 
-def recurrence_scan(xp: Tensor, W: Tensor, h0: Tensor, activation: str, leak: float) -> Tensor:
-    """Hidden states ``(T, B, n)`` from input projections ``xp = M x_t + b`` ``(T, B, n)`` by the scan."""
-    return _Scan.apply(xp, W, h0, activation, leak)
+def _forward_steps(xp: Tensor, W: Tensor, H: Tensor, Z: Tensor | None, activation: str, leak: float) -> None:
+    """Eq. 4 into ``H[1:]`` from ``H[0]``: one ``addmm`` and one in-place activation a step (``abs`` keeps
+    ``z_t`` in ``Z``: its sign is the derivative)."""
+    Wt = W.t()
+    for t in range(xp.shape[0]):
+        if Z is None:
+            activate_(torch.addmm(xp[t], H[t], Wt, out=H[t + 1]), activation, leak)
+        else:
+            torch.abs(torch.addmm(xp[t], H[t], Wt, out=Z[t]), out=H[t + 1])
+
+
+def _backward_steps(g: Tensor, D: Tensor | None, W: Tensor, GZ: Tensor) -> None:
+    """``dL/dz_t`` into ``GZ`` backward in time: ``GZ_t = (g_t + GZ_(t+1) W) * phi'_t`` (``D`` holds phi')."""
+    T = g.shape[0]
+    torch.mul(g[T - 1], D[T - 1], out=GZ[T - 1]) if D is not None else GZ[T - 1].copy_(g[T - 1])
+    for t in range(T - 2, -1, -1):
+        torch.addmm(g[t], GZ[t + 1], W, out=GZ[t])  # g_t + GZ_(t+1) W in one pass
+        if D is not None:
+            GZ[t].mul_(D[t])
+
+
+def recurrence_scan(xp: Tensor, W: Tensor, h0: Tensor, activation: str, leak: float,
+                    graphs: bool = False) -> Tensor:
+    """Hidden states ``(T, B, n)`` from input projections ``xp = M x_t + b`` ``(T, B, n)`` by the scan;
+    ``graphs`` replays both time loops as CUDA graphs (:func:`~spectral_analysis.nn.cuda_graphs.replay`)."""
+    return _Scan.apply(xp, W, h0, activation, leak, graphs)
 
 
 def recurrence_loop(xp: Tensor, h0: Tensor, step: Callable[[Tensor], Tensor], activation: str,
@@ -104,6 +143,9 @@ def resolve_recurrence(mode: str, activation: str, device: torch.device) -> str:
         raise ValueError(f"unknown recurrence {mode!r}; expected one of {RECURRENCES}")
     if mode == "auto":
         return "torch" if device.type == "cuda" and activation in TORCH_KERNEL_ACTIVATIONS else "scan"
+    if mode == "graph" and device.type != "cuda":
+        raise ValueError(f"recurrence='graph' replays CUDA graphs: it needs a CUDA device, not "
+                         f"{device.type!r}; use 'scan'")
     if mode == "torch" and activation not in TORCH_KERNEL_ACTIVATIONS:
         raise ValueError(f"recurrence='torch' (PyTorch's fused RNN kernel) supports only "
                          f"{TORCH_KERNEL_ACTIVATIONS}, not {activation!r}; use 'scan'")
