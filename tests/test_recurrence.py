@@ -96,3 +96,41 @@ def test_renamed_modules_and_functions_keep_deprecated_aliases():
         assert old.recurrence_scan is time_loop.recurrence_scan
     with pytest.warns(DeprecationWarning, match="now packed_reflector_product"):
         assert linalg.householder_product is linalg.packed_reflector_product
+
+
+@pytest.mark.parametrize("activation", ["leaky_relu", "abs", "identity"])
+def test_graph_plumbing_on_static_buffers_matches_the_scan(activation, monkeypatch):
+    """The graph route's use of its static buffers, on the CPU: ``replay`` stood in by a twin that keeps
+    one set of buffers per key and reruns the body on them, as a replay does. Two sequences of one
+    shape, both forwards before either backward, still give the eager scan's states and gradients: the
+    route keeps its own copies of what the next replay overwrites."""
+    from spectral_analysis.nn import time_loop
+
+    kept: dict = {}
+
+    def replay_twin(key, make_outputs, body, inputs):
+        if key not in kept:
+            kept[key] = {name: torch.empty_like(value) for name, value in inputs.items()} | make_outputs()
+        for name, value in inputs.items():
+            kept[key][name].copy_(value)
+        body(kept[key])
+        return kept[key]
+
+    monkeypatch.setattr(time_loop, "replay", replay_twin)
+    gen = torch.Generator().manual_seed(3)
+    cases = [(torch.randn(20, 3, 5, dtype=D, generator=gen).requires_grad_(),
+              (0.5 * torch.randn(5, 5, dtype=D, generator=gen)).requires_grad_(),
+              torch.randn(3, 5, dtype=D, generator=gen).requires_grad_(),
+              torch.randn(20, 3, 5, dtype=D, generator=gen)) for _ in range(2)]
+    for graphs in (False, True):
+        states = [recurrence_scan(xp, W, h0, activation, 0.2, graphs=graphs) for xp, W, h0, _ in cases]
+        grads = [torch.autograd.grad((H * w).sum(), (xp, W, h0))
+                 for H, (xp, W, h0, w) in zip(states, cases, strict=True)]
+        if not graphs:
+            eager = ([H.detach() for H in states], grads)
+    assert len(kept) == 2  # one forward and one backward key for the shape
+    for H, H_eager in zip(states, eager[0], strict=True):
+        assert torch.equal(H.detach(), H_eager)
+    for g, g_eager in zip(grads, eager[1], strict=True):
+        for a, b in zip(g, g_eager, strict=True):
+            assert torch.equal(a, b)
