@@ -177,8 +177,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             lines += [f"  failed {trial}: {error}" for trial, error in s["failed"].items()]
             if s["unfinished"]:
                 lines.append(
-                    "  unfinished (time budget): " + ", ".join(s["unfinished"]) + "; rerun the same "
-                    "command to resume them"
+                    "  unfinished (stopped by the time budget or an interrupt): " + ", ".join(s["unfinished"])
+                    + "; rerun the same command to resume them (after an interrupt, `spectral-analysis park` "
+                    "keeps their state in the results directory)"
                 )
         if p["sweeps"]:  # one grid for all: its wall time
             lines.append(f"in {p['sweeps'][0]['seconds']:.1f} s")
