@@ -110,3 +110,15 @@ def test_ctrl_c_stops_the_running_trial_and_never_starts_the_queued_one(tmp_path
     assert process.returncode != 0
     assert sorted(p.name for p in runs.iterdir()) == ["rnn_length5_s0"]  # the queued trials never began
     assert not (tmp_path / "results" / "tiny").exists()
+
+
+def test_the_run_command_names_trials_a_time_budget_stopped_and_how_to_resume_them(tmp_path, capsys):
+    from spectral_analysis.cli import main
+
+    catalog = tiny_catalog(tmp_path, LONG)
+    assert main(["run", "tiny", "--catalog", str(catalog), "--backend", "processes", "--workers", "1",
+                 "--seeds", "1", "--only", "variant=rnn", "length=5", "--time-budget", "0.001",
+                 "--out", str(tmp_path / "runs"), "--results", str(tmp_path / "results")]) == 0
+    out = capsys.readouterr().out
+    assert "unfinished (stopped by the time budget or an interrupt): rnn_length5_s0; rerun the same command" \
+        in out and "`spectral-analysis park`" in out
