@@ -48,7 +48,7 @@ def test_every_model_trains_one_step_on_cuda(name):
 
 @pytest.mark.parametrize("activation", ["relu", "tanh", "leaky_relu", "abs"])
 def test_cuda_routes_match_the_cpu_reference(activation):
-    """auto on CUDA is cuDNN (relu, tanh) or the scan; both must match the CPU reflector loop."""
+    """auto on CUDA is cuDNN (relu, tanh) or the graph-replayed scan; both match the CPU reflector loop."""
     torch.manual_seed(1)
     model = build_model("spectral", 3, 12, 2, m1=6, m2=12, activation=activation).double()
     x = torch.randn(5, 30, 3, dtype=torch.float64)
@@ -130,7 +130,7 @@ def test_graph_route_equals_the_scan_across_shapes_and_new_inputs(activation):
     cuda_graphs.clear()
 
 
-@pytest.mark.parametrize("name", ["spectral", "rnn"])
+@pytest.mark.parametrize("name", ["spectral", "rnn", "kru"])
 def test_graph_route_trains_as_the_scan_does(name):
     """Three Adam steps of a leaky-ReLU model by recurrence='graph' and by 'scan' from the same start end
     at the same parameters: every replay reads the step's new W."""

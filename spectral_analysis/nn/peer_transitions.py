@@ -111,10 +111,10 @@ class KroneckerTransition(Transition):
         """Whether the scan keeps W as two Kronecker blocks (from :data:`KRONECKER_SCAN_MIN_SIZE`)."""
         return len(self.factor_sizes) >= 2 and self.size >= KRONECKER_SCAN_MIN_SIZE
 
-    def scan(self, xp: Tensor, h0: Tensor, activation: str, leak: float) -> Tensor:
+    def scan(self, xp: Tensor, h0: Tensor, activation: str, leak: float, graphs: bool = False) -> Tensor:
         if self._two_blocks() and activation in KRONECKER_SCAN_ACTIVATIONS:
             return kronecker_scan(xp, self.factors(), h0, activation, leak)
-        return super().scan(xp, h0, activation, leak)
+        return super().scan(xp, h0, activation, leak, graphs)
 
     def modrelu_scan(self, xp: Tensor, h0: Tensor, b: Tensor) -> Tensor:
         """Real-form states ``(T, B, 2N)`` of ``h_t = modReLU(W h_(t-1) + xp_t, b)`` (complex factors, in

@@ -23,7 +23,6 @@ from spectral_analysis.nn.activations import activate, check_activation, derivat
 from spectral_analysis.nn.time_loop import (
     RECURRENCES,
     recurrence_loop,
-    recurrence_scan,
     recurrence_torch,
     resolve_recurrence,
 )
@@ -352,11 +351,8 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
                     xp = nn.functional.embedding(layer_input.T, M.T) + b  # (T, B, n)
                 else:
                     xp = input_projection(layer_input.transpose(0, 1), M, b)  # (T, B, n)
-                if mode == "scan":
-                    Ht = transition.scan(xp, h_init, self.activation, self.leak)
-                elif mode == "graph":  # the dense scan on the formed W, its loops replayed as CUDA graphs
-                    Ht = recurrence_scan(xp, transition.matrix(), h_init, self.activation, self.leak,
-                                         graphs=True)
+                if mode in ("scan", "graph"):  # graph: the dense scan's loops replayed as CUDA graphs
+                    Ht = transition.scan(xp, h_init, self.activation, self.leak, graphs=mode == "graph")
                 else:
                     step = transition.apply_reference if mode == "reflector" else _dense_step(transition)
                     Ht = recurrence_loop(xp, h_init, step, self.activation, self.leak)

@@ -12,10 +12,13 @@ Five interchangeable routes, all exact (they differ only in rounding):
 - ``loop``: the obviously correct twin, a plain Python loop under autograd (dense W).
 - ``reflector``: the same loop with ``W h`` applied by the transition's own structure, W never formed:
   the reflectors one at a time (Algorithm 1, :func:`~spectral_analysis.linalg.reflector_loop`), KRU's
-  factor-by-factor product, DizzyRNN's packed rotations. ``auto`` takes this route for KRU.
+  factor-by-factor product, DizzyRNN's packed rotations.
 
-``auto`` picks ``torch`` for relu/tanh on CUDA (cuDNN) and ``scan`` elsewhere: on the CPU the scan
-measured faster than PyTorch's own kernel (``benchmarks/bench_recurrence.py``).
+``auto`` picks ``torch`` for relu/tanh on CUDA (cuDNN), ``graph`` for the other activations on CUDA
+(3.5x the scan's training steps a second on an H200, ``benchmarks/bench_gpu_sharing.py``) and
+``scan`` on the CPU, where it measured faster than PyTorch's own kernel
+(``benchmarks/bench_recurrence.py``). Models whose transitions apply themselves (the uRNN) take
+``reflector`` instead (``nn.recurrent``).
 """
 
 from __future__ import annotations
@@ -142,7 +145,9 @@ def resolve_recurrence(mode: str, activation: str, device: torch.device) -> str:
     if mode not in RECURRENCES:
         raise ValueError(f"unknown recurrence {mode!r}; expected one of {RECURRENCES}")
     if mode == "auto":
-        return "torch" if device.type == "cuda" and activation in TORCH_KERNEL_ACTIVATIONS else "scan"
+        if device.type != "cuda":
+            return "scan"
+        return "torch" if activation in TORCH_KERNEL_ACTIVATIONS else "graph"
     if mode == "graph" and device.type != "cuda":
         raise ValueError(f"recurrence='graph' replays CUDA graphs: it needs a CUDA device, not "
                          f"{device.type!r}; use 'scan'")

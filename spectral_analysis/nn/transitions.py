@@ -88,10 +88,11 @@ class Transition(nn.Module, ABC):
         """``W h`` for ``h (..., n)`` by the structure's own per-step procedure."""
         return h @ self.matrix().mT
 
-    def scan(self, xp: Tensor, h0: Tensor, activation: str, leak: float) -> Tensor:
+    def scan(self, xp: Tensor, h0: Tensor, activation: str, leak: float, graphs: bool = False) -> Tensor:
         """The ``scan`` time loop's hidden states ``(T, B, n)`` from ``xp (T, B, n)``: the dense scan on
-        :meth:`matrix`, unless the structure has a faster scan of its own (KRU's Kronecker blocks)."""
-        return recurrence_scan(xp, self.matrix(), h0, activation, leak)
+        :meth:`matrix` (its loops replayed as CUDA graphs with ``graphs``), unless the structure has a
+        faster scan of its own (KRU's Kronecker blocks)."""
+        return recurrence_scan(xp, self.matrix(), h0, activation, leak, graphs=graphs)
 
     def spectral_penalty(self) -> Tensor:
         """Soft singular-value constraint to add to the loss (zero unless the structure has one)."""
