@@ -130,14 +130,22 @@ def test_graph_route_equals_the_scan_across_shapes_and_new_inputs(activation):
     cuda_graphs.clear()
 
 
-@pytest.mark.parametrize("name", ["spectral", "rnn", "kru"])
+GRAPH_MODELS = {"spectral": ("spectral", 16, {"activation": "leaky_relu"}),
+                "rnn": ("rnn", 16, {"activation": "leaky_relu"}),
+                "kru": ("kru", 16, {"activation": "leaky_relu"}),
+                "kru modrelu dense": ("kru", 16, {"complex": True, "activation": "modrelu"}),
+                "kru modrelu two blocks": ("kru", 256, {"complex": True, "activation": "modrelu"})}
+
+
+@pytest.mark.parametrize("name", GRAPH_MODELS)
 def test_graph_route_trains_as_the_scan_does(name):
-    """Three Adam steps of a leaky-ReLU model by recurrence='graph' and by 'scan' from the same start end
-    at the same parameters: every replay reads the step's new W."""
+    """Three Adam steps of a model by recurrence='graph' and by 'scan' from the same start end at the same
+    parameters: every replay reads the step's new W (KRU with modReLU: its dense and two-block loops)."""
+    model_name, hidden, options = GRAPH_MODELS[name]
     finals = []
     for route in ("scan", "graph"):
         torch.manual_seed(0)
-        model = build_model(name, 2, 16, 3, activation="leaky_relu", recurrence=route).cuda()
+        model = build_model(model_name, 2, hidden, 3, recurrence=route, **options).cuda()
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
         gen = torch.Generator(device="cuda").manual_seed(1)
         for _ in range(3):
@@ -147,3 +155,45 @@ def test_graph_route_trains_as_the_scan_does(name):
             opt.step()
         finals.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
     assert torch.allclose(finals[1], finals[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["kronecker tanh", "kronecker modrelu", "dense modrelu"])
+def test_kru_graph_loops_equal_their_eager_runs_across_shapes(name):
+    """KRU's loops replayed as CUDA graphs against their eager runs (float64): states and every gradient,
+    on a shape met first, met again with new inputs, and a second shape."""
+    from spectral_analysis.nn import cuda_graphs
+    from spectral_analysis.nn.kronecker_scan import kronecker_scan
+    from spectral_analysis.nn.modrelu import dense_modrelu_scan
+
+    cuda_graphs.clear()
+    torch.manual_seed(0)
+    cfg = {"dtype": torch.float64, "device": "cuda"}
+    for T, B in ((30, 4), (30, 4), (12, 5)):
+        if name == "dense modrelu":
+            args = [torch.randn(T, B, 8, **cfg), 0.5 * torch.randn(8, 8, **cfg), torch.randn(B, 8, **cfg),
+                    0.1 * torch.randn(4, **cfg)]
+
+            def scan(a, graphs):
+                return dense_modrelu_scan(*a, graphs)
+        else:
+            modrelu = name == "kronecker modrelu"
+            planes = 2 if modrelu else 1
+            args = [torch.randn(T, B, planes * 6, **cfg), torch.randn(B, planes * 6, **cfg),
+                    *(0.5 * torch.randn(k, k, **cfg) for k in ((2, 2, 3, 3) if modrelu else (2, 3))),
+                    *((0.1 * torch.randn(6, **cfg),) if modrelu else ())]
+
+            def scan(a, graphs, modrelu=modrelu):
+                factors = [torch.complex(a[2], a[3]), torch.complex(a[4], a[5])] if modrelu else a[2:4]
+                return kronecker_scan(a[0], factors, a[1], "modrelu" if modrelu else "tanh", 0.0,
+                                      bias=a[6] if modrelu else None, graphs=graphs)
+        args = [a.requires_grad_() for a in args]
+        weights = torch.randn_like(args[0])
+        runs = []
+        for graphs in (False, True):
+            H = scan(args, graphs)
+            runs.append((H.detach(), torch.autograd.grad((H * weights).sum(), args)))
+        (H1, g1), (H2, g2) = runs
+        assert torch.allclose(H2, H1, rtol=0, atol=1e-12), (T, B)
+        for a, b in zip(g2, g1, strict=True):
+            assert torch.allclose(a, b, rtol=1e-12, atol=1e-12), (T, B)
+    cuda_graphs.clear()

@@ -122,7 +122,7 @@ def test_kru_models_take_the_kronecker_scan_from_its_size_and_match_the_other_ro
     calls = []
     import spectral_analysis.nn.peer_transitions as peers
 
-    monkeypatch.setattr(peers, "kronecker_scan", lambda *a: calls.append(1) or kronecker_scan(*a))
+    monkeypatch.setattr(peers, "kronecker_scan", lambda *a, **k: calls.append(1) or kronecker_scan(*a, **k))
     x = torch.randn(2, 5, 3)
     small = build_model("kru", 3, 8, 2, complex=True)  # real form 16: the dense scan
     small.run(x, recurrence="scan")

@@ -74,6 +74,8 @@ def test_routes_are_validated():
     assert resolve_recurrence("auto", "relu", torch.device("cuda")) == "torch"
     assert resolve_recurrence("auto", "abs", torch.device("cuda")) == "graph"
     assert resolve_recurrence("auto", "leaky_relu", torch.device("cuda")) == "graph"
+    assert resolve_recurrence("auto", "modrelu", torch.device("cuda")) == "scan"
+    assert resolve_recurrence("graph", "modrelu", torch.device("cuda")) == "graph"
     assert resolve_recurrence("graph", "leaky_relu", torch.device("cuda")) == "graph"
     with pytest.raises(ValueError, match="needs a CUDA device, not 'cpu'"):
         resolve_recurrence("graph", "leaky_relu", torch.device("cpu"))
@@ -98,71 +100,3 @@ def test_renamed_modules_and_functions_keep_deprecated_aliases():
     with pytest.warns(DeprecationWarning, match="now packed_reflector_product"):
         assert linalg.householder_product is linalg.packed_reflector_product
 
-
-def _replay_twin(monkeypatch) -> dict:
-    """Stand ``time_loop.replay`` in by a CPU twin that keeps one set of buffers per key and reruns the
-    body on them, as a replay does; returns the kept buffers by key."""
-    from spectral_analysis.nn import time_loop
-
-    kept: dict = {}
-
-    def replay_twin(key, make_outputs, body, inputs):
-        if key not in kept:
-            kept[key] = {name: torch.empty_like(value) for name, value in inputs.items()} | make_outputs()
-        for name, value in inputs.items():
-            kept[key][name].copy_(value)
-        body(kept[key])
-        return kept[key]
-
-    monkeypatch.setattr(time_loop, "replay", replay_twin)
-    return kept
-
-
-@pytest.mark.parametrize("name", ["spectral", "rnn", "kru"])
-def test_models_hand_the_graph_route_to_the_replayed_scan(name, monkeypatch):
-    """``recurrence='graph'`` reaches the replayed scan through every dense-scan model (KRU's dense
-    fallback below two Kronecker blocks included) and gives the eager scan's outputs and gradients.
-    ``resolve_recurrence`` is let through on the CPU; ``replay`` is the twin."""
-    from spectral_analysis.nn import recurrent
-
-    kept = _replay_twin(monkeypatch)
-    monkeypatch.setattr(recurrent, "resolve_recurrence", lambda mode, activation, device: mode)
-    torch.manual_seed(0)
-    model = build_model(name, 2, 8, 3, activation="leaky_relu").double()
-    x = torch.randn(4, 15, 2, dtype=D)
-    runs = []
-    for route in ("scan", "graph"):
-        model.zero_grad()
-        y = model.run(x, recurrence=route).last_outputs()
-        y.square().sum().backward()
-        runs.append((y.detach(), [p.grad.clone() for p in model.parameters()]))
-        assert bool(kept) == (route == "graph")
-    assert torch.equal(runs[1][0], runs[0][0])
-    for a, b in zip(runs[1][1], runs[0][1], strict=True):
-        assert torch.allclose(a, b, rtol=1e-12, atol=1e-14)
-
-
-@pytest.mark.parametrize("activation", ["leaky_relu", "abs", "identity"])
-def test_graph_plumbing_on_static_buffers_matches_the_scan(activation, monkeypatch):
-    """The graph route's use of its static buffers, on the CPU: ``replay`` stood in by a twin that keeps
-    one set of buffers per key and reruns the body on them, as a replay does. Two sequences of one
-    shape, both forwards before either backward, still give the eager scan's states and gradients: the
-    route keeps its own copies of what the next replay overwrites."""
-    kept = _replay_twin(monkeypatch)
-    gen = torch.Generator().manual_seed(3)
-    cases = [(torch.randn(20, 3, 5, dtype=D, generator=gen).requires_grad_(),
-              (0.5 * torch.randn(5, 5, dtype=D, generator=gen)).requires_grad_(),
-              torch.randn(3, 5, dtype=D, generator=gen).requires_grad_(),
-              torch.randn(20, 3, 5, dtype=D, generator=gen)) for _ in range(2)]
-    for graphs in (False, True):
-        states = [recurrence_scan(xp, W, h0, activation, 0.2, graphs=graphs) for xp, W, h0, _ in cases]
-        grads = [torch.autograd.grad((H * w).sum(), (xp, W, h0))
-                 for H, (xp, W, h0, w) in zip(states, cases, strict=True)]
-        if not graphs:
-            eager = ([H.detach() for H in states], grads)
-    assert len(kept) == 2  # one forward and one backward key for the shape
-    for H, H_eager in zip(states, eager[0], strict=True):
-        assert torch.equal(H.detach(), H_eager)
-    for g, g_eager in zip(grads, eager[1], strict=True):
-        for a, b in zip(g, g_eager, strict=True):
-            assert torch.equal(a, b)

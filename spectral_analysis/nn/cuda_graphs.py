@@ -55,6 +55,21 @@ def replay(key: Hashable, make_outputs: Callable[[], Buffers], body: Callable[[B
     return buffers
 
 
+def run_body(key: Hashable | None, make_outputs: Callable[[], Buffers], body: Callable[[Buffers], None],
+             inputs: Buffers) -> Buffers:
+    """The outputs of ``body`` (the buffers ``make_outputs`` allocates) on ``inputs``: run eagerly on fresh
+    outputs when ``key`` is None, else replayed as ``key``'s graph (:func:`replay`) and cloned, so they
+    outlive the next replay. ``key`` must name everything the body depends on besides the inputs' values
+    (their shapes, dtypes and device are added here)."""
+    if key is None:
+        outputs = make_outputs()
+        body(dict(inputs) | outputs)
+        return outputs
+    full_key = (key, tuple((name, value.shape, value.dtype, value.device) for name, value in inputs.items()))
+    buffers = replay(full_key, make_outputs, body, inputs)
+    return {name: value.clone() for name, value in buffers.items() if name not in inputs}
+
+
 def _copy_inputs(buffers: Buffers, inputs: Buffers) -> None:
     for name, value in inputs.items():
         buffers[name].copy_(value)

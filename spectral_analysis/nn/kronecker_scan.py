@@ -27,6 +27,7 @@ from torch.autograd.function import once_differentiable
 
 from spectral_analysis.linalg import kron_matrix
 from spectral_analysis.nn.activations import activate_, derivative_from_output
+from spectral_analysis.nn.cuda_graphs import Buffers, run_body
 from spectral_analysis.nn.modrelu import modrelu_pairs, pairs_gradient, pairs_step
 from spectral_analysis.vocabulary import MODRELU
 
@@ -55,12 +56,17 @@ def _left_real_form(A: Tensor) -> Tensor:
 
 class _RightProduct:
     """``X -> X C`` on planar states ``(batch, P a, b)`` (``P = 2`` planes ``Re; Im`` for complex ``C``),
-    in real GEMMs: ``X_p [Re C | Im C]`` for both planes at once, then the planes recombined."""
+    in real GEMMs: ``X_p [Re C | Im C]`` for both planes at once, then the planes recombined. Built from
+    :meth:`prepared` ``C``."""
 
-    def __init__(self, C: Tensor, batch: int, a: int, b: int) -> None:
-        self.complex, self.batch, self.a, self.b = C.is_complex(), batch, a, b
-        self.C = torch.cat([C.real, C.imag], 1).contiguous() if self.complex else C.contiguous()
-        self.scratch = self.C.new_empty(batch, 2, a, 2 * b) if self.complex else None
+    def __init__(self, prepared: Tensor, complex_: bool, batch: int, a: int, b: int) -> None:
+        self.complex, self.batch, self.a, self.b, self.C = complex_, batch, a, b, prepared
+        self.scratch = prepared.new_empty(batch, 2, a, 2 * b) if complex_ else None
+
+    @staticmethod
+    def prepared(C: Tensor) -> Tensor:
+        """``[Re C | Im C]`` for complex ``C`` (``C`` itself when real), contiguous."""
+        return torch.cat([C.real, C.imag], 1).contiguous() if C.is_complex() else C.contiguous()
 
     def __call__(self, X: Tensor, out: Tensor, add: Tensor | None = None) -> None:
         """``out = X C`` (``+ add``); ``X``, ``out`` and ``add`` are ``(batch, P a, b)``."""
@@ -98,31 +104,42 @@ def _complex_from_planes(M: Tensor, size: int) -> Tensor:
 class _KroneckerScan(torch.autograd.Function):
     """Real-form tensors in and out. A state of the real form ``(Re h; Im h)`` is read, without a copy,
     as planes ``(P a, b)``: ``A`` acts on them through its real form, ``B`` through
-    :class:`_RightProduct`, so every product is a real GEMM."""
+    :class:`_RightProduct`, so every product is a real GEMM. Both time loops run on buffers
+    (:func:`~spectral_analysis.nn.cuda_graphs.run_body`), replayed as CUDA graphs with ``graphs``."""
 
     @staticmethod
     def forward(ctx, xp: Tensor, A: Tensor, B: Tensor, h0: Tensor, activation: str, leak: float,
-                bias: Tensor | None) -> Tensor:
+                bias: Tensor | None, graphs: bool) -> Tensor:
         a, b, planes = A.shape[0], B.shape[0], 2 if A.is_complex() else 1
         T, batch = xp.shape[:2]
         xp = xp.reshape(T, batch, planes * a, b)
-        H = xp.new_empty((T + 1, batch, planes * a, b))
-        H[0] = h0.reshape(batch, planes * a, b)
-        Y = torch.empty_like(xp)  # X_t B^T, kept for dL/dA
-        A_batch = _left_real_form(A).expand(batch, planes * a, planes * a)
-        times_B_transposed = _RightProduct(B.mT, batch, a, b)
-        Z = torch.empty_like(xp) if activation == MODRELU else None  # modReLU's derivative needs z_t
-        for t in range(T):
-            times_B_transposed(H[t], Y[t])
-            if Z is None:
-                torch.baddbmm(xp[t], A_batch, Y[t], out=H[t + 1])  # xp_t + A X_t B^T
-                activate_(H[t + 1], activation, leak)
-            else:
-                torch.baddbmm(xp[t], A_batch, Y[t], out=Z[t])
-                modrelu_pairs(Z[t].view(batch, 2, -1), bias, out=H[t + 1].view(batch, 2, -1))
-        ctx.activation, ctx.leak = activation, leak
-        ctx.save_for_backward(A, B, H, Y, *(() if Z is None else (Z, bias)))
-        return H[1:].view(T, batch, -1)
+        modrelu = activation == MODRELU  # modReLU's derivative needs z_t
+
+        def steps(buf: Buffers) -> None:
+            xp, H, Y, Z = buf["xp"], buf["H"], buf["Y"], buf.get("Z")  # Y: X_t B^T, kept for dL/dA
+            H[0].copy_(buf["h0"])
+            A_batch = buf["A"].expand(batch, planes * a, planes * a)
+            times_B_transposed = _RightProduct(buf["C"], planes == 2, batch, a, b)
+            for t in range(T):
+                times_B_transposed(H[t], Y[t])
+                if Z is None:
+                    torch.baddbmm(xp[t], A_batch, Y[t], out=H[t + 1])  # xp_t + A X_t B^T
+                    activate_(H[t + 1], activation, leak)
+                else:
+                    torch.baddbmm(xp[t], A_batch, Y[t], out=Z[t])
+                    modrelu_pairs(Z[t].view(batch, 2, -1), buf["bias"], out=H[t + 1].view(batch, 2, -1))
+
+        def outputs() -> Buffers:
+            return {"H": xp.new_empty((T + 1, batch, planes * a, b)), "Y": torch.empty_like(xp)} | (
+                {"Z": torch.empty_like(xp)} if modrelu else {})
+
+        inputs = {"xp": xp, "A": _left_real_form(A).contiguous(), "C": _RightProduct.prepared(B.mT),
+                  "h0": h0.reshape(batch, planes * a, b)} | ({"bias": bias} if modrelu else {})
+        done = run_body(("kronecker scan forward", activation, leak) if graphs else None, outputs, steps,
+                        inputs)
+        ctx.activation, ctx.leak, ctx.graphs = activation, leak, graphs
+        ctx.save_for_backward(A, B, done["H"], done["Y"], *((done["Z"], bias) if modrelu else ()))
+        return done["H"][1:].view(T, batch, -1)
 
     @staticmethod
     @once_differentiable
@@ -131,56 +148,75 @@ class _KroneckerScan(torch.autograd.Function):
         T, batch, rows, b = Y.shape
         planes = 2 if A.is_complex() else 1
         a = rows // planes
-        g = g.contiguous().view(T, batch, rows, b)  # batch-first readers hand in strided gradients
-        D = None if ctx.activation in ("identity", MODRELU) else derivative_from_output(
-            H[1:], ctx.activation, ctx.leak)
-        Z, bias = modrelu_saved or (None, None)
-        pairs = None if Z is None else Z.view(T, batch, 2, -1)
-        gradient = None if Z is None else pairs_gradient(pairs, bias)
-        AH_batch = _left_real_form(A).mT.contiguous().expand(batch, rows, rows)  # the real form of A^H
-        times_B_conj = _RightProduct(B.conj().resolve_conj(), batch, a, b)
-        want_A, want_B = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
-        M_A = Y.new_zeros(rows, rows)  # sum_n G_n Y_n^T over planes: dL/dA
-        M_B = Y.new_zeros(planes * b, planes * b)  # sum_n (A^H G_n)^T X_n over planes: dL/dB
-        GZ = torch.empty_like(Y)  # dL/dz_t, z_t = W h_(t-1) + xp_t
-        K = torch.empty_like(GZ[0])  # A^H GZ_t
-        GZ[T - 1] = g[T - 1]
-        grad_h0 = None
-        for t in range(T - 1, -1, -1):
-            if D is not None:
-                GZ[t].mul_(D[t])
-            elif gradient is not None:  # through modReLU's 2 x 2 Jacobian of each unit
-                G = GZ[t].view(batch, 2, -1)
-                pairs_step(gradient, t, pairs[t], G, out=G)
-            torch.bmm(AH_batch, GZ[t], out=K)
-            if want_A:
-                M_A.addmm_(GZ[t].transpose(0, 1).reshape(rows, -1), Y[t].transpose(0, 1).reshape(rows, -1).mT)
-            if want_B:
-                M_B.addmm_(_rows_by_plane(K, planes, a, b).mT, _rows_by_plane(H[t], planes, a, b))
-            if t > 0:  # GZ_(t-1) before its mask: g_(t-1) + W^H GZ_t, W^H X = A^H X conj(B)
-                times_B_conj(K, GZ[t - 1], add=g[t - 1])
-            elif ctx.needs_input_grad[3]:
-                grad_h0 = torch.empty_like(K)
-                times_B_conj(K, grad_h0)
+        activation, leak = ctx.activation, ctx.leak
+        want_A, want_B, want_h0 = ctx.needs_input_grad[1:4]
+
+        def steps(buf: Buffers) -> None:
+            g, H, Y, GZ = buf["g"], buf["H"], buf["Y"], buf["GZ"]  # GZ: dL/dz_t, z_t = W h_(t-1) + xp_t
+            D = (None if activation in ("identity", MODRELU)
+                 else derivative_from_output(H[1:], activation, leak))
+            pairs = None if "Z" not in buf else buf["Z"].view(T, batch, 2, -1)
+            gradient = None if pairs is None else pairs_gradient(pairs, buf["bias"])
+            AH_batch = buf["AH"].expand(batch, rows, rows)  # the real form of A^H
+            times_B_conj = _RightProduct(buf["C"], planes == 2, batch, a, b)
+            M_A, M_B = buf.get("M_A"), buf.get("M_B")  # sum_n G_n Y_n^T, sum_n (A^H G_n)^T X_n over planes
+            for M in (M_A, M_B):
+                if M is not None:
+                    M.zero_()
+            K = torch.empty_like(GZ[0])  # A^H GZ_t
+            GZ[T - 1].copy_(g[T - 1])
+            for t in range(T - 1, -1, -1):
+                if D is not None:
+                    GZ[t].mul_(D[t])
+                elif gradient is not None:  # through modReLU's 2 x 2 Jacobian of each unit
+                    G = GZ[t].view(batch, 2, -1)
+                    pairs_step(gradient, t, pairs[t], G, out=G)
+                torch.bmm(AH_batch, GZ[t], out=K)
+                if M_A is not None:
+                    M_A.addmm_(GZ[t].transpose(0, 1).reshape(rows, -1),
+                               Y[t].transpose(0, 1).reshape(rows, -1).mT)
+                if M_B is not None:
+                    M_B.addmm_(_rows_by_plane(K, planes, a, b).mT, _rows_by_plane(H[t], planes, a, b))
+                if t > 0:  # GZ_(t-1) before its mask: g_(t-1) + W^H GZ_t, W^H X = A^H X conj(B)
+                    times_B_conj(K, GZ[t - 1], add=g[t - 1])
+                elif "grad_h0" in buf:
+                    times_B_conj(K, buf["grad_h0"])
+            if gradient is not None:
+                buf["grad_bias"].copy_(gradient.bias_gradient())
+
+        def outputs() -> Buffers:
+            return ({"GZ": torch.empty_like(Y)}
+                    | ({"M_A": Y.new_empty(rows, rows)} if want_A else {})
+                    | ({"M_B": Y.new_empty(planes * b, planes * b)} if want_B else {})
+                    | ({"grad_h0": torch.empty_like(Y[0])} if want_h0 else {})
+                    | ({"grad_bias": torch.empty_like(modrelu_saved[1])} if modrelu_saved else {}))
+
+        inputs = {"g": g.contiguous().view(T, batch, rows, b),  # batch-first readers hand in strided ones
+                  "H": H, "Y": Y, "AH": _left_real_form(A).mT.contiguous(),
+                  "C": _RightProduct.prepared(B.conj().resolve_conj())} | (
+            {"Z": modrelu_saved[0], "bias": modrelu_saved[1]} if modrelu_saved else {})
+        key = ("kronecker scan backward", activation, leak, want_A, want_B, want_h0) if ctx.graphs else None
+        done = run_body(key, outputs, steps, inputs)
         # Z_n = A X_n B^T: dL/dA = sum_n G_n (X_n B^T)^H, dL/dB = sum_n (A^H G_n)^T conj(X_n)
-        grad_A = (_complex_from_planes(M_A, a) if planes == 2 else M_A) if want_A else None
-        grad_B = (_complex_from_planes(M_B, b) if planes == 2 else M_B) if want_B else None
-        grad_h0 = None if grad_h0 is None else grad_h0.view(batch, -1)
-        grad_bias = None if gradient is None else gradient.bias_gradient()
-        return GZ.view(T, batch, -1), grad_A, grad_B, grad_h0, None, None, grad_bias
+        M_A, M_B = done.get("M_A"), done.get("M_B")
+        grad_A = None if M_A is None else _complex_from_planes(M_A, a) if planes == 2 else M_A
+        grad_B = None if M_B is None else _complex_from_planes(M_B, b) if planes == 2 else M_B
+        grad_h0 = done["grad_h0"].view(batch, -1) if want_h0 else None
+        return done["GZ"].view(T, batch, -1), grad_A, grad_B, grad_h0, None, None, done.get("grad_bias"), None
 
 
 def kronecker_scan(xp: Tensor, factors: Sequence[Tensor], h0: Tensor, activation: str, leak: float,
-                   bias: Tensor | None = None) -> Tensor:
+                   bias: Tensor | None = None, graphs: bool = False) -> Tensor:
     """Hidden states ``(T, B, N')`` of ``h_t = phi(W h_(t-1) + xp_t)``, ``W = W_0 (x) ... (x) W_(F-1)``.
 
     ``xp (T, B, N')`` and ``h0 (B, N')`` are real; for complex factors ``N' = 2N`` holds the real form
     ``(Re h; Im h)``, as :class:`~spectral_analysis.nn.peer_transitions.KroneckerTransition` presents it.
-    ``activation="modrelu"`` (complex factors only) takes modReLU's bias ``bias (N,)``."""
+    ``activation="modrelu"`` (complex factors only) takes modReLU's bias ``bias (N,)``; ``graphs`` replays
+    both time loops as CUDA graphs."""
     if activation not in (*KRONECKER_SCAN_ACTIVATIONS, MODRELU):
         raise ValueError(f"the Kronecker scan supports the activations {KRONECKER_SCAN_ACTIVATIONS} and "
                          f"modrelu, not {activation!r}; use recurrence='scan'")
     if (activation == MODRELU) != (bias is not None) or (bias is not None and not factors[0].is_complex()):
         raise ValueError("modReLU takes complex factors and its bias, and no other activation takes a bias")
     A, B = kronecker_blocks(factors)
-    return _KroneckerScan.apply(xp, A, B, h0, activation, leak, bias)
+    return _KroneckerScan.apply(xp, A, B, h0, activation, leak, bias, graphs)

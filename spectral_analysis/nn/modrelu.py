@@ -16,6 +16,8 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from spectral_analysis.nn.cuda_graphs import Buffers, run_body
+
 MODRELU_EPS = 1e-6  # |z| is floored here inside modReLU, so its gradient stays finite near z = 0
 
 
@@ -94,39 +96,58 @@ def pairs_step(gradient: ModReLUGradient, t: int, z: Tensor, g: Tensor, out: Ten
 
 class _DenseModReLUScan(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, xp: Tensor, W: Tensor, h0: Tensor, b: Tensor) -> Tensor:
+    def forward(ctx, xp: Tensor, W: Tensor, h0: Tensor, b: Tensor, graphs: bool) -> Tensor:
         T, batch = xp.shape[:2]
-        H = xp.new_empty((T + 1, *h0.shape))
-        Z = torch.empty_like(xp)  # pre-activations W h_(t-1) + xp_t
-        H[0] = h0
-        Wt = W.t()
-        for t in range(T):
-            torch.addmm(xp[t], H[t], Wt, out=Z[t])
-            modrelu_pairs(Z[t].view(batch, 2, -1), b, out=H[t + 1].view(batch, 2, -1))
-        ctx.save_for_backward(W, H, Z, b)
-        return H[1:]
+
+        def steps(buf: Buffers) -> None:
+            H, Z = buf["H"], buf["Z"]  # Z: the pre-activations W h_(t-1) + xp_t
+            H[0].copy_(buf["h0"])
+            Wt = buf["W"].t()
+            for t in range(T):
+                torch.addmm(buf["xp"][t], H[t], Wt, out=Z[t])
+                modrelu_pairs(Z[t].view(batch, 2, -1), buf["b"], out=H[t + 1].view(batch, 2, -1))
+
+        def outputs() -> Buffers:
+            return {"H": xp.new_empty((T + 1, *h0.shape)), "Z": torch.empty_like(xp)}
+
+        done = run_body(("modrelu scan forward",) if graphs else None, outputs, steps,
+                        {"xp": xp, "W": W, "h0": h0, "b": b})
+        ctx.graphs = graphs
+        ctx.save_for_backward(W, done["H"], done["Z"], b)
+        return done["H"][1:]
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g: Tensor):
         W, H, Z, b = ctx.saved_tensors
         T, batch = Z.shape[:2]
-        g = g.contiguous()
-        GZ = torch.empty_like(Z)  # dL/dz_t
-        pairs = Z.view(T, batch, 2, -1)
-        gradient = pairs_gradient(pairs, b)
-        grad_h = g[T - 1].clone()  # dL/dh_t: g_t + GZ_(t+1) W
-        for t in range(T - 1, -1, -1):
-            pairs_step(gradient, t, pairs[t], grad_h.view(batch, 2, -1), out=GZ[t].view(batch, 2, -1))
-            if t > 0:
-                torch.addmm(g[t - 1], GZ[t], W, out=grad_h)
-            else:
-                torch.mm(GZ[0], W, out=grad_h)  # dL/dh_0
+
+        def steps(buf: Buffers) -> None:
+            g, W, GZ, grad_h = buf["g"], buf["W"], buf["GZ"], buf["grad_h"]  # grad_h: g_t + GZ_(t+1) W
+            pairs = buf["Z"].view(T, batch, 2, -1)
+            gradient = pairs_gradient(pairs, buf["b"])
+            grad_h.copy_(g[T - 1])
+            for t in range(T - 1, -1, -1):
+                pairs_step(gradient, t, pairs[t], grad_h.view(batch, 2, -1), out=GZ[t].view(batch, 2, -1))
+                if t > 0:
+                    torch.addmm(g[t - 1], GZ[t], W, out=grad_h)
+                else:
+                    torch.mm(GZ[0], W, out=grad_h)  # dL/dh_0
+            buf["grad_b"].copy_(gradient.bias_gradient())
+
+        def outputs() -> Buffers:
+            return {"GZ": torch.empty_like(Z), "grad_h": torch.empty_like(Z[0]),
+                    "grad_b": torch.empty_like(b)}
+
+        done = run_body(("modrelu scan backward",) if ctx.graphs else None, outputs, steps,
+                        {"g": g.contiguous(), "W": W, "Z": Z, "b": b})
+        GZ = done["GZ"]
         grad_W = torch.tensordot(GZ, H[:-1], dims=([0, 1], [0, 1])) if ctx.needs_input_grad[1] else None
-        return GZ, grad_W, grad_h, gradient.bias_gradient()
+        return GZ, grad_W, done["grad_h"], done["grad_b"], None
 
 
-def dense_modrelu_scan(xp: Tensor, W: Tensor, h0: Tensor, b: Tensor) -> Tensor:
+def dense_modrelu_scan(xp: Tensor, W: Tensor, h0: Tensor, b: Tensor, graphs: bool = False) -> Tensor:
     """Real-form states ``(T, B, 2n)`` of ``h_t = modReLU(W h_(t-1) + xp_t, b)`` from ``xp (T, B, 2n)``,
-    ``h0 (B, 2n)``, W's real form ``(2n, 2n)`` and modReLU's bias ``b (n,)``."""
-    return _DenseModReLUScan.apply(xp.contiguous(), W, h0, b)
+    ``h0 (B, 2n)``, W's real form ``(2n, 2n)`` and modReLU's bias ``b (n,)``; ``graphs`` replays both
+    time loops as CUDA graphs (:func:`~spectral_analysis.nn.cuda_graphs.run_body`)."""
+    return _DenseModReLUScan.apply(xp.contiguous(), W, h0, b, graphs)

@@ -27,10 +27,11 @@ from torch import Tensor, nn
 from spectral_analysis.linalg import complex_vector, real_vector
 from spectral_analysis.nn.modrelu import modrelu
 from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun, TransitionLayers, input_projection
+from spectral_analysis.nn.time_loop import resolve_recurrence
 from spectral_analysis.nn.transitions import Transition
 from spectral_analysis.vocabulary import MODRELU
 
-MODRELU_RECURRENCES = (None, "auto", "scan", "reflector", "loop")
+MODRELU_RECURRENCES = (None, "auto", "scan", "graph", "reflector", "loop")
 
 
 class ModReLURNN(TransitionLayers, RecurrentModel):
@@ -105,13 +106,17 @@ class ModReLURNN(TransitionLayers, RecurrentModel):
 
     def run(self, x: Tensor, h0: Tensor | None = None, recurrence: str | None = None) -> RecurrentRun:
         """The time loop, layer by layer, each layer's input projections of all steps computed once: as
-        one autograd node (the transition's ``modrelu_scan``), or with ``recurrence="loop"`` as its
-        reference, autograd through every step with W applied by its structure (``complex_apply``);
-        :meth:`step_function` is the per-step view the analyzers use."""
+        one autograd node (the transition's ``modrelu_scan``; ``graph``, ``auto``'s route on CUDA unless a
+        transition applies itself as the uRNN's does, replays its loops as CUDA graphs), or with
+        ``recurrence="loop"`` as its reference, autograd through every step with W applied by its
+        structure (``complex_apply``); :meth:`step_function` is the per-step view the analyzers use."""
         self.check_input(x)
         if recurrence not in MODRELU_RECURRENCES:
             raise ValueError(_recurrence_message(recurrence))
-        recurrence = recurrence or self.recurrence
+        requested = recurrence or self.recurrence
+        recurrence = resolve_recurrence(requested, MODRELU, x.device)
+        if requested == "auto" and any(t.structured_apply for t in self.transitions):
+            recurrence = "scan"  # the uRNN's own scan, W by its factors
         B = x.shape[0]
         h0 = self.start_state(B) if h0 is None else self.check_state(h0, B)
         layer_input, hidden = x, []
@@ -124,12 +129,13 @@ class ModReLURNN(TransitionLayers, RecurrentModel):
                 layer_input = real_vector(torch.stack(states, dim=1))
             else:  # time-major inside the node: the input projected from (T, B, n_i), no copy of it
                 u = self._input(layer, layer_input.transpose(0, 1))
-                layer_input = transition.modrelu_scan(u, h0[layer], b).transpose(0, 1)
+                layer_input = transition.modrelu_scan(u, h0[layer], b, graphs=recurrence == "graph")
+                layer_input = layer_input.transpose(0, 1)
             hidden.append(layer_input)
         final = torch.stack([H[:, -1] for H in hidden])
         return RecurrentRun(self.output, hidden, final)
 
 
 def _recurrence_message(recurrence: object) -> str:
-    return ("a modReLU net runs its time loop as one autograd node ('auto', 'scan', 'reflector') or through "
-            f"every step ('loop'); recurrence {recurrence!r} is not available")
+    return ("a modReLU net runs its time loop as one autograd node ('auto', 'scan', 'graph', 'reflector') or "
+            f"through every step ('loop'); recurrence {recurrence!r} is not available")

@@ -113,16 +113,16 @@ class KroneckerTransition(Transition):
 
     def scan(self, xp: Tensor, h0: Tensor, activation: str, leak: float, graphs: bool = False) -> Tensor:
         if self._two_blocks() and activation in KRONECKER_SCAN_ACTIVATIONS:
-            return kronecker_scan(xp, self.factors(), h0, activation, leak)
+            return kronecker_scan(xp, self.factors(), h0, activation, leak, graphs=graphs)
         return super().scan(xp, h0, activation, leak, graphs)
 
-    def modrelu_scan(self, xp: Tensor, h0: Tensor, b: Tensor) -> Tensor:
+    def modrelu_scan(self, xp: Tensor, h0: Tensor, b: Tensor, graphs: bool = False) -> Tensor:
         """Real-form states ``(T, B, 2N)`` of ``h_t = modReLU(W h_(t-1) + xp_t, b)`` (complex factors, in
         :class:`~spectral_analysis.nn.modrelu_rnn.ModReLURNN`): two Kronecker blocks, or W formed for the
         dense scan below :data:`KRONECKER_SCAN_MIN_SIZE`, as :meth:`scan` chooses."""
         if self._two_blocks():
-            return kronecker_scan(xp, self.factors(), h0, MODRELU, 0.0, bias=b)
-        return dense_modrelu_scan(xp, self.matrix(), h0, b)
+            return kronecker_scan(xp, self.factors(), h0, MODRELU, 0.0, bias=b, graphs=graphs)
+        return dense_modrelu_scan(xp, self.matrix(), h0, b, graphs)
 
     def complex_apply(self, z: Tensor) -> Tensor:
         """``W z`` for complex ``z (..., N)`` one factor at a time (KRU's Algorithm 1); complex factors."""

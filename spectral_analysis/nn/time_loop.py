@@ -15,7 +15,8 @@ Five interchangeable routes, all exact (they differ only in rounding):
   factor-by-factor product, DizzyRNN's packed rotations.
 
 ``auto`` picks ``torch`` for relu/tanh on CUDA (cuDNN), ``graph`` for the other activations on CUDA
-(3.5x the scan's training steps a second on an H200, ``benchmarks/bench_gpu_sharing.py``) and
+(3.5x the scan's training steps a second on an H200, ``benchmarks/bench_gpu_sharing.py``) but
+modReLU (KRU's replayed loops, by name until a card has timed them) and
 ``scan`` on the CPU, where it measured faster than PyTorch's own kernel
 (``benchmarks/bench_recurrence.py``). Models whose transitions apply themselves (the uRNN) take
 ``reflector`` instead (``nn.recurrent``).
@@ -31,8 +32,8 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from spectral_analysis.nn.activations import activate, activate_, derivative_from_output
-from spectral_analysis.nn.cuda_graphs import Buffers, replay
-from spectral_analysis.vocabulary import RECURRENCES
+from spectral_analysis.nn.cuda_graphs import Buffers, run_body
+from spectral_analysis.vocabulary import MODRELU, RECURRENCES
 
 TORCH_KERNEL_ACTIVATIONS = ("relu", "tanh")
 
@@ -49,13 +50,8 @@ class _Scan(torch.autograd.Function):
         def outputs() -> Buffers:
             return {"H": xp.new_empty((T + 1, *h0.shape))} | ({"Z": torch.empty_like(xp)} if keep_z else {})
 
-        inputs = {"xp": xp, "W": W, "h0": h0}
-        if graphs:
-            key = ("scan forward", xp.shape, W.shape, xp.dtype, xp.device, activation, leak)
-            done = {k: v.clone() for k, v in replay(key, outputs, steps, inputs).items() if k in ("H", "Z")}
-        else:
-            done = outputs() | inputs
-            steps(done)
+        key = ("scan forward", activation, leak) if graphs else None
+        done = run_body(key, outputs, steps, {"xp": xp, "W": W, "h0": h0})
         ctx.activation, ctx.leak, ctx.graphs = activation, leak, graphs
         ctx.save_for_backward(W, done["H"], *((done["Z"],) if keep_z else ()))
         return done["H"][1:]
@@ -78,12 +74,7 @@ class _Scan(torch.autograd.Function):
             return {"GZ": torch.empty_like(H[1:])}
 
         inputs = {"g": g, "W": W} | ({} if D is None else {"D": D})
-        if ctx.graphs:
-            key = ("scan backward", g.shape, W.shape, g.dtype, g.device, D is None)
-            GZ = replay(key, outputs, steps, inputs)["GZ"].clone()
-        else:
-            GZ = outputs()["GZ"]
-            steps(inputs | {"GZ": GZ})
+        GZ = run_body("scan backward" if ctx.graphs else None, outputs, steps, inputs)["GZ"]
         grad_W = torch.tensordot(GZ, H[:-1], dims=([0, 1], [0, 1])) if ctx.needs_input_grad[1] else None
         grad_h0 = GZ[0] @ W if ctx.needs_input_grad[2] else None
         return GZ, grad_W, grad_h0, None, None, None
@@ -145,7 +136,7 @@ def resolve_recurrence(mode: str, activation: str, device: torch.device) -> str:
     if mode not in RECURRENCES:
         raise ValueError(f"unknown recurrence {mode!r}; expected one of {RECURRENCES}")
     if mode == "auto":
-        if device.type != "cuda":
+        if device.type != "cuda" or activation == MODRELU:  # modReLU: graph by name until a card times it
             return "scan"
         return "torch" if activation in TORCH_KERNEL_ACTIVATIONS else "graph"
     if mode == "graph" and device.type != "cuda":

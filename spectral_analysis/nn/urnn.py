@@ -78,9 +78,12 @@ class UnitaryTransition(Transition):
     def structured_form(self) -> dict[str, Tensor]:
         return {"thetas": self.thetas, "reflections": self.reflections, "permutation": self.permutation}
 
-    def modrelu_scan(self, xp: Tensor, h0: Tensor, b: Tensor) -> Tensor:
+    def modrelu_scan(self, xp: Tensor, h0: Tensor, b: Tensor, graphs: bool = False) -> Tensor:
         """Real-form states ``(T, B, 2n)`` of ``h_t = modReLU(W h_(t-1) + xp_t, b)`` with W applied by its
-        factors (:func:`~spectral_analysis.nn.unitary_scan.unitary_scan`)."""
+        factors (:func:`~spectral_analysis.nn.unitary_scan.unitary_scan`); it has no CUDA graph route."""
+        if graphs:
+            raise ValueError("the uRNN's scan (W by FFTs, reflections and phases) has no recurrence='graph' "
+                             "route; use 'scan'")
         H = unitary_scan(complex_vector(xp), complex_vector(h0), *self.factors(), b, self.permutation)
         return real_vector(H)
 
