@@ -14,12 +14,11 @@ Five interchangeable routes, all exact (they differ only in rounding):
   the reflectors one at a time (Algorithm 1, :func:`~spectral_analysis.linalg.reflector_loop`), KRU's
   factor-by-factor product, DizzyRNN's packed rotations.
 
-``auto`` picks ``torch`` for relu/tanh on CUDA (cuDNN), ``graph`` for the other activations on CUDA
-(3.5x the scan's training steps a second on an H200, ``benchmarks/bench_gpu_sharing.py``) but
-modReLU (KRU's replayed loops, by name until a card has timed them) and
-``scan`` on the CPU, where it measured faster than PyTorch's own kernel
-(``benchmarks/bench_recurrence.py``). Models whose transitions apply themselves (the uRNN) take
-``reflector`` instead (``nn.recurrent``).
+``auto`` picks ``torch`` for relu/tanh on CUDA (cuDNN); ``graph`` for the other activations on CUDA
+(3.5x the scan's training steps a second on an H200, ``benchmarks/bench_gpu_sharing.py``), except
+modReLU, which stays on ``scan`` until a card has timed KRU's replayed loops; and ``scan`` on the CPU,
+where it measured faster than PyTorch's own kernel (``benchmarks/bench_recurrence.py``). Models whose
+transitions apply themselves (the uRNN) take ``reflector`` instead (``nn.recurrent``).
 """
 
 from __future__ import annotations
