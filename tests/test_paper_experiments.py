@@ -1,5 +1,5 @@
 """The Fig. 5 check: the forward gain against closed forms, the plain-ends option and the verdict logic on
-made-up results (the checks read kept results: tests/test_experiments.py)."""
+made-up results (the checks read kept results: tests/test_experiment_claims.py)."""
 
 import math
 

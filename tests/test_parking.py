@@ -7,7 +7,7 @@ import os
 import shutil
 import time
 
-from test_experiments import TINY, make_recipe_grids, tiny_catalog
+from experiment_fixtures import TINY, make_recipe_grids, tiny_catalog
 
 from spectral_analysis.cli import main
 from spectral_analysis.experiments import (

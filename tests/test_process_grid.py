@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_experiments import TINY, tiny_catalog
+from experiment_fixtures import TINY, tiny_catalog
 
 from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT
 from spectral_analysis.experiments import load_experiment, read_rows, run_sweeps, run_trial

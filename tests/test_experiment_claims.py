@@ -1,0 +1,361 @@
+"""The paper checks that read kept results: each claim judged from made-up kept trials (verdicts that
+could go either way) and from the committed results."""
+
+import json
+import shutil
+
+import pytest
+from experiment_fixtures import kept_paper_trials
+
+from spectral_analysis.paper import (
+    dizzy_copy,
+    svdrnn_leak,
+    synthetic_tasks,
+)
+from spectral_analysis.paper.kept import every
+
+
+def test_the_r_claims_of_the_earlier_fig2a():
+    from spectral_analysis.paper import svdrnn_r
+
+    spread = {"rnn": (0.85, 0.84, 0.86), "ornn": (0.88, 0.87, 0.89), "spectral-r0.01": (0.905, 0.90, 0.91),
+              "spectral-r1": (0.90, 0.895, 0.905)}
+    assert svdrnn_r.best_verdict(spread) == "holds" and svdrnn_r.r_verdict(spread) == "holds"
+    spread["spectral-r1"] = (0.85, 0.845, 0.855)  # r = 1 loses 5 points, well outside the seeds
+    assert svdrnn_r.r_verdict(spread) == "differs"
+    spread["spectral-r1"] = (0.885, 0.86, 0.91)  # 2 points, but within its own seed range
+    assert svdrnn_r.r_verdict(spread) == "holds"
+    spread["spectral-r1"] = (0.88, 0.875, 0.899)  # 2.5 points, seeds 1 point apart: not separated by more
+    assert svdrnn_r.r_verdict(spread) == "inconclusive"
+    spread["ornn"] = (0.95, 0.94, 0.96)
+    assert svdrnn_r.best_verdict(spread) == "differs"
+    assert svdrnn_r.r_verdict({"spectral-r1": (0.9, 0.9, 0.9), "rnn": (0.8, 0.8, 0.8)}) == "unverified"
+
+
+def test_the_baseline_claims_of_section_7_1():
+    import math
+
+    assert synthetic_tasks.copy_baseline(100) == pytest.approx(10 * math.log(8) / 120)
+    line = 0.98 * 0.1
+    assert synthetic_tasks.against_baseline((0.05, 0.04, line - 1e-9), 0.1) == "beats"
+    assert synthetic_tasks.against_baseline((0.2, line, 0.3), 0.1) == "fails"
+    assert synthetic_tasks.against_baseline((0.1, 0.05, 0.15), 0.1) == "undecided"
+    assert synthetic_tasks.against_baseline((0.05, 0.04, math.inf), 0.1) == "undecided"  # a seed diverged
+    spreads = {"spectral": (0.05, 0.04, 0.06), "ornn": (0.07, 0.06, 0.08), "lstm": (0.3, 0.2, 0.4)}
+    assert synthetic_tasks.only_these_beat(spreads, 0.167, {"spectral", "ornn"}) == "holds"
+    assert synthetic_tasks.only_these_beat(spreads, 0.167, set(spreads)) == "differs"  # lstm fails
+    spreads["lstm"] = (0.01, 0.005, 0.02)  # lstm beats it too
+    assert synthetic_tasks.only_these_beat(spreads, 0.167, {"spectral", "ornn"}) == "differs"
+    assert synthetic_tasks.only_these_beat(spreads, 0.167, set(spreads)) == "holds"
+    spreads["ornn"] = (0.15, 0.1, 0.2)  # ornn undecided
+    assert synthetic_tasks.only_these_beat(spreads, 0.167, set(spreads)) == "inconclusive"
+    panels = {50: {"spectral": (0.1, 0.09, 0.11), "rnn": (0.3, 0.2, math.inf)},
+              200: {"spectral": (0.05, 0.04, 0.06), "lstm": (0.08, 0.07, 0.09)}}
+    assert synthetic_tasks.best_everywhere(panels) == "holds"
+    panels[200]["lstm"] = (0.05, 0.045, 0.055)
+    assert synthetic_tasks.best_everywhere(panels) == "inconclusive"
+    panels[200]["lstm"] = (0.02, 0.01, 0.03)
+    assert synthetic_tasks.best_everywhere(panels) == "differs"
+
+
+def test_the_leak_claims_of_the_earlier_fig2c_f():
+    per_leak = {0.0: ([0.92, 0.93], [0.90, 0.91]), 1.0: ([0.88, 0.89], [0.84, 0.85])}
+    assert svdrnn_leak.every_leak_beats(per_leak) == "holds"
+    per_leak[0.5] = ([0.90, 0.92], [0.91, 0.93])  # overlapping seeds at one leak
+    assert svdrnn_leak.every_leak_beats(per_leak) == "inconclusive"
+    per_leak[0.2] = ([0.80, 0.81], [0.90, 0.91])  # RNN ahead at one leak
+    assert svdrnn_leak.every_leak_beats(per_leak) == "differs"
+    linear = [0.04, 0.05]
+    assert svdrnn_leak.vanishing([0.001, 0.003], linear) == "vanishes"  # every seed below 0.1 x 0.04
+    assert svdrnn_leak.vanishing([0.01, 0.02], linear) == "kept"
+    assert svdrnn_leak.vanishing([0.003, 0.02], linear) == "undecided"
+    claimed = {"spectral": {0.0: "kept", 0.5: "kept"}, "rnn": {0.0: "vanishes", 0.5: "kept"}}
+    assert svdrnn_leak.gradient_verdict(claimed) == "holds"
+    assert svdrnn_leak.gradient_verdict({**claimed, "rnn": {0.0: "kept", 0.5: "vanishes"}}) == "differs"
+    assert svdrnn_leak.gradient_verdict({**claimed, "spectral": {0.0: "vanishes"}}) == "differs"
+    assert svdrnn_leak.gradient_verdict({**claimed, "rnn": {0.0: "undecided"}}) == "inconclusive"
+    assert svdrnn_leak.gradient_verdict({"spectral": {0.0: "kept"}}) == "unverified"
+
+
+def test_the_leak_check_reads_the_committed_grid_with_every_leak_and_both_models():
+    records = svdrnn_leak.run()
+    assert len(records) == 3 and all(r.quote for r in records)
+    gradients = records[2].numbers
+    assert set(gradients) == {"spectral", "rnn"} and set(gradients["rnn"]) == {"0.0", "0.2", "0.5", "1.0"}
+    assert all(g > 0 for seeds in gradients["rnn"].values() for g in seeds)
+
+
+def test_several_comparisons_make_one_claim_and_dizzyrnns_near_perfect_rule():
+    assert every(["holds", "holds"]) == "holds"
+    assert every(["holds", "inconclusive"]) == "inconclusive"
+    assert every(["holds", "differs", "inconclusive"]) == "differs"
+    assert every([]) == "inconclusive"  # nothing compared is no evidence
+    assert dizzy_copy.reaches([0.96, 0.99]) == "holds"
+    assert dizzy_copy.reaches([0.5, 0.96]) == "inconclusive"
+    assert dizzy_copy.reaches([0.5, 0.94]) == "differs"
+
+
+def test_the_dizzyrnn_check_reads_every_model_of_the_committed_grid():
+    reached, ahead = dizzy_copy.run()
+    assert set(ahead.numbers["test_accuracy"]) == {"dizzy", "rnn", "irnn", "lstm"}
+    assert len(reached.numbers["best_validation"]) == reached.seeds
+    assert all(0.0 <= v <= 1.0 for v in reached.numbers["best_validation"])
+
+
+def test_the_kru_amplitude_check_reads_margins_and_best_validation_per_amplitude(tmp_path, monkeypatch):
+    from spectral_analysis.paper import kru_amplitude
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+
+    def fake(task: str, margins: dict[float, list[float]], nll: dict[float, list[float]]) -> list:
+        for a in margins:
+            for seed, (margin, best) in enumerate(zip(margins[a], nll[a], strict=True)):
+                key = f"kru_penalty{a:g}_s{seed}"
+                directory = tmp_path / "kru-amplitude" / "paper" / key
+                directory.mkdir(parents=True, exist_ok=True)
+                row = {"experiment": "kru-amplitude", "scale": "paper", "trial": key, "status": "done",
+                       "variant": "kru", "axes": {"penalty": a}, "seed": seed, "hidden": 100, "task": task,
+                       "metric": "nll", "best_valid": best, "test_metrics": {"nll": best}, "config": {}}
+                (directory / "result.json").write_text(json.dumps(row))
+                (directory / "curves.csv").write_text("phase,step,spectral_margin\n" + "".join(
+                    f"train,{s},{margin}\n" for s in range(1, 6)))
+        return kru_amplitude.run()
+
+    margins = {1e-7: [0.8, 0.7, 0.9], 1e-2: [0.3, 0.4, 0.35], 1e-1: [0.1, 0.12, 0.2]}
+    nll = {1e-7: [8.9, 9.0, 9.1], 1e-2: [8.5, 8.6, 8.55], 1e-1: [8.8, 8.7, 8.75]}
+    unitary, best = fake("jsb", margins, nll)
+    assert (unitary.verdict, best.verdict) == ("holds", "holds")
+    nll[1e-1] = [8.4, 8.45, 8.42]  # the largest amplitude validates best
+    margins[1e-1] = [0.95, 0.97, 0.99]  # and ends farther from unitary
+    unitary, best = fake("jsb", margins, nll)
+    assert (unitary.verdict, best.verdict) == ("differs", "differs")
+
+
+def test_the_kru_table4_claims_read_test_nll_and_the_overfitting_gap(tmp_path, monkeypatch):
+    from spectral_analysis.paper import kru_music
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+    kept_paper_trials(tmp_path, "kru-music", "nll", 0.1, {
+        "kru": ([8.6, 8.5, 8.55], 8.3), "rnn": ([9.1, 9.0, 9.2], 8.2), "lstm": ([8.7, 8.8, 8.75], 7.9)})
+    better, less = kru_music.run()
+    assert better.verdict == "holds" and less.verdict == "holds"  # gaps: kru 0-0.1, rnn 0.6-0.8, lstm 0.6-0.7
+    assert less.numbers["kru"][0] == pytest.approx(8.6 - 8.5)  # median of the last five: 8.3 + 0.2
+
+
+def test_the_table3_claims_read_test_perplexity_per_depth_and_the_two_layer_training_gap(tmp_path,
+                                                                                           monkeypatch):
+    from spectral_analysis.paper import ptb
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+    kept_paper_trials(tmp_path, "table3-ptb", "perplexity", 10, {
+        "spectral-1x512": ([130, 131, 129], 65), "lstm-1x128": ([140, 139, 141], 69),
+        "spectral-2x512": ([121, 120, 122], 36), "lstm-2x128": ([125, 124, 126], 26)})
+    better, two = ptb.run()
+    assert better.verdict == "holds" and two.verdict == "holds", (better.evidence, two.evidence)
+    assert two.numbers["train_perplexity"]["spectral-2x512"][0] == pytest.approx(56)  # 36 + 2 * 10
+    assert better.quote == ptb.BETTER_QUOTE and better.seeds == 3
+    for run in (tmp_path / "table3-ptb" / "paper").glob("lstm-2x128_s*"):
+        shutil.rmtree(run)  # the 2-layer LSTM now overfits less and generalizes better
+    kept_paper_trials(tmp_path, "table3-ptb", "perplexity", 10, {"lstm-2x128": ([110, 111, 112], 60)})
+    better, two = ptb.run()
+    assert better.verdict == "differs" and two.verdict == "differs"
+    assert "(lower: differs)" in two.evidence and "(higher: differs)" in two.evidence
+
+
+def test_the_table3_claims_are_unverified_without_their_rows():
+    from spectral_analysis.paper import ptb
+
+    records = ptb.records_from_grid(None)
+    assert [r.verdict for r in records] == ["unverified", "unverified"]
+    assert [r.quote for r in records] == [ptb.BETTER_QUOTE, ptb.TWO_LAYER_QUOTE]
+
+
+@pytest.mark.parametrize("module", ["dizzy_copy", "kru_amplitude", "kru_music", "svdrnn_leak"])
+def test_a_check_with_nothing_kept_is_unverified_and_names_the_command(module):
+    import importlib
+
+    records = importlib.import_module(f"spectral_analysis.paper.{module}").records_from_grid(None)
+    assert [r.verdict for r in records] == ["unverified"]
+    assert "spectral-analysis run" in records[0].evidence and "--scale paper" in records[0].evidence
+
+
+def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(tmp_path, monkeypatch):
+    from spectral_analysis.experiments.reading import read_grid
+    from spectral_analysis.paper import kru_synthetic
+    from spectral_analysis.paper.synthetic_tasks import copy_baseline
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+
+    def keep(experiment: str, metric: str, tests: dict[tuple[str, int], list[float]]) -> None:
+        for (variant, length), values in tests.items():
+            for seed, value in enumerate(values):
+                key = f"{variant}_length{length}_s{seed}"
+                directory = tmp_path / experiment / "paper" / key
+                directory.mkdir(parents=True, exist_ok=True)
+                row = {"experiment": experiment, "scale": "paper", "trial": key, "status": "done",
+                       "variant": variant, "axes": {"length": length}, "seed": seed, "hidden": 128,
+                       "metric": metric, "test_metrics": {metric: value}, "config": {},
+                       "parameters": parameters[variant]}
+                (directory / "result.json").write_text(json.dumps(row))
+
+    parameters = {"kru": 4680, "rnn": 16896, "lstm": 67200}
+    stuck = {lag: copy_baseline(lag) for lag in (1000, 2000)}
+    copy = {("kru", lag): [1e-4, 2e-4, 3e-4] for lag in stuck}
+    copy |= {(m, lag): [b, b * 1.01, b * 0.995] for lag, b in stuck.items() for m in ("rnn", "lstm")}
+    keep("kru-copy", "cross_entropy", copy)
+    adding = {("kru", t): [1e-4, 2e-4, 1e-4] for t in (100, 750)}
+    adding |= {("lstm", t): [1e-3, 2e-3, 3e-3] for t in (100, 750)}
+    adding |= {("rnn", t): [0.17] * 3 for t in (100, 750)}
+    keep("kru-adding", "mse", adding)
+    assert [r.verdict for r in kru_synthetic.run()] == ["holds"] * 4
+    keep("kru-copy", "cross_entropy", {("kru", 2000): [0.5 * stuck[2000]] * 3,  # KRU halfway at T = 2000
+                                       ("lstm", 1000): [0.5 * stuck[1000]] * 3})  # the LSTM learns 1000
+    keep("kru-adding", "mse", {("lstm", 750): [1e-5, 1e-5, 1e-5]})  # the LSTM beats KRU at T = 750
+    zero, others, best, learns = kru_synthetic.run()
+    assert (zero.verdict, others.verdict, best.verdict, learns.verdict) == ("differs",) * 3 + ("holds",)
+    assert "T = 2000: kru" in zero.evidence and "(differs)" in zero.evidence
+    for seed in range(3):  # the RNN at T = 2000 diverged in every seed: it beats no baseline
+        directory = tmp_path / "kru-copy" / "paper" / f"rnn_length2000_s{seed}"
+        (directory / "result.json").write_text(json.dumps(
+            {"experiment": "kru-copy", "scale": "paper", "trial": directory.name, "status": "failed",
+             "error": "TrainingDivergedError: the training loss is nan", "variant": "rnn",
+             "axes": {"length": 2000}, "seed": seed, "hidden": 128, "config": {}}))
+    keep("kru-copy", "cross_entropy", {("lstm", 1000): [stuck[1000]] * 3})
+    _, others = kru_synthetic.copy_records(read_grid(tmp_path, "kru-copy"))
+    assert others.verdict == "holds" and "rnn all 3 seeds diverged (fails)" in others.evidence
+    keep("kru-adding", "mse", {("lstm", 750): [1e-3, 2e-3, 3e-3]})  # KRU best again
+    best, _ = kru_synthetic.adding_records(read_grid(tmp_path, "kru-adding"))
+    assert best.verdict == "holds" and "parameters: kru 4,680, rnn 16,896, lstm 67,200" in best.evidence
+    parameters["kru"] = 20000  # more than the RNN: "with fewer parameters" fails though KRU is best
+    keep("kru-adding", "mse", adding)
+    best, _ = kru_synthetic.adding_records(read_grid(tmp_path, "kru-adding"))
+    assert best.verdict == "differs" and best.numbers["parameters"]["kru"] == 20000
+
+
+def test_the_kru_copy_baselines_are_judged_from_their_paper_trials_while_kru_runs_on(tmp_path, monkeypatch):
+    """RNN and LSTM end hours before KRU: their claim reads their paper-scale trials (every RNN seed at
+    T = 2000 diverged, as in the kept runs) while KRU's stays at smoke, unverified."""
+    from spectral_analysis.experiments.catalog import find_experiment
+    from spectral_analysis.paper import kru_synthetic
+    from spectral_analysis.paper.synthetic_tasks import copy_baseline
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    experiment = find_experiment("kru-copy")
+
+    def keep(scale: str, test: dict[tuple[str, int], float | None]) -> None:
+        """A row for every seed of each configuration in ``test``: done with that test loss, or failed
+        (``None``)."""
+        for trial in experiment.trials(scale):
+            where = (trial.variant, trial.axes["length"])
+            if where not in test:
+                continue
+            directory = tmp_path / "kru-copy" / scale / trial.key
+            directory.mkdir(parents=True, exist_ok=True)
+            row = {"experiment": "kru-copy", "scale": scale, "trial": trial.key, "variant": trial.variant,
+                   "axes": trial.axes, "seed": trial.seed, "hidden": 128, "config": trial.config,
+                   "parameters": 1, "status": "failed", "error": "TrainingDivergedError: nan"}
+            if test[where] is not None:
+                row |= {"status": "done", "metric": "cross_entropy",
+                        "test_metrics": {"cross_entropy": test[where]}}
+            (directory / "result.json").write_text(json.dumps(row))
+
+    at_baseline = {(m, lag): copy_baseline(lag) for m in ("kru", "rnn", "lstm") for lag in (1000, 2000)}
+    keep("smoke", at_baseline)
+    keep("paper", {("lstm", 1000): copy_baseline(1000), ("lstm", 2000): copy_baseline(2000),
+                   ("rnn", 1000): copy_baseline(1000)})
+    converged, stuck = kru_synthetic.run()[:2]
+    assert (converged.verdict, converged.scale) == (stuck.verdict, stuck.scale) == ("unverified", "smoke")
+    keep("paper", {("rnn", 2000): None})  # every seed diverged: the baselines' grid has ended
+    converged, stuck = kru_synthetic.run()[:2]
+    assert converged.scale == "smoke" and (stuck.verdict, stuck.scale, stuck.seeds) == ("holds", "paper", 3)
+    assert "rnn all 3 seeds diverged (fails)" in stuck.evidence
+    for seed in range(3):  # a failed run of another configuration does not stand for the catalog's trial
+        kept = tmp_path / "kru-copy" / "paper" / f"rnn_length2000_s{seed}" / "result.json"
+        row = json.loads(kept.read_text())
+        row["config"] = {**row["config"], "lr": 0.1}
+        kept.write_text(json.dumps(row))
+    stuck = kru_synthetic.run()[1]
+    assert stuck.verdict == "unverified" and "3 of 12 kept trials do not stand" in stuck.evidence
+    keep("paper", {("rnn", 2000): None})
+    keep("paper", {("lstm", 1000): 0.5 * copy_baseline(1000)})
+    assert kru_synthetic.run()[1].verdict == "differs"  # the LSTM learns T = 1000
+    keep("paper", {("lstm", 1000): copy_baseline(1000)})
+    kept = tmp_path / "kru-copy" / "paper" / "rnn_length1000_s0" / "result.json"  # one of three diverged
+    kept.write_text(json.dumps({**json.loads(kept.read_text()), "status": "failed", "error": "nan"}))
+    stuck = kru_synthetic.run()[1]
+    assert stuck.verdict == "holds"
+    level = f"{copy_baseline(1000):.4g}"
+    assert f"rnn {level} [{level}, 1 of 3 seeds diverged]" in stuck.evidence
+
+
+def test_kru_mnist_claims_compare_kru_and_the_lstm_per_task_over_seeds(tmp_path, monkeypatch):
+    from spectral_analysis.paper import kru_mnist
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+    assert [r.verdict for r in kru_mnist.run()] == ["unverified"] * 2  # nothing kept
+
+    def keep(scale: str, accuracy: dict[tuple[str, str], list[float]]) -> None:
+        for (variant, task), values in accuracy.items():
+            for seed, value in enumerate(values):
+                key = f"{variant}_task{task}_s{seed}"
+                directory = tmp_path / "kru-mnist" / scale / key
+                directory.mkdir(parents=True, exist_ok=True)
+                row = {"experiment": "kru-mnist", "scale": scale, "trial": key, "status": "done",
+                       "variant": variant, "axes": {"task": task}, "seed": seed, "hidden": 512,
+                       "metric": "accuracy", "test_metrics": {"accuracy": value}, "config": {}}
+                (directory / "result.json").write_text(json.dumps(row))
+
+    as_printed = {("kru", "permuted-mnist"): [0.945, 0.94, 0.95],
+                  ("lstm", "permuted-mnist"): [0.91, 0.9, 0.92],
+                  ("kru", "mnist"): [0.964, 0.96, 0.965], ("lstm", "mnist"): [0.978, 0.975, 0.98]}
+    keep("paper", as_printed)
+    permuted, unpermuted = kru_mnist.run()
+    assert (permuted.verdict, unpermuted.verdict) == ("holds", "holds")
+    assert "kru 0.945 [0.940, 0.950], lstm 0.910 [0.900, 0.920]" in permuted.evidence
+    keep("paper", {("lstm", "permuted-mnist"): [0.96, 0.955, 0.97],  # the LSTM ahead on permuted MNIST
+                   ("kru", "mnist"): [0.97, 0.985, 0.99]})  # and the seeds overlap on unpermuted
+    permuted, unpermuted = kru_mnist.run()
+    assert (permuted.verdict, unpermuted.verdict) == ("differs", "inconclusive")
+
+
+def test_kru_ptb_claims_read_bits_per_character_from_the_test_cross_entropy(tmp_path, monkeypatch):
+    import math
+
+    from spectral_analysis.paper import kru_ptb
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+
+    def keep(bpc: dict[str, list[float]]) -> None:
+        for variant, values in bpc.items():
+            for seed, value in enumerate(values):
+                key = f"{variant}_s{seed}"
+                directory = tmp_path / "kru-ptb" / "paper" / key
+                directory.mkdir(parents=True, exist_ok=True)
+                row = {"experiment": "kru-ptb", "scale": "paper", "trial": key, "status": "done",
+                       "variant": variant, "axes": {}, "seed": seed, "hidden": 300, "metric": "cross_entropy",
+                       "test_metrics": {"cross_entropy": value * math.log(2)}, "config": {}}
+                (directory / "result.json").write_text(json.dumps(row))
+
+    printed = {"rnn-300": 1.60, "lstm-150": 1.59, "ornn-512": 1.68, "kru-411": 1.60, "rnn-600": 1.51,
+               "lstm-300": 1.45, "kru-993": 1.48}
+    keep({m: [b, b - 0.01, b + 0.01] for m, b in printed.items()})
+    worse, close = kru_ptb.run()
+    assert (worse.verdict, close.verdict) == ("holds", "holds")
+    assert "ornn-512 1.680 [1.670, 1.690]" in worse.evidence  # BPC = cross entropy / ln 2
+    keep({"ornn-512": [1.55, 1.54, 1.56], "kru-993": [1.60, 1.59, 1.61]})  # oRNN best; KRU 0.15 behind
+    worse, close = kru_ptb.run()
+    assert (worse.verdict, close.verdict) == ("differs", "differs")
+    keep({"kru-993": [1.52, 1.40, 1.60]})  # 0.07 from the LSTM's mean, but the seeds overlap
+    assert kru_ptb.run()[1].verdict == "inconclusive"
