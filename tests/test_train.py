@@ -3,15 +3,11 @@
 import copy
 import json
 import os
-import random
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
 import torch
 from safetensors.torch import save_file
+from train_fixtures import log_lines, small_config
 
 from spectral_analysis.cli import main
 from spectral_analysis.data.objectives import loss_and_metrics
@@ -24,26 +20,13 @@ from spectral_analysis.train import (
 )
 
 
-def _config(out, **overrides) -> TrainConfig:
-    base = dict(model="spectral", task="addition", out=str(out), hidden=12, batch_size=16,
-                model_options={"m1": 4, "m2": 6, "r": 0.05},
-                task_options={"length": 12, "train_size": 160, "valid_size": 32, "test_size": 32},
-                steps=24, record_every=4, eval_every=8, checkpoint_every=5, progress=False)
-    base.update(overrides)
-    return TrainConfig(**base)
-
-
-def _lines(out):
-    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-
-
 def test_run_directory_records_and_checkpoints(tmp_path):
     out = tmp_path / "run"
-    summary = train(_config(out))
+    summary = train(small_config(out))
     assert (out / "config.json").is_file() and (out / "last.safetensors").is_file()
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [
         f"step-{s:06d}.safetensors" for s in (5, 10, 15, 20, 24)]
-    lines = _lines(out)
+    lines = log_lines(out)
     train_lines = [line for line in lines if line["phase"] == "train"]
     assert [line["step"] for line in train_lines] == [4, 8, 12, 16, 20, 24]
     for line in train_lines:
@@ -55,14 +38,14 @@ def test_run_directory_records_and_checkpoints(tmp_path):
     meta = checkpoint.metadata
     assert meta["step"] == 24 and meta["task"]["length"] == 12 and meta["task"]["train_size"] == 160
     assert meta["task"]["data_bound"] == pytest.approx(
-        float(Trainer(_config(tmp_path / "other")).task.train.inputs.norm(dim=-1).max()))
+        float(Trainer(small_config(tmp_path / "other")).task.train.inputs.norm(dim=-1).max()))
     assert meta["model"]["options"]["m1"] == 4 and meta["package_version"]
     svals = checkpoint.model.singular_values().tolist()
     assert svals == pytest.approx(train_lines[-1]["singular_values"][0], abs=1e-6)
 
 
 def test_grad_h0_norm_is_the_gradient_at_the_first_cell(tmp_path):
-    trainer = Trainer(_config(tmp_path / "run", steps=1, record_every=1))
+    trainer = Trainer(small_config(tmp_path / "run", steps=1, record_every=1))
     model = copy.deepcopy(trainer.model)
     x, y, _ = trainer.batches.get(0)
     h0 = torch.zeros(1, x.shape[0], 12, requires_grad=True)
@@ -74,7 +57,7 @@ def test_grad_h0_norm_is_the_gradient_at_the_first_cell(tmp_path):
 
 def test_a_learned_start_state_is_measured_and_trained_on_recording_steps(tmp_path):
     """The uRNN's h_0 is a parameter: a recording step reports ||dL/dh0|| and still updates it."""
-    trainer = Trainer(_config(tmp_path / "run", model="urnn", model_options={}, steps=1, record_every=1))
+    trainer = Trainer(small_config(tmp_path / "run", model="urnn", model_options={}, steps=1, record_every=1))
     model = copy.deepcopy(trainer.model)
     x, y, _ = trainer.batches.get(0)
     h0 = model.start_state(x.shape[0]).clone()
@@ -85,89 +68,6 @@ def test_a_learned_start_state_is_measured_and_trained_on_recording_steps(tmp_pa
     summary = trainer.run()
     assert summary["train"]["grad_h0_norm"] == pytest.approx(float(h0.grad.norm()), rel=1e-5)
     assert not torch.equal(trainer.model.start_states.detach(), before)
-
-
-def test_resume_after_an_interruption_repeats_the_uninterrupted_run(tmp_path):
-    full = train(_config(tmp_path / "full"))
-
-    def stop_at_13(step):
-        if step == 13:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        train(_config(tmp_path / "cut"), callback=stop_at_13)
-    assert max(line["step"] for line in _lines(tmp_path / "cut")) == 12  # past the step-10 checkpoint
-    resumed = train(_config(tmp_path / "cut"), resume=True)
-    for phase in ("train", "valid", "test"):
-        strip = {k: v for k, v in full[phase].items() if k != "time"}
-        assert strip == {k: v for k, v in resumed[phase].items() if k != "time"}, phase
-    a = load_checkpoint(tmp_path / "full" / "last.safetensors").tensors
-    b = load_checkpoint(tmp_path / "cut" / "last.safetensors").tensors
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    steps = [(line["phase"], line["step"]) for line in _lines(tmp_path / "cut")]
-    assert steps == [(line["phase"], line["step"]) for line in _lines(tmp_path / "full")]
-
-
-def test_killed_process_resumes_to_the_same_final_metrics(tmp_path):
-    """A real SIGKILL mid-run (after the first checkpoint), then --resume from the command line."""
-    args = ["train", "--model", "spectral", "--task", "addition", "--length", "40", "--train-size", "512",
-            "--valid-size", "64", "--test-size", "64", "--hidden", "24", "--m1", "6", "--m2", "6",
-            "--batch-size", "32", "--steps", "400", "--checkpoint-every", "20", "--eval-every", "100",
-            "--no-progress", "--json"]
-    cmd = [sys.executable, "-m", "spectral_analysis.cli", *args]
-    full = json.loads(subprocess.run([*cmd, "--out", str(tmp_path / "full")], capture_output=True,
-                                     text=True, check=True, timeout=300).stdout)
-    proc = subprocess.Popen([*cmd, "--out", str(tmp_path / "killed")], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    first = tmp_path / "killed" / "checkpoints" / "step-000040.safetensors"
-    deadline = time.time() + 120
-    while not first.exists() and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    resumed = json.loads(subprocess.run([*cmd, "--out", str(tmp_path / "killed"), "--resume"],
-                                        capture_output=True, text=True, check=True, timeout=300).stdout)
-    for phase in ("valid", "test"):
-        assert {k: v for k, v in full[phase].items() if k != "time"} == \
-               {k: v for k, v in resumed[phase].items() if k != "time"}
-
-
-KILL_TRIALS = 6
-
-
-def test_kill_9_at_random_moments_then_resume_is_bit_identical(tmp_path):
-    """SIGKILL at seeded random moments in the 4 s after the run directory appears, one in each of
-    KILL_TRIALS equal slices of it (before the first checkpoint, mid-run, near the end on this machine:
-    the run takes about 4 s from there), then --resume until done: every logged row survives and the
-    final weights equal an uninterrupted run's."""
-    args = ["--threads", "1", "train", "--model", "rnn", "--task", "addition", "--length", "30",
-            "--train-size", "256", "--valid-size", "32", "--test-size", "32", "--hidden", "16",
-            "--batch-size", "16", "--steps", "300", "--checkpoint-every", "10", "--eval-every", "50",
-            "--record-every", "5", "--no-progress", "--json"]
-    cmd = [sys.executable, "-m", "spectral_analysis.cli", *args]
-    subprocess.run([*cmd, "--out", str(tmp_path / "full")], capture_output=True, check=True, timeout=300)
-    reference = load_checkpoint(tmp_path / "full" / "last.safetensors").model.state_dict()
-    reference_rows = _lines(tmp_path / "full")
-    rng = random.Random(0)
-    for trial in range(KILL_TRIALS):
-        out = tmp_path / f"killed{trial}"
-        proc = subprocess.Popen([*cmd, "--out", str(out)], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        # time the kill from the moment the run directory exists: a kill during the interpreter's start
-        # leaves nothing on disk, and --resume rightly answers "nothing to resume" to a missing directory
-        deadline = time.time() + 120
-        while not out.exists() and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.01)
-        time.sleep(4.0 * (trial + rng.random()) / KILL_TRIALS)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        done = subprocess.run([*cmd, "--out", str(out), "--resume"], capture_output=True, text=True,
-                              timeout=300)
-        assert done.returncode == 0, (trial, done.stderr[-500:])
-        state = load_checkpoint(out / "last.safetensors").model.state_dict()
-        assert all(torch.equal(state[k], reference[k]) for k in reference), f"trial {trial}"
-        rows = _lines(out)
-        assert [(r["phase"], r["step"]) for r in rows] == [(r["phase"], r["step"]) for r in reference_rows]
 
 
 def test_epochs_without_improvement_counts_the_epoch_ends_that_do_not_beat_every_earlier_one():
@@ -186,9 +86,9 @@ def test_epochs_without_improvement_counts_the_epoch_ends_that_do_not_beat_every
 def test_lr_cut_multiplies_the_rate_after_an_epoch_without_improvement_and_resumes_exactly(tmp_path):
     """KRU's PTB schedule: a validation line at each epoch's end (10 steps here) and the rate times lr_cut
     after each that does not improve; with a rate too small to move the weights, step 20 ties step 10."""
-    still = Trainer(_config(tmp_path / "still", lr=1e-12, lr_cut=0.5))
+    still = Trainer(small_config(tmp_path / "still", lr=1e-12, lr_cut=0.5))
     still.run()
-    valid_steps = [line["step"] for line in _lines(tmp_path / "still") if line["phase"] == "valid"]
+    valid_steps = [line["step"] for line in log_lines(tmp_path / "still") if line["phase"] == "valid"]
     assert valid_steps == [8, 10, 16, 20, 24]
     assert still.optimizer.param_groups[0]["lr"] == pytest.approx(0.5e-12)
 
@@ -199,38 +99,25 @@ def test_lr_cut_multiplies_the_rate_after_an_epoch_without_improvement_and_resum
         return stop
 
     with pytest.raises(KeyboardInterrupt):  # past the cut at step 20 and its checkpoint
-        train(_config(tmp_path / "still-cut", lr=1e-12, lr_cut=0.5), callback=stop_at(23))
-    resumed_still = Trainer(_config(tmp_path / "still-cut", lr=1e-12, lr_cut=0.5), resume=True)
+        train(small_config(tmp_path / "still-cut", lr=1e-12, lr_cut=0.5), callback=stop_at(23))
+    resumed_still = Trainer(small_config(tmp_path / "still-cut", lr=1e-12, lr_cut=0.5), resume=True)
     resumed_still.run()  # the cut is read again from the kept validation lines
     assert resumed_still.optimizer.param_groups[0]["lr"] == pytest.approx(0.5e-12)
-    full = train(_config(tmp_path / "full", lr=0.05, lr_cut=0.5))
+    full = train(small_config(tmp_path / "full", lr=0.05, lr_cut=0.5))
     stop_at_13 = stop_at(13)
 
     with pytest.raises(KeyboardInterrupt):
-        train(_config(tmp_path / "cut", lr=0.05, lr_cut=0.5), callback=stop_at_13)
-    resumed = train(_config(tmp_path / "cut", lr=0.05, lr_cut=0.5), resume=True)
+        train(small_config(tmp_path / "cut", lr=0.05, lr_cut=0.5), callback=stop_at_13)
+    resumed = train(small_config(tmp_path / "cut", lr=0.05, lr_cut=0.5), resume=True)
     assert {k: v for k, v in full["test"].items() if k != "time"} == {
         k: v for k, v in resumed["test"].items() if k != "time"}
     with pytest.raises(ValueError, match=r"lr cut must lie in \(0, 1\]"):
-        _config(tmp_path / "bad", lr_cut=0.0).validate()
-
-
-def test_resume_and_overwrite_guards(tmp_path):
-    out = tmp_path / "run"
-    train(_config(out, steps=5))
-    with pytest.raises(ValueError, match="already holds a run"):
-        train(_config(out, steps=5))
-    with pytest.raises(ValueError, match="cannot resume: lr"):
-        train(_config(out, steps=10, lr=0.1), resume=True)
-    with pytest.raises(ValueError, match="nothing to resume"):
-        train(_config(tmp_path / "empty", steps=5), resume=True)
-    longer = train(_config(out, steps=10), resume=True)  # more steps is allowed
-    assert longer["test"]["step"] == 10
+        small_config(tmp_path / "bad", lr_cut=0.0).validate()
 
 
 @pytest.fixture
 def checkpoint_file(tmp_path):
-    train(_config(tmp_path / "run", steps=5))
+    train(small_config(tmp_path / "run", steps=5))
     return tmp_path / "run" / "last.safetensors"
 
 
@@ -288,12 +175,12 @@ def test_inspect_json(checkpoint_file, capsys):
                                                 ("ornn", "copy", {"length": 5, "train_size": 64}),
                                                 ("mlp", "mnist-flat", {"train_size": 64})])
 def test_other_models_and_tasks_train_and_reload(tmp_path, model, task, options):
-    config = _config(tmp_path / "run", model=model, task=task, model_options={}, task_options=options,
+    config = small_config(tmp_path / "run", model=model, task=task, model_options={}, task_options=options,
                      steps=6)
     summary = train(config)
     assert summary["test"]["step"] == 6
     reloaded = load_checkpoint(tmp_path / "run" / "last.safetensors").model
-    assert reloaded.parameter_counts() == Trainer(_config(tmp_path / "x", model=model, task=task,
+    assert reloaded.parameter_counts() == Trainer(small_config(tmp_path / "x", model=model, task=task,
                                                           model_options={}, task_options=options,
                                                           steps=6)).model.parameter_counts()
 
@@ -317,27 +204,6 @@ def test_demo_trains_both_models_and_says_where(tmp_path, capsys):
     for run in payload["runs"].values():
         assert os.path.isfile(os.path.join(run["out"], "last.safetensors"))
         assert run["test_mse"] > 0
-
-
-def test_a_second_writer_is_refused_and_a_torn_log_line_is_repaired(tmp_path):
-    from spectral_analysis.train import Trainer
-
-    config = TrainConfig(model="rnn", task="addition", out=str(tmp_path / "run"), hidden=4, steps=4,
-                         task_options={"length": 5, "train_size": 40, "valid_size": 8, "test_size": 8},
-                         batch_size=8, record_every=1, eval_every=2, checkpoint_every=2, progress=False)
-    first = Trainer(config)
-    with pytest.raises(ValueError, match=rf"is locked: another process \(pid {os.getpid()}\)"):
-        Trainer(config)
-    first.run()
-    log = tmp_path / "run" / "metrics.jsonl"
-    rows = log.read_text()
-    log.write_text(rows + '{"step": 5, "pha')  # what a kill during a write leaves
-    with pytest.warns(UserWarning, match="torn last line"):
-        resumed = train(config, resume=True)
-    assert resumed and log.read_text().endswith("\n") and '"step": 5' not in log.read_text()
-    log.write_text('{"step": "two", "phase": "train"}\n')
-    with pytest.raises(ValueError, match="line 1: field step"):
-        train(config, resume=True)
 
 
 def test_divergence_stops_with_the_failing_step_logged_and_the_last_good_checkpoint_kept(tmp_path,
@@ -431,7 +297,7 @@ def test_evaluation_forms_parametrized_weights_once_per_split_and_scores_as_unca
 
 
 def test_frozen_parameters_keep_their_initial_values_and_the_others_train(tmp_path):
-    config = _config(tmp_path / "run", model="kru", hidden=16, model_options={"complex": True}, steps=6,
+    config = small_config(tmp_path / "run", model="kru", hidden=16, model_options={"complex": True}, steps=6,
                      freeze=["transitions.*"])
     trainer = Trainer(config)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
@@ -442,7 +308,7 @@ def test_frozen_parameters_keep_their_initial_values_and_the_others_train(tmp_pa
     frozen = [n for n in before if n.startswith("transitions.")]
     assert frozen and all(torch.equal(before[n], after[n]) for n in frozen)
     assert all(not torch.equal(before[n], after[n]) for n in before if n not in frozen)
-    resumed = Trainer(_config(tmp_path / "run", model="kru", hidden=16, model_options={"complex": True},
+    resumed = Trainer(small_config(tmp_path / "run", model="kru", hidden=16, model_options={"complex": True},
                               steps=8, freeze=["transitions.*"]), resume=True)
     resumed.run()
     assert all(torch.equal(before[n], dict(resumed.model.named_parameters())[n]) for n in frozen)
@@ -455,7 +321,7 @@ def test_frozen_parameters_keep_their_initial_values_and_the_others_train(tmp_pa
 ])
 def test_a_bad_freeze_pattern_is_refused_naming_the_problem(tmp_path, freeze, message):
     with pytest.raises(ValueError, match=message.replace(".", r"\.").replace("*", r"\*")):
-        Trainer(_config(tmp_path / "run", model="rnn", freeze=freeze, model_options={}))
+        Trainer(small_config(tmp_path / "run", model="rnn", freeze=freeze, model_options={}))
 
 
 def test_the_freeze_flag_reaches_the_run(tmp_path, capsys):

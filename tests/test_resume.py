@@ -1,0 +1,137 @@
+"""Resuming a run: after an interruption, after SIGKILL at random moments (bit for bit), its guards,
+and a second writer refused."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from train_fixtures import log_lines, small_config
+
+from spectral_analysis.train import (
+    TrainConfig,
+    Trainer,
+    load_checkpoint,
+    train,
+)
+
+
+def test_resume_after_an_interruption_repeats_the_uninterrupted_run(tmp_path):
+    full = train(small_config(tmp_path / "full"))
+
+    def stop_at_13(step):
+        if step == 13:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(small_config(tmp_path / "cut"), callback=stop_at_13)
+    assert max(line["step"] for line in log_lines(tmp_path / "cut")) == 12  # past the step-10 checkpoint
+    resumed = train(small_config(tmp_path / "cut"), resume=True)
+    for phase in ("train", "valid", "test"):
+        strip = {k: v for k, v in full[phase].items() if k != "time"}
+        assert strip == {k: v for k, v in resumed[phase].items() if k != "time"}, phase
+    a = load_checkpoint(tmp_path / "full" / "last.safetensors").tensors
+    b = load_checkpoint(tmp_path / "cut" / "last.safetensors").tensors
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    steps = [(line["phase"], line["step"]) for line in log_lines(tmp_path / "cut")]
+    assert steps == [(line["phase"], line["step"]) for line in log_lines(tmp_path / "full")]
+
+
+def test_killed_process_resumes_to_the_same_final_metrics(tmp_path):
+    """A real SIGKILL mid-run (after the first checkpoint), then --resume from the command line."""
+    args = ["train", "--model", "spectral", "--task", "addition", "--length", "40", "--train-size", "512",
+            "--valid-size", "64", "--test-size", "64", "--hidden", "24", "--m1", "6", "--m2", "6",
+            "--batch-size", "32", "--steps", "400", "--checkpoint-every", "20", "--eval-every", "100",
+            "--no-progress", "--json"]
+    cmd = [sys.executable, "-m", "spectral_analysis.cli", *args]
+    full = json.loads(subprocess.run([*cmd, "--out", str(tmp_path / "full")], capture_output=True,
+                                     text=True, check=True, timeout=300).stdout)
+    proc = subprocess.Popen([*cmd, "--out", str(tmp_path / "killed")], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    first = tmp_path / "killed" / "checkpoints" / "step-000040.safetensors"
+    deadline = time.time() + 120
+    while not first.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    resumed = json.loads(subprocess.run([*cmd, "--out", str(tmp_path / "killed"), "--resume"],
+                                        capture_output=True, text=True, check=True, timeout=300).stdout)
+    for phase in ("valid", "test"):
+        assert {k: v for k, v in full[phase].items() if k != "time"} == \
+               {k: v for k, v in resumed[phase].items() if k != "time"}
+
+
+KILL_TRIALS = 6
+
+
+def test_kill_9_at_random_moments_then_resume_is_bit_identical(tmp_path):
+    """SIGKILL at seeded random moments in the 4 s after the run directory appears, one in each of
+    KILL_TRIALS equal slices of it (before the first checkpoint, mid-run, near the end on this machine:
+    the run takes about 4 s from there), then --resume until done: every logged row survives and the
+    final weights equal an uninterrupted run's."""
+    args = ["--threads", "1", "train", "--model", "rnn", "--task", "addition", "--length", "30",
+            "--train-size", "256", "--valid-size", "32", "--test-size", "32", "--hidden", "16",
+            "--batch-size", "16", "--steps", "300", "--checkpoint-every", "10", "--eval-every", "50",
+            "--record-every", "5", "--no-progress", "--json"]
+    cmd = [sys.executable, "-m", "spectral_analysis.cli", *args]
+    subprocess.run([*cmd, "--out", str(tmp_path / "full")], capture_output=True, check=True, timeout=300)
+    reference = load_checkpoint(tmp_path / "full" / "last.safetensors").model.state_dict()
+    reference_rows = log_lines(tmp_path / "full")
+    rng = random.Random(0)
+    for trial in range(KILL_TRIALS):
+        out = tmp_path / f"killed{trial}"
+        proc = subprocess.Popen([*cmd, "--out", str(out)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        # time the kill from the moment the run directory exists: a kill during the interpreter's start
+        # leaves nothing on disk, and --resume rightly answers "nothing to resume" to a missing directory
+        deadline = time.time() + 120
+        while not out.exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.01)
+        time.sleep(4.0 * (trial + rng.random()) / KILL_TRIALS)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        done = subprocess.run([*cmd, "--out", str(out), "--resume"], capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, (trial, done.stderr[-500:])
+        state = load_checkpoint(out / "last.safetensors").model.state_dict()
+        assert all(torch.equal(state[k], reference[k]) for k in reference), f"trial {trial}"
+        rows = log_lines(out)
+        assert [(r["phase"], r["step"]) for r in rows] == [(r["phase"], r["step"]) for r in reference_rows]
+
+
+def test_resume_and_overwrite_guards(tmp_path):
+    out = tmp_path / "run"
+    train(small_config(out, steps=5))
+    with pytest.raises(ValueError, match="already holds a run"):
+        train(small_config(out, steps=5))
+    with pytest.raises(ValueError, match="cannot resume: lr"):
+        train(small_config(out, steps=10, lr=0.1), resume=True)
+    with pytest.raises(ValueError, match="nothing to resume"):
+        train(small_config(tmp_path / "empty", steps=5), resume=True)
+    longer = train(small_config(out, steps=10), resume=True)  # more steps is allowed
+    assert longer["test"]["step"] == 10
+
+
+def test_a_second_writer_is_refused_and_a_torn_log_line_is_repaired(tmp_path):
+
+    config = TrainConfig(model="rnn", task="addition", out=str(tmp_path / "run"), hidden=4, steps=4,
+                         task_options={"length": 5, "train_size": 40, "valid_size": 8, "test_size": 8},
+                         batch_size=8, record_every=1, eval_every=2, checkpoint_every=2, progress=False)
+    first = Trainer(config)
+    with pytest.raises(ValueError, match=rf"is locked: another process \(pid {os.getpid()}\)"):
+        Trainer(config)
+    first.run()
+    log = tmp_path / "run" / "metrics.jsonl"
+    rows = log.read_text()
+    log.write_text(rows + '{"step": 5, "pha')  # what a kill during a write leaves
+    with pytest.warns(UserWarning, match="torn last line"):
+        resumed = train(config, resume=True)
+    assert resumed and log.read_text().endswith("\n") and '"step": 5' not in log.read_text()
+    log.write_text('{"step": "two", "phase": "train"}\n')
+    with pytest.raises(ValueError, match="line 1: field step"):
+        train(config, resume=True)
