@@ -15,6 +15,7 @@ from spectral_analysis.experiments import (
     read_grid,
     read_grids,
 )
+from spectral_analysis.experiments.reading import Spread, log_median
 from spectral_analysis.paper import (
     depth,
     dizzy_copy,
@@ -48,6 +49,7 @@ def test_grids_aggregate_seeds_and_prefer_the_paper_scale(tmp_path):
     steps, accuracy = grid.group("a").curve("valid", "accuracy")
     assert list(steps) == [10, 20] and np.allclose(accuracy.mean, [0.3, 0.4])
     assert np.allclose(accuracy.low, [0.2, 0.3]) and np.allclose(accuracy.high, [0.4, 0.5])
+    assert np.allclose(accuracy.log_median, np.sqrt([0.2 * 0.4, 0.3 * 0.5]))  # two seeds: geometric mean
     final = grid.group("a").final()
     assert (final.mean, final.low, final.high, final.seeds) == pytest.approx((0.3, 0.2, 0.4, 2))
     assert sorted(grid.group("a").final_per_seed()) == pytest.approx([0.2, 0.4])
@@ -59,6 +61,18 @@ def test_grids_aggregate_seeds_and_prefer_the_paper_scale(tmp_path):
     fake_trial(tmp_path, "x", "paper", "a_s0", "a", {}, 0, ["valid,10,0.9,,"], 0.9)
     assert read_grid(tmp_path, "x").scale == "paper" and read_grid(tmp_path, "x", "smoke").seeds == 1
     assert read_grid(tmp_path, "nothing") is None
+
+
+def test_the_log_median_is_the_middle_seed_not_the_largest_and_takes_vanished_and_missing_values():
+    seeds = np.array([[3e-12, 1e-3, 0.0, np.nan], [8e-9, 1e-3, 0.0, np.nan], [5e-4, 1e-3, 1e-2, 2.0]])
+    spread = Spread.over_seeds(seeds)
+    assert spread.log_median == pytest.approx([8e-9, 1e-3, 0.0, 2.0])  # 0: two of three vanished
+    assert spread.mean[0] == pytest.approx(1.6667e-4, rel=1e-3) and spread.seeds == 3
+    assert log_median(np.array([1e-8, 1e-2])) == pytest.approx(1e-5)  # even count: the middle pair's
+    assert log_median(np.array([0.0, 1e-2])) == 0.0 and np.isnan(log_median(np.array([np.nan, np.nan])))
+    per_seed = Spread.over_seeds(np.array([0.2, np.nan, 0.8]))
+    assert isinstance(per_seed.mean, float) and per_seed.seeds == 2
+    assert per_seed.log_median == pytest.approx(0.4)
 
 
 def test_final_reads_a_rows_own_numbers_beside_its_metrics(tmp_path):

@@ -225,6 +225,27 @@ def test_a_model_kept_only_at_some_lengths_keeps_every_model_in_its_colour_and_i
     assert gradients["rnn"] == colours[0]["rnn"]
 
 
+def test_a_log_axis_draws_the_median_over_seeds_and_a_linear_one_the_mean():
+    import numpy as np
+
+    from spectral_analysis.plotting.paper_figures import log_band, plot_learning_curves
+
+    steps = np.arange(3.0)
+    spread = {"steps": steps, "grad_steps": steps, "grad": np.full(3, 1e-3), "grad_median": np.full(3, 1e-9)}
+    wide = {"metric": np.array([1e-1, 1e-4, 1e-4]), "metric_median": np.array([1e-1, 1e-6, 1e-9])}
+    fig = plot_learning_curves({1: {"kru": spread | wide}}, "CE", None, "t")
+    assert fig.axes[0].get_yscale() == "log"
+    assert list(fig.axes[0].get_lines()[0].get_ydata()) == [1e-1, 1e-6, 1e-9]
+    assert list(fig.axes[1].get_lines()[0].get_ydata()) == [1e-9] * 3
+    low, high = log_band(np.array([0.0, 1e-6, 0.0]), np.array([1e-2, 1e-3, 0.0]))
+    assert list(low[:2]) == [1e-6, 1e-6] and np.isnan(low[2])  # a vanished seed: down to the band's floor
+    assert list(high[:2]) == [1e-2, 1e-3] and np.isnan(high[2])  # every seed vanished: no band there
+    narrow = {"metric": np.array([0.5, 0.6, 0.7]), "metric_median": np.array([0.4, 0.6, 0.8])}
+    linear = plot_learning_curves({1: {"rnn": spread | narrow}}, "accuracy", None, "t")
+    assert linear.axes[0].get_yscale() == "linear"
+    assert list(linear.axes[0].get_lines()[0].get_ydata()) == [0.5, 0.6, 0.7]
+
+
 def test_a_gradient_that_underflowed_to_zero_is_marked_on_the_log_panel_not_left_out():
     import numpy as np
 

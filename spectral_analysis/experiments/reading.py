@@ -53,12 +53,35 @@ ROW_NUMBERS = ("best_valid", "steps", "seconds")  # a summary row's own numbers,
 
 @dataclass
 class Spread:
-    """Mean and min-max over seeds."""
+    """Mean, min-max and the median on a log axis over seeds (:func:`log_median`)."""
 
     mean: np.ndarray | float
     low: np.ndarray | float
     high: np.ndarray | float
     seeds: int
+    log_median: np.ndarray | float
+
+    @classmethod
+    def over_seeds(cls, stack: np.ndarray) -> Spread:
+        """The spread of ``stack``: one value per seed (floats out) or one curve per row (arrays out), NaN
+        where a seed has no value; ``seeds`` counts those with any."""
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a step no seed has a value at stays NaN
+            numbers = [np.nanmean(stack, 0), np.nanmin(stack, 0), np.nanmax(stack, 0), log_median(stack)]
+        seeds = int(np.isfinite(stack.reshape(len(stack), -1)).any(1).sum())
+        mean, low, high, median = numbers if stack.ndim > 1 else [float(v) for v in numbers]
+        return cls(mean, low, high, seeds, median)
+
+
+def log_median(stack: np.ndarray) -> np.ndarray:
+    """The median over seeds (axis 0) read on a log axis, ``exp(median(log x))``: the middle seed for an odd
+    count, the geometric mean of the middle two for an even one. Where seeds differ by orders of magnitude
+    the arithmetic mean is the largest seed's curve on a log axis; this is not. A value <= 0 counts as below
+    every positive one (a gradient that vanished to 0), NaN as missing."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
+        logs = np.where(stack > 0, np.log(np.where(stack > 0, stack, 1.0)), -np.inf)
+        return np.exp(np.nanmedian(np.where(np.isnan(stack), np.nan, logs), axis=0))
 
 
 @dataclass
@@ -78,7 +101,7 @@ class Group:
         return len(self.rows)
 
     def curve(self, phase: str, column: str, with_failed: bool = False) -> tuple[np.ndarray, Spread]:
-        """``column`` of the ``phase`` curves as mean and min-max over seeds. Seeds may record different
+        """``column`` of the ``phase`` curves over seeds (:class:`Spread`). Seeds may record different
         steps (a run trained until plateau stops when it plateaus; kept curves are thinned evenly): the
         curve is read on the union of their steps, each seed interpolated linearly inside its own range
         and held at its last record past it, since a stopped run's model is final. Every seed counts to
@@ -89,12 +112,10 @@ class Group:
         curves = [(read_curves(d)[phase], held) for d, held in sources]
         usable = [(c, held) for c, held in curves if column in c and len(c["step"])]
         if not usable:
-            return np.array([]), Spread(np.array([]), np.array([]), np.array([]), 0)
+            return np.array([]), Spread(np.array([]), np.array([]), np.array([]), 0, np.array([]))
         steps = np.unique(np.concatenate([c["step"] for c, _ in usable]))
         stack = np.stack([_on_steps(c["step"], c[column], steps, held) for c, held in usable])
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a step no seed has a value at stays NaN
-            return steps, Spread(np.nanmean(stack, 0), np.nanmin(stack, 0), np.nanmax(stack, 0), len(usable))
+        return steps, Spread.over_seeds(stack)
 
     def last_per_seed(self, phase: str, column: str, records: int = 5) -> list[float]:
         """The end of training: each seed's median of ``column`` over its own last ``records`` records of
@@ -107,12 +128,8 @@ class Group:
         return values
 
     def last(self, phase: str, column: str, records: int = 5) -> Spread:
-        """:meth:`last_per_seed` as mean and min-max over seeds."""
-        array = np.array(self.last_per_seed(phase, column, records))
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return Spread(float(np.nanmean(array)), float(np.nanmin(array)), float(np.nanmax(array)),
-                          int(np.isfinite(array).sum()))
+        """:meth:`last_per_seed` over seeds (:class:`Spread`)."""
+        return Spread.over_seeds(np.array(self.last_per_seed(phase, column, records)))
 
     def final_per_seed(self, source: str = "test_metrics", metric: str | None = None) -> list[float]:
         """A final value of each seed's row: ``source`` is a metrics field (``test_metrics``, ``final_valid``,
@@ -130,15 +147,8 @@ class Group:
         return [value(r) for r in self.rows]
 
     def final(self, source: str = "test_metrics", metric: str | None = None) -> Spread:
-        """:meth:`final_per_seed` as mean and min-max over seeds."""
-        values = np.array(self.final_per_seed(source, metric))
-        with np.errstate(all="ignore"):
-            return Spread(
-                float(np.nanmean(values)),
-                float(np.nanmin(values)),
-                float(np.nanmax(values)),
-                int(np.isfinite(values).sum()),
-            )
+        """:meth:`final_per_seed` over seeds (:class:`Spread`)."""
+        return Spread.over_seeds(np.array(self.final_per_seed(source, metric)))
 
     def checkpoint(self) -> Path | None:
         """The kept checkpoint (seed 0), or ``None`` when the zoo did not keep one."""

@@ -114,6 +114,17 @@ def semilogy_gradient(ax: plt.Axes, steps: np.ndarray, grad: np.ndarray, label: 
             ax.plot([], [], "v", color="gray", ms=4, label=ZERO_NOTE)
 
 
+def log_band(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A min-max band drawable on a log axis: where a seed's value is exactly 0 (a vanished gradient) the
+    band reaches down to the smallest positive value of the band, not left out; where every seed's is 0,
+    none is drawn (those steps are marked, :func:`semilogy_gradient`)."""
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    positive = np.concatenate([low[low > 0], high[high > 0]])
+    floor = positive.min() if positive.size else np.nan
+    drawn = high > 0
+    return np.where(drawn, np.where(low > 0, low, floor), np.nan), np.where(drawn, high, np.nan)
+
+
 def key_zero_marks(ax: plt.Axes) -> None:
     """A legend holding only :func:`semilogy_gradient`'s key to the zero marks, on a panel that has them
     (where the models' colours are keyed elsewhere or there is one model)."""
@@ -147,9 +158,11 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
     ``||dL/dh^(0)||`` (bottom) over training, one line per model. ``curves[L][model]`` holds arrays
     ``steps``, ``metric``, ``grad_steps``, ``grad``; columns in the order of ``curves``, titled
     ``"{length_name} = {L}"`` (just ``L`` when ``length_name`` is empty). With ``metric_low``/``metric_high``
-    and ``grad_low``/``grad_high`` (the spread over seeds) a band is drawn. ``log_scale`` for the metric's
-    axis; by default log only when the values span more than a decade. A model keeps its colour in every
-    column (one kept only at some lengths too), and the first column's legend keys them all."""
+    and ``grad_low``/``grad_high`` (the spread over seeds) a band is drawn; on a log axis the line is
+    ``metric_median``/``grad_median`` where given (the median over seeds: a mean there is the largest seed's
+    curve). ``log_scale`` for the metric's axis; by default log only when the values span more than a
+    decade. A model keeps its colour in every column (one kept only at some lengths too), and the first
+    column's legend keys them all."""
     _style()
     lengths = list(curves)
     models = list(dict.fromkeys(model for panel in curves.values() for model in panel))
@@ -161,16 +174,17 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
     fig, axes = plt.subplots(2, len(lengths), figsize=(4.5 * len(lengths), 7), squeeze=False)
     for col, L in enumerate(lengths):
         for model, c in curves[L].items():
-            line = (axes[0, col].semilogy if log_scale else axes[0, col].plot)(c["steps"], c["metric"],
-                                                                               label=model,
-                                                                               color=colour[model])[0]
-            semilogy_gradient(axes[1, col], c["grad_steps"], c["grad"], model, colour[model])
+            centre = c["metric_median"] if log_scale and "metric_median" in c else c["metric"]
+            draw = axes[0, col].semilogy if log_scale else axes[0, col].plot
+            line = draw(c["steps"], centre, label=model, color=colour[model])[0]
+            gradient = c.get("grad_median", c["grad"])
+            semilogy_gradient(axes[1, col], c["grad_steps"], gradient, model, colour[model])
             if "metric_low" in c:  # the spread over seeds
                 axes[0, col].fill_between(c["steps"], c["metric_low"], c["metric_high"], alpha=0.2,
                                           color=line.get_color(), lw=0)
-                axes[1, col].fill_between(c["grad_steps"], np.where(c["grad_low"] > 0, c["grad_low"], np.nan),
-                                          np.where(c["grad_high"] > 0, c["grad_high"], np.nan), alpha=0.2,
-                                          color=line.get_color(), lw=0)
+                grad_band = log_band(c["grad_low"], c["grad_high"])
+                axes[1, col].fill_between(c["grad_steps"], *grad_band, alpha=0.2, color=line.get_color(),
+                                          lw=0)
         level = baseline.get(L) if isinstance(baseline, dict) else baseline
         if level is not None:
             axes[0, col].axhline(level, color="black", ls=":", lw=1, label=f"baseline {level:.3g}")

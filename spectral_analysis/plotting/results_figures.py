@@ -5,7 +5,8 @@ Each entry of :data:`FIGURES` reads one experiment of the catalog through
 stamped in the title) and writes its PNG (and, for tables, Markdown) into the output directory; beside
 a grid below paper scale, the learning-curve figures also draw the paper-scale models kept so far
 (``<figure>_paper.png``, :func:`~spectral_analysis.experiments.reading.read_grids`).
-Curves are the mean over seeds with the min-max band; the analyzer figures run the analyzers on the
+Curves are the mean over seeds with the min-max band, on a log axis the median over seeds
+(:func:`~spectral_analysis.experiments.reading.log_median`); the analyzer figures run the analyzers on the
 kept checkpoints (seed 0).
 """
 
@@ -62,10 +63,12 @@ def _curves(group: Group, metric: str, phase: str = "valid") -> dict[str, np.nda
         "metric": value.mean,
         "metric_low": value.low,
         "metric_high": value.high,
+        "metric_median": value.log_median,
         "grad_steps": grad_steps,
         "grad": grad.mean,
         "grad_low": grad.low,
         "grad_high": grad.high,
+        "grad_median": grad.log_median,
     }
 
 
@@ -231,7 +234,7 @@ def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
     for g in drawn_groups:  # a seed that diverged is drawn up to its divergence
         steps[g.variant], margin = g.curve("train", "spectral_margin", with_failed=True)
         margins[g.variant] = margin.mean
-        gradients[g.variant] = g.curve("train", "grad_h0_norm", with_failed=True)[1].mean
+        gradients[g.variant] = g.curve("train", "grad_h0_norm", with_failed=True)[1].log_median
     diverged = "; ".join(
         f"{g.variant}: {len(g.failed_rows)} more diverged, drawn to step "
         + ", ".join(str(r.get("last_recorded_step")) for r in g.failed_rows)
@@ -243,7 +246,7 @@ def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
         gradients,
         "Fig. 4: spectral margin and gradient at the first "
         f"cell, pixel MNIST 784 steps ({size}; {grid.stamp(drawn_groups)}"
-        + (f" ({diverged})" if diverged else "") + "; mean over seeds)",
+        + (f" ({diverged})" if diverged else "") + "; margin: mean over seeds, gradient: median)",
     )
     path = save_figure(figure, out / "fig4_mnist_dynamics.png")
     return drawn + [_drawn(path, grid, "from the pixel-MNIST 784-step trials of fig3-mnist")]
