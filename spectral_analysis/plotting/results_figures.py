@@ -360,15 +360,8 @@ def householder_speed(results: Path, out: Path) -> list[Drawn]:
     if not report.is_file():
         return []
     path = save_figure(plot_householder_benchmark(report).figure, out / "householder_speed_cpu.png")
-    return [
-        {
-            "path": str(path),
-            "experiment": "benchmarks",
-            "scale": "benchmark",
-            "seeds": 0,
-            "note": "from benchmarks/householder_cpu.json",
-        }
-    ]
+    return [{"path": str(path), "experiment": "benchmarks", "scale": "benchmark", "seeds": 0,
+             "note": "from benchmarks/householder_cpu.json"}]
 
 
 FIGURES: dict[str, Callable[[Path, Path], list[Drawn]]] = {
