@@ -57,6 +57,29 @@ def test_both_modrelu_scans_match_the_complex_autograd_loop_in_states_and_every_
     assert all(float(g.abs().max()) > 0 for g in grads["kronecker"])
 
 
+def test_the_modrelu_scans_pass_no_gradient_through_the_floor_and_match_the_loop_there():
+    """From ``h_0 = 0`` with zero inputs the pre-activations stay exactly 0, and inputs of 1e-9 put them
+    below modReLU's floor (|z| < 1e-6): both scans' gradients are finite and equal the complex loop's,
+    whose floor gets a zero gradient for ``|z|`` from autograd (the step-wise backward masks it)."""
+    gen = torch.Generator().manual_seed(3)
+    factors = [torch.randn(2, 2, generator=gen, dtype=torch.complex128).requires_grad_() for _ in range(4)]
+    xp = torch.zeros(6, 2, 32, dtype=D)
+    xp[2] = 1e-9 * torch.randn(2, 32, generator=gen, dtype=D)
+    xp[4] = torch.randn(2, 32, generator=gen, dtype=D)  # and ordinary units after them
+    xp.requires_grad_()
+    h0 = torch.zeros(2, 32, dtype=D, requires_grad=True)
+    b = torch.full((16,), 0.01, dtype=D, requires_grad=True)
+    leaves = [xp, h0, b, *factors]
+    runs = {"loop": _modrelu_loop(xp, kron_matrix(factors), h0, b),
+            "dense": dense_modrelu_scan(xp, real_matrix(kron_matrix(factors)), h0, b),
+            "kronecker": kronecker_scan(xp, factors, h0, "modrelu", 0.0, bias=b)}
+    grads = {name: torch.autograd.grad(H.square().sum() + H.sum(), leaves) for name, H in runs.items()}
+    for name in ("dense", "kronecker"):
+        for fast, slow in zip(grads[name], grads["loop"], strict=True):
+            assert torch.isfinite(fast).all() and torch.allclose(fast, slow, atol=1e-10)
+    assert float(grads["loop"][0][2].abs().max()) > 0  # a gradient reaches the floored step's inputs
+
+
 def test_the_modrelu_scans_gradcheck_against_finite_differences():
     gen = torch.Generator().manual_seed(1)
     factors = [torch.randn(2, 2, generator=gen, dtype=torch.complex128, requires_grad=True) for _ in range(3)]

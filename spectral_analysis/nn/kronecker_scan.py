@@ -89,11 +89,6 @@ class _RightProduct:
             torch.add(add_imag, S[:, 0, :, b:], out=imag).add_(S[:, 1, :, :b])
 
 
-def _rows_by_plane(X: Tensor, planes: int, a: int, b: int) -> Tensor:
-    """``(batch, P a, b)`` -> ``(batch a, P b)``: row ``(n, i)`` holds ``X_p[n, i, :]`` for each plane."""
-    return X.view(-1, planes, a, b).transpose(1, 2).reshape(-1, planes * b)
-
-
 def _complex_from_planes(M: Tensor, size: int) -> Tensor:
     """``sum_n G_n Y_n^H`` from the plane products ``M = sum_n [G_r; G_i] [Y_r; Y_i]^T``, blocks
     ``[[rr, ri], [ir, ii]]``: ``(rr + ii) + i (ir - ri)``."""
@@ -159,7 +154,9 @@ class _KroneckerScan(torch.autograd.Function):
             gradient = None if pairs is None else pairs_gradient(pairs, buf["bias"])
             AH_batch = buf["AH"].expand(batch, rows, rows)  # the real form of A^H
             times_B_conj = _RightProduct(buf["C"], planes == 2, batch, a, b)
-            M_A, M_B = buf.get("M_A"), buf.get("M_B")  # sum_n G_n Y_n^T, sum_n (A^H G_n)^T X_n over planes
+            # per example n, summed after the loop (no transposing copy a step): M_A[n] = sum_t G_n Y_n^T,
+            # M_B[0, n] = sum_t K_n^T X_n (Re: Kr^T Xr + Ki^T Xi), M_B[1, n] = sum_t Ki^T Xr - Kr^T Xi (Im)
+            M_A, M_B = buf.get("M_A"), buf.get("M_B")
             for M in (M_A, M_B):
                 if M is not None:
                     M.zero_()
@@ -173,10 +170,11 @@ class _KroneckerScan(torch.autograd.Function):
                     pairs_step(gradient, t, pairs[t], G, out=G)
                 torch.bmm(AH_batch, GZ[t], out=K)
                 if M_A is not None:
-                    M_A.addmm_(GZ[t].transpose(0, 1).reshape(rows, -1),
-                               Y[t].transpose(0, 1).reshape(rows, -1).mT)
+                    M_A.baddbmm_(GZ[t], Y[t].mT)
                 if M_B is not None:
-                    M_B.addmm_(_rows_by_plane(K, planes, a, b).mT, _rows_by_plane(H[t], planes, a, b))
+                    M_B[0].baddbmm_(K.mT, H[t])
+                    if planes == 2:
+                        M_B[1].baddbmm_(K[:, a:].mT, H[t][:, :a]).baddbmm_(K[:, :a].mT, H[t][:, a:], alpha=-1)
                 if t > 0:  # GZ_(t-1) before its mask: g_(t-1) + W^H GZ_t, W^H X = A^H X conj(B)
                     times_B_conj(K, GZ[t - 1], add=g[t - 1])
                 elif "grad_h0" in buf:
@@ -186,8 +184,8 @@ class _KroneckerScan(torch.autograd.Function):
 
         def outputs() -> Buffers:
             return ({"GZ": torch.empty_like(Y)}
-                    | ({"M_A": Y.new_empty(rows, rows)} if want_A else {})
-                    | ({"M_B": Y.new_empty(planes * b, planes * b)} if want_B else {})
+                    | ({"M_A": Y.new_empty(batch, rows, rows)} if want_A else {})
+                    | ({"M_B": Y.new_empty(planes, batch, b, b)} if want_B else {})
                     | ({"grad_h0": torch.empty_like(Y[0])} if want_h0 else {})
                     | ({"grad_bias": torch.empty_like(modrelu_saved[1])} if modrelu_saved else {}))
 
@@ -198,9 +196,10 @@ class _KroneckerScan(torch.autograd.Function):
         key = ("kronecker scan backward", activation, leak, want_A, want_B, want_h0) if ctx.graphs else None
         done = run_body(key, outputs, steps, inputs)
         # Z_n = A X_n B^T: dL/dA = sum_n G_n (X_n B^T)^H, dL/dB = sum_n (A^H G_n)^T conj(X_n)
-        M_A, M_B = done.get("M_A"), done.get("M_B")
+        M_A = done["M_A"].sum(0) if want_A else None
+        M_B = done["M_B"].sum(1) if want_B else None
         grad_A = None if M_A is None else _complex_from_planes(M_A, a) if planes == 2 else M_A
-        grad_B = None if M_B is None else _complex_from_planes(M_B, b) if planes == 2 else M_B
+        grad_B = None if M_B is None else torch.complex(M_B[0], M_B[1]) if planes == 2 else M_B[0]
         grad_h0 = done["grad_h0"].view(batch, -1) if want_h0 else None
         return done["GZ"].view(T, batch, -1), grad_A, grad_B, grad_h0, None, None, done.get("grad_bias"), None
 

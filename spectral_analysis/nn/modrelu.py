@@ -28,51 +28,69 @@ def modrelu(z: Tensor, b: Tensor) -> Tensor:
     to inf for subnormal ``z`` (``1 / |z|`` past float32's range), and inf times the floor's zero
     gradient is nan.
     """
-    _, magnitude = _floored_magnitude(z.real, z.imag)
+    magnitude = _floored_squares(z.real, z.imag)[1].sqrt()
     return torch.relu(magnitude + b) / magnitude * z
 
 
-def _floored_magnitude(real: Tensor, imag: Tensor) -> tuple[Tensor, Tensor]:
-    """``(|z|^2, sqrt(max(|z|^2, eps^2)))``: modReLU's magnitude, floored before the square root."""
+def _floored_squares(real: Tensor, imag: Tensor) -> tuple[Tensor, Tensor]:
+    """``(|z|^2, max(|z|^2, eps^2))``: modReLU's magnitude squared, and floored before the square root."""
     squared = real.square() + imag.square()
-    return squared, squared.clamp_min(MODRELU_EPS**2).sqrt()
+    return squared, squared.clamp_min(MODRELU_EPS**2)
+
+
+CHUNK_ELEMENTS = 2**16  # ModReLUGradient forms its coefficients for this many values at once (>= a step)
 
 
 class ModReLUGradient:
-    """modReLU's backward, its coefficients formed once from the pre-activations ``a`` (real and imaginary
-    parts ``(T, ..., n)``, any layout after the step index): for ``h = s a``, ``s = relu(m + b) / m``,
-    ``m = sqrt(max(|a|^2, eps^2))`` and ``g = dL/dh``, ``dL/ds = Re(conj(g) a)``, ``ds/dm = (1[m + b > 0]
-    - s) / m`` and ``dm/da = a / m`` where ``|a|^2 >= eps^2`` (the floor passes no gradient below it, as
-    ``clamp_min``), so ``dL/da = s g + (Re(conj(g) a) q) a`` with ``q = (1[m + b > 0] - s) 1[|a|^2 >=
-    eps^2] / m^2``, and ``dL/db = sum Re(conj(g) a) 1[m + b > 0] / m``. A time loop forms it for the
-    whole sequence at once and asks :meth:`coefficient` at each step, a handful of elementwise ops."""
+    """modReLU's backward over a sequence of pre-activations ``a`` (real and imaginary parts ``(T, ..., n)``,
+    any layout after the step index), visited a step at a time. For ``h = s a``, ``s = relu(m + b) / m``,
+    ``m = sqrt(max(|a|^2, eps^2))`` and ``g = dL/dh``: ``dL/ds = Re(conj(g) a)``, ``ds/dm = (1[m + b > 0]
+    - s) / m = -p b / m`` with ``p = 1[m + b > 0] / m``, and ``dm/da = a / m`` where ``|a|^2 >= eps^2``
+    (the floor passes no gradient below it, as ``clamp_min``), so ``dL/da = s g - Re(conj(g) a) q a``
+    with ``q = p b / |a|^2`` there (0 below), and ``dL/db = sum Re(conj(g) a) p``. ``s``, ``p`` and ``q``
+    depend on ``a`` only: they are formed for a chunk of steps at once (:data:`CHUNK_ELEMENTS` values),
+    which stays in cache. The whole sequence at once was passes over memory, a sixth of a KRU training
+    step at the adding size; one step at a time was many small ops, slower at the copy size."""
 
     def __init__(self, real: Tensor, imag: Tensor, b: Tensor) -> None:
-        squared, m = _floored_magnitude(real, imag)
-        shifted = m + b
-        active = (shifted > 0).to(m.dtype)
-        self.real, self.imag = real, imag
-        self.s = shifted.mul_(active).div_(m)  # relu(m + b) / m
-        self.p = active.div(m)
-        self.q = active.sub_(self.s).mul_(squared >= MODRELU_EPS**2).div_(m).div_(m)
-        self.dots = torch.empty_like(m)  # Re(conj(g_t) a_t), kept for dL/db
+        self.real, self.imag, self.b = real, imag, b
+        self.steps = max(1, CHUNK_ELEMENTS // max(1, real[0].numel()))  # steps per chunk
+        self.start = -1  # the first step of the chunk formed
+        self.bias_sum = torch.zeros_like(real[0])  # sum over the steps of Re(conj(g) a) p, per example
+        self.dot = torch.empty_like(real[0])
 
-    def coefficient(self, t: int, g_real: Tensor, g_imag: Tensor) -> Tensor:
-        """``Re(conj(g) a_t) q_t``, the factor of ``a_t`` in ``dL/da_t`` (``s_t`` is that of ``g``)."""
-        dot = torch.mul(g_real, self.real[t], out=self.dots[t]).addcmul_(g_imag, self.imag[t])
-        return dot * self.q[t]
+    def _chunk(self, t: int) -> int:
+        """Form ``s``, ``p``, ``q`` of the chunk holding step ``t``; ``t``'s index in it."""
+        start = t - t % self.steps
+        if start != self.start:
+            self.start = start
+            real, imag = self.real[start:start + self.steps], self.imag[start:start + self.steps]
+            squared, floored = _floored_squares(real, imag)
+            m = floored.sqrt()
+            shifted = m + self.b
+            self.p = torch.div(shifted > 0, m)
+            self.q = (self.p * self.b).div_(floored).mul_(squared >= MODRELU_EPS**2)
+            self.s = shifted.relu_().div_(m)
+        return t - start
+
+    def step(self, t: int, g_real: Tensor, g_imag: Tensor) -> tuple[Tensor, Tensor]:
+        """``(s_t, c_t)`` with ``dL/da_t = s_t g - c_t a_t``; adds step ``t``'s share of ``dL/db``."""
+        i = self._chunk(t)
+        dot = torch.mul(g_real, self.real[t], out=self.dot).addcmul_(g_imag, self.imag[t])
+        self.bias_sum.addcmul_(dot, self.p[i])
+        return self.s[i], dot.mul_(self.q[i])
 
     def bias_gradient(self) -> Tensor:
-        """``dL/db``, summed over the steps and examples (after :meth:`coefficient` at every step)."""
-        return (self.dots * self.p).reshape(-1, self.p.shape[-1]).sum(0)
+        """``dL/db``, summed over the steps and examples (after :meth:`step` at every step)."""
+        return self.bias_sum.reshape(-1, self.bias_sum.shape[-1]).sum(0)
 
 
 def modrelu_backward(a: Tensor, b: Tensor, g: Tensor) -> tuple[Tensor, Tensor]:
     """``(dL/da, dL/db)`` of :func:`modrelu` on complex ``a (B, n)`` from ``g = dL/dh``, one step
     (:class:`ModReLUGradient`)."""
     gradient = ModReLUGradient(a.real.unsqueeze(0), a.imag.unsqueeze(0), b)
-    c = gradient.coefficient(0, g.real, g.imag)
-    return gradient.s[0] * g + c * a, gradient.bias_gradient()
+    s, c = gradient.step(0, g.real, g.imag)
+    return s * g - c * a, gradient.bias_gradient()
 
 
 def modrelu_pairs(z: Tensor, b: Tensor, out: Tensor) -> None:
@@ -90,8 +108,8 @@ def pairs_gradient(Z: Tensor, b: Tensor) -> ModReLUGradient:
 def pairs_step(gradient: ModReLUGradient, t: int, z: Tensor, g: Tensor, out: Tensor) -> None:
     """``out = dL/dz_t`` from ``g = dL/dh_t``, both real-form ``(B, 2, n)`` (``out`` may be ``g``'s own
     storage)."""
-    c = gradient.coefficient(t, g[:, 0], g[:, 1])
-    torch.addcmul(g * gradient.s[t].unsqueeze(1), z, c.unsqueeze(1), out=out)
+    s, c = gradient.step(t, g[:, 0], g[:, 1])
+    torch.mul(g, s.unsqueeze(1), out=out).addcmul_(z, c.unsqueeze(1), value=-1)
 
 
 class _DenseModReLUScan(torch.autograd.Function):
