@@ -53,7 +53,7 @@ PAPER_ORDER := table4-ucr fig1-addition fig2-copy svdrnn-fig2-leak svdrnn-fig2-r
 	kru-amplitude kru-music zoo-addition
 BUDGET_TIER := fig3-mnist fig3-authors-code table3-ptb table2-grid table2-mnist kru-mnist kru-ptb
 GPU_TIER := table2-mnist table2-grid table2-lstm-grid fig3-mnist fig3-authors-code table3-ptb kru-mnist kru-ptb
-KRU_LONG := kru-copy kru-adding
+KRU_LONG := kru-copy kru-adding-amplitude kru-adding
 TABLE2_POINTS := lr0.01-b128,lr0.001-b64,authors-code
 WORKERS ?= 2
 paper: $(VENV)

@@ -42,7 +42,9 @@ def test_every_catalog_entry_loads_with_both_scales_and_the_same_grid():
         keys = {s: [t.key.rsplit("_s", 1)[0] for t in experiment.trials(s, seeds=1)]
                 for s in SCALES if s in experiment.scales}
         assert all(k == keys["paper"] for k in keys.values()), experiment.name
-        assert experiment.seeds("smoke") == 1 and experiment.seeds("paper") >= MIN_SEEDS
+        # a validation grid, like the papers' own, may keep one seed: no verdict is drawn from it
+        assert experiment.seeds("smoke") == 1 and experiment.seeds("paper") >= (1 if experiment.selects
+                                                                                else MIN_SEEDS)
         assert all(set(t.config) <= set(CONFIG_FIELDS) for t in experiment.trials("paper"))
 
 

@@ -11,7 +11,7 @@ from spectral_analysis.experiments.catalog import (
     load_experiment,
 )
 from spectral_analysis.experiments.ray_grid import ray_session
-from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_grids
+from spectral_analysis.experiments.reading import KeptGrid, Selection, read_grid, read_grids, selection
 from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values, write_summary
 from spectral_analysis.experiments.runner import (
     SweepOutcome,
@@ -25,6 +25,7 @@ __all__ = [
     "SCALES",
     "Experiment",
     "KeptGrid",
+    "Selection",
     "SweepOutcome",
     "Trial",
     "default_catalog_dir",
@@ -37,6 +38,7 @@ __all__ = [
     "read_curves",
     "read_rows",
     "read_singular_values",
+    "selection",
     "park_sweeps",
     "run_sweep",
     "run_sweeps",

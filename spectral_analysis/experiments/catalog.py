@@ -8,6 +8,11 @@ table of :class:`~spectral_analysis.train.TrainConfig` fields shared by every tr
 words for its sizes), ``unstated`` (what the paper leaves out and what was chosen) and the fields that
 make the sizes of that scale. A variant may carry its own ``[variants.<scale>]`` overrides.
 
+A validation grid names in ``selects`` the experiment it chooses a setting for (a value a paper says
+it cross-validated): its one axis is that setting, and the value with the best validation metric is the
+one its variants use in the selected experiment (:func:`~spectral_analysis.experiments.reading.selection`
+reads it). Like the paper's own validation, it may keep fewer seeds than a grid a verdict is drawn from.
+
 An experiment whose paper scale needs a GPU may add ``[scales.budget]``: the paper's sizes trained for a
 stated CPU budget. It names the budget in ``budget`` (e.g. "4 of the paper's 20 epochs, on the CPU")
 and gives the training length (``steps`` or ``epochs``); every other field comes from the paper scale
@@ -87,6 +92,7 @@ class Experiment:
     scales: dict[str, dict[str, Any]]
     figure: str | None = None
     notes: list[str] = field(default_factory=list)
+    selects: str | None = None  # the experiment this validation grid chooses its axis's value for
 
     def seeds(self, scale: str) -> int:
         return int(self.scales[scale].get("seeds", 1))
@@ -260,6 +266,10 @@ def _parsed_experiment(path: Path, text: str) -> Experiment:
         raise ValueError(f"{path}: unknown scale(s) {unknown}; the scales are {list(SCALES)}")
     if not isinstance(scales["paper"].get("stated"), str):
         raise ValueError(f"{path}: [scales.paper] needs 'stated', the paper's words for its sizes")
+    selects = data.get("selects")
+    if selects is not None and (not isinstance(selects, str) or len(axes) != 1):
+        raise ValueError(f"{path}: 'selects' names one experiment, and its grid has one axis (the setting "
+                         f"it validates); got selects = {selects!r} with axes {list(axes)}")
     budget = scales.get("budget")
     if budget is not None and (not isinstance(budget.get("budget"), str)
                                or not any(k in budget for k in ("steps", "epochs"))):
@@ -276,6 +286,7 @@ def _parsed_experiment(path: Path, text: str) -> Experiment:
         scales,
         data.get("figure"),
         list(data.get("notes", [])),
+        selects,
     )
     for scale in scales:
         experiment.trials(scale)  # resolves and validates every trial of the grid
@@ -295,6 +306,9 @@ def load_catalog(directory: str | Path | None = None) -> dict[str, Experiment]:
                 f"experiment {experiment.name!r} is declared twice ({catalog[experiment.name].path}, {path})"
             )
         catalog[experiment.name] = experiment
+    unknown = {e.name: e.selects for e in catalog.values() if e.selects and e.selects not in catalog}
+    if unknown:
+        raise ValueError(f"validation grid(s) select experiments the catalog lacks: {unknown}")
     return catalog
 
 

@@ -29,6 +29,7 @@ from spectral_analysis.experiments.results import (
     read_singular_values,
 )
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, trial_results_dir
+from spectral_analysis.train.plateau import LOWER_IS_BETTER
 from spectral_analysis.vocabulary import SCALES
 
 
@@ -334,3 +335,39 @@ def read_variants(results: str | Path, experiment: str, variants: set[str],
         return None
     keys = {r["trial"] for r in [*(r for g in groups for r in g.rows), *failed]}
     return KeptGrid(experiment, scale, groups, failed, {k: v for k, v in grid.stale.items() if k in keys})
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a validation grid (a catalog entry with ``selects``) chose for the experiment it selects for:
+    per variant, the value of its one axis whose seeds reach the best mean of the best validation metric
+    (``scores``: that mean per value)."""
+
+    experiment: str
+    selects: str
+    axis: str
+    metric: str
+    scores: dict[str, dict[Any, float]]
+
+    @property
+    def chosen(self) -> dict[str, Any]:
+        best = min if self.metric in LOWER_IS_BETTER else max
+        return {variant: best(scores, key=scores.__getitem__) for variant, scores in self.scores.items()}
+
+
+def selection(results: str | Path, experiment: str) -> Selection | None:
+    """The choice of the validation grid ``experiment`` from its complete, current paper-scale grid
+    (``None`` before that); ``ValueError`` when the catalog entry selects nothing."""
+    entry = find_experiment(experiment)
+    if entry.selects is None:
+        raise ValueError(f"experiment {experiment!r} is no validation grid: its catalog entry has no "
+                         "'selects'")
+    grid = read_grid(results, experiment)
+    if grid is None or grid.scale != "paper" or grid.stale:
+        return None
+    (axis,) = (path.rsplit(".", 1)[-1] for path in entry.axes)
+    scores: dict[str, dict[Any, float]] = {}
+    for group in grid.groups:
+        best = float(np.mean(group.final_per_seed("best_valid")))
+        scores.setdefault(group.variant, {})[group.axes[axis]] = best
+    return Selection(experiment, entry.selects, axis, grid.groups[0].rows[0]["metric"], scores)

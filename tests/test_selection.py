@@ -1,0 +1,85 @@
+"""Validation grids (a catalog entry's ``selects``): what they choose from kept results, and that the
+repository's experiments use what their committed validation grids chose."""
+
+import pytest
+from experiment_fixtures import ROOT, tiny_catalog
+
+from spectral_analysis.experiments import load_catalog, load_experiment, read_rows, run_trial, selection
+from spectral_analysis.experiments.runner import TrialSpec
+
+RATES = """
+name = "tiny-rates"
+source = "test"
+description = "which learning rate the tiny grid uses"
+selects = "tiny"
+[base]
+task = "addition"
+model = "rnn"
+batch_size = 8
+record_every = 2
+eval_every = 2
+[[variants]]
+label = "rnn"
+[axes]
+lr = [1e-4, 1e-2, 3.0]
+[scales.paper]
+seeds = 1
+stated = "quoted"
+hidden = 6
+steps = 8
+task_options = { length = 5, train_size = 64, valid_size = 16, test_size = 16 }
+[scales.smoke]
+hidden = 4
+steps = 2
+"""
+
+
+def _run_rates(tmp_path, catalog):
+    for trial in load_experiment(catalog / "tiny-rates.toml").trials("paper"):
+        run_trial(TrialSpec(trial.__dict__.copy(), str(tmp_path / "runs" / trial.key),
+                            str(tmp_path / "results"), "cpu", "test"))
+
+
+def test_a_validation_grid_chooses_the_value_with_the_best_validation_once_complete_and_current(
+        tmp_path, monkeypatch):
+    catalog = tiny_catalog(tmp_path)
+    (catalog / "tiny-rates.toml").write_text(RATES)
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(catalog))
+    results = tmp_path / "results"
+    assert selection(results, "tiny-rates") is None  # nothing kept
+    _run_rates(tmp_path, catalog)
+    best = {r["axes"]["lr"]: r["best_valid"] for r in read_rows(results, "tiny-rates", "paper")}
+    chosen = selection(results, "tiny-rates")
+    assert (chosen.selects, chosen.axis, chosen.metric) == ("tiny", "lr", "mse")
+    assert chosen.scores == {"rnn": pytest.approx(best)}
+    assert chosen.chosen == {"rnn": min(best, key=best.get)}
+    # a grid whose trials no longer stand for the catalog (here: trained 8 steps, now 9) chooses nothing
+    (catalog / "tiny-rates.toml").write_text(RATES.replace("steps = 8", "steps = 9"))
+    assert selection(results, "tiny-rates") is None
+    with pytest.raises(ValueError, match="no validation grid"):
+        selection(results, "tiny")
+
+
+def test_a_validation_grid_needs_one_axis_and_a_selected_experiment_the_catalog_has(tmp_path):
+    catalog = tiny_catalog(tmp_path)
+    two_axes = RATES.replace("[axes]", '[axes]\n"task_options.length" = [5, 7]')
+    (catalog / "tiny-rates.toml").write_text(two_axes)
+    with pytest.raises(ValueError, match="tiny-rates.toml: 'selects' names one experiment"):
+        load_experiment(catalog / "tiny-rates.toml")
+    (catalog / "tiny-rates.toml").write_text(RATES.replace('selects = "tiny"', 'selects = "tinny"'))
+    with pytest.raises(ValueError, match="lacks: {'tiny-rates': 'tinny'}"):
+        load_catalog(catalog)
+
+
+def test_each_experiment_uses_what_its_committed_validation_grid_chose():
+    validations = [e for e in load_catalog().values() if e.selects]
+    assert "kru-adding-amplitude" in {e.name for e in validations}
+    for validation in validations:
+        chosen = selection(ROOT / "results", validation.name)
+        assert chosen is not None, f"{validation.name} has no complete, current paper-scale grid kept"
+        selected = load_catalog()[validation.selects]
+        for variant, value in chosen.chosen.items():
+            trials = [t for t in selected.trials("paper") if t.variant == variant]
+            assert trials and all(t.config.get(chosen.axis) == value for t in trials), (
+                f"{selected.name}'s {variant} trials should use {chosen.axis} = {value} "
+                f"({validation.name}: {chosen.scores[variant]})")
