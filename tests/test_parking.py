@@ -115,6 +115,28 @@ def test_a_run_of_an_older_catalog_entry_is_not_parked(tmp_path):
     assert line.startswith(f"tiny: parked {trial.key} at step 12")
 
 
+def test_a_parked_run_of_an_older_catalog_entry_gives_way_to_the_trial_started_afresh(tmp_path, monkeypatch):
+    """The catalog changed after a run was parked at step 12: the trial starts over, and when it stops at
+    an earlier step it is that run, not the stale one, that is parked for the next session."""
+    experiment, trial, run_dir = _stopped_run(tmp_path)
+    results = tmp_path / "results"
+    [line] = park_sweeps([experiment], "smoke", seeds=1, out=tmp_path / "a" / "runs", results=results)
+    assert line.startswith(f"tiny: parked {trial.key} at step 12")
+    changed = load_experiment(tiny_catalog(tmp_path, LONG.replace("lr = 1e-2", "lr = 2e-2")) / "tiny.toml")
+    new = changed.trials("smoke", seeds=1)[0]
+    fresh = tmp_path / "b" / "runs" / "tiny" / "smoke" / new.key
+    spec = _spec(new, fresh, results)
+    spec.deadline = time.time() + 3600
+    stops = iter([False] * 4 + [True] * 1000)  # stopped by the budget a few steps in, as a session ends
+    run = Trainer.run
+    monkeypatch.setattr(Trainer, "run", lambda self, stop=None: run(self, stop=lambda _: next(stops)))
+    row = run_trial(spec)
+    assert row["status"] == "unfinished" and 0 < row["step"] < 12
+    assert row["parked"].startswith(f"parked {new.key} at step {row['step']}")
+    parked = parked_dir(results, "tiny", "smoke", new.key)
+    assert json.loads((parked / "config.json").read_text())["train"]["lr"] == 2e-2
+
+
 def test_kept_trials_are_not_parked(tmp_path):
     experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
     trial = experiment.trials("smoke", seeds=1)[0]

@@ -172,8 +172,9 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
     try:
         restore_parked(parked, run_dir)
         resume = (run_dir / "last.safetensors").is_file() and _same_run(config)
-        if not resume and run_dir.exists():
-            shutil.rmtree(run_dir)  # killed before its first checkpoint, or a run of an older catalog entry
+        if not resume:  # killed before its first checkpoint, or a run of an older catalog entry
+            shutil.rmtree(run_dir, ignore_errors=True)
+            drop_parked(parked)  # else its later step would keep the new run from parking over it
         trainer = Trainer(config, resume=resume)
         trainer.run(stop=stop)
         status, error = ("done" if trainer.finished else "unfinished"), None
