@@ -1,6 +1,8 @@
 """Validation grids (a catalog entry's ``selects``): what they choose from kept results, and that the
 repository's experiments use what their committed validation grids chose."""
 
+import functools
+
 import pytest
 from experiment_fixtures import ROOT, tiny_catalog
 
@@ -80,6 +82,8 @@ def test_each_experiment_uses_what_its_committed_validation_grid_chose():
         selected = load_catalog()[validation.selects]
         for variant, value in chosen.chosen.items():
             trials = [t for t in selected.trials("paper") if t.variant == variant]
-            assert trials and all(t.config.get(chosen.axis) == value for t in trials), (
+            path = chosen.axis.split(".")  # a dotted axis names a nested field
+            used = [functools.reduce(lambda c, k: c.get(k, {}), path, t.config) for t in trials]
+            assert trials and all(u == value for u in used), (
                 f"{selected.name}'s {variant} trials should use {chosen.axis} = {value} "
                 f"({validation.name}: {chosen.scores[variant]})")

@@ -345,7 +345,7 @@ class Selection:
 
     experiment: str
     selects: str
-    axis: str
+    axis: str  # the TrainConfig field, dotted as the catalog's [axes] names it
     metric: str
     scores: dict[str, dict[Any, float]]
 
@@ -365,9 +365,9 @@ def selection(results: str | Path, experiment: str) -> Selection | None:
     grid = read_grid(results, experiment)
     if grid is None or grid.scale != "paper" or grid.stale:
         return None
-    (axis,) = (path.rsplit(".", 1)[-1] for path in entry.axes)
+    (axis,) = entry.axes
     scores: dict[str, dict[Any, float]] = {}
     for group in grid.groups:
-        best = float(np.mean(group.final_per_seed("best_valid")))
-        scores.setdefault(group.variant, {})[group.axes[axis]] = best
+        (value,) = group.axes.values()
+        scores.setdefault(group.variant, {})[value] = float(np.mean(group.final_per_seed("best_valid")))
     return Selection(experiment, entry.selects, axis, grid.groups[0].rows[0]["metric"], scores)
