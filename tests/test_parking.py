@@ -89,11 +89,13 @@ def test_the_later_checkpoint_wins_between_the_run_directory_and_the_parked_run(
     behind = tmp_path / "behind"
     trainer = Trainer(trial.train_config(behind), resume=False)
     trainer.run(stop=lambda s: s >= 4)
-    assert restore_parked(target, behind) == 12 and checkpoint_step(behind / "last.safetensors") == 12
-    assert restore_parked(target, behind) is None  # level: the run directory stays as it is
+    assert restore_parked(target, trial.train_config(behind)) == 12
+    assert checkpoint_step(behind / "last.safetensors") == 12
+    assert restore_parked(target, trial.train_config(behind)) is None  # level: the run directory stays
     ahead = Trainer(trial.train_config(run_dir), resume=True)
     ahead.run(stop=lambda s: s >= 16)
-    assert restore_parked(target, run_dir) is None and checkpoint_step(run_dir / "last.safetensors") == 16
+    assert restore_parked(target, trial.train_config(run_dir)) is None
+    assert checkpoint_step(run_dir / "last.safetensors") == 16
     assert parking.park_run(run_dir, target).startswith(f"parked {trial.key} at step 16")
     assert parking.park_run(behind, target) == f"not parked: {target} already holds a later step"
     assert checkpoint_step(target / "last.safetensors") == 16
@@ -132,6 +134,31 @@ def test_a_parked_run_of_an_older_catalog_entry_gives_way_to_the_trial_started_a
     monkeypatch.setattr(Trainer, "run", lambda self, stop=None: run(self, stop=lambda _: next(stops)))
     row = run_trial(spec)
     assert row["status"] == "unfinished" and 0 < row["step"] < 12
+    assert row["parked"].startswith(f"parked {new.key} at step {row['step']}")
+    parked = parked_dir(results, "tiny", "smoke", new.key)
+    assert json.loads((parked / "config.json").read_text())["train"]["lr"] == 2e-2
+
+
+def test_a_stale_parked_run_does_not_overwrite_the_trials_own_run_behind_it(tmp_path, monkeypatch):
+    """The run directory holds the current catalog entry's run at step 4, the results an older entry's
+    run parked at step 12: the trial resumes its own run (not restored over, not started over) and parks
+    it in the stale run's place."""
+    experiment, trial, _ = _stopped_run(tmp_path)
+    results = tmp_path / "results"
+    park_sweeps([experiment], "smoke", seeds=1, out=tmp_path / "a" / "runs", results=results)
+    changed = load_experiment(tiny_catalog(tmp_path, LONG.replace("lr = 1e-2", "lr = 2e-2")) / "tiny.toml")
+    new = changed.trials("smoke", seeds=1)[0]
+    run_dir = tmp_path / "b" / "runs" / new.key
+    Trainer(new.train_config(run_dir), resume=False).run(stop=lambda s: s >= 4)
+    before = (run_dir / "metrics.jsonl").read_text().splitlines()
+    spec = _spec(new, run_dir, results)
+    spec.deadline = time.time() + 3600
+    stops = iter([False] * 2 + [True] * 1000)
+    run = Trainer.run
+    monkeypatch.setattr(Trainer, "run", lambda self, stop=None: run(self, stop=lambda _: next(stops)))
+    row = run_trial(spec)
+    assert row["status"] == "unfinished" and 4 < row["step"] < 12  # a few steps beyond its own 4
+    assert (run_dir / "metrics.jsonl").read_text().splitlines()[:len(before)] == before  # resumed
     assert row["parked"].startswith(f"parked {new.key} at step {row['step']}")
     parked = parked_dir(results, "tiny", "smoke", new.key)
     assert json.loads((parked / "config.json").read_text())["train"]["lr"] == 2e-2

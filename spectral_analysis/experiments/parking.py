@@ -6,7 +6,8 @@ the next session does not have, and a trial longer than one such session would s
 :func:`park_run` copies what the trainer resumes from (``config.json``, ``metrics.jsonl`` compressed,
 ``last.safetensors``) to ``<results>/<experiment>/<scale>/parked/<trial>/``, a directory the results
 readers and the zoo do not list; the runner restores it (:func:`restore_parked`) when the trial's run
-directory is missing or behind, and deletes it once the trial is kept done. A run whose parked files would
+directory is missing or behind and the parked run is of the trial's configuration, and deletes it once the
+trial is kept done. A run whose parked files would
 exceed :data:`PARK_LIMIT_BYTES` is not parked (its checkpoint is too big to keep in a repository).
 """
 
@@ -19,6 +20,8 @@ import tempfile
 from pathlib import Path
 
 from spectral_analysis.train.checkpoint import CheckpointError, read_checkpoint
+from spectral_analysis.train.config import TrainConfig
+from spectral_analysis.train.run_state import resume_conflicts
 
 PARKED_DIR = "parked"
 PARK_LIMIT_BYTES = 4 * 2**20
@@ -77,28 +80,33 @@ def park_run(run_dir: str | Path, target: str | Path) -> str:
     return f"parked {run_dir.name} at step {step} ({size / 2**20:.2f} MB)"
 
 
-def restore_parked(target: str | Path, run_dir: str | Path) -> int | None:
-    """Put the run parked in ``target`` back into ``run_dir`` when ``run_dir`` has no checkpoint or an
-    earlier one; the step restored, or ``None`` when nothing is parked or the run directory was kept as
-    it is. ``ValueError`` naming the file for a parked run that cannot be read."""
-    target, run_dir = Path(target), Path(run_dir)
+def restore_parked(target: str | Path, config: TrainConfig) -> int | None:
+    """Put the run parked in ``target`` back into the run directory ``config.out`` when that has no
+    checkpoint or an earlier one; the step restored, or ``None`` when nothing is parked or the run
+    directory was kept as it is. A parked run of another configuration (an older catalog entry) is
+    dropped: the trial can never resume it, and its later step would keep the trial's own run from
+    parking. ``ValueError`` naming the file for a parked run that cannot be read."""
+    target, run_dir = Path(target), Path(config.out)
     if not target.is_dir():
         return None
     parked = checkpoint_step(target / CHECKPOINT)
     try:
-        config = json.loads((target / CONFIG).read_text())
-        config["train"]["out"] = str(run_dir)  # the parking machine's path is not this one's
+        stored = json.loads((target / CONFIG).read_text())
+        stored["train"]["out"] = str(run_dir)  # the parking machine's path is not this one's
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"parked run {target} is unreadable ({CONFIG}: {error}); delete it to start the "
                          "trial over") from None
     if parked is None:
         raise ValueError(f"parked run {target} has no readable {CHECKPOINT}; delete it to start the trial "
                          "over")
+    if resume_conflicts(config, target):
+        drop_parked(target)
+        return None
     if (checkpoint_step(run_dir / CHECKPOINT) or -1) >= parked:
         return None
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    (run_dir / CONFIG).write_text(json.dumps(config, indent=2))
+    (run_dir / CONFIG).write_text(json.dumps(stored, indent=2))
     shutil.copyfile(target / CHECKPOINT, run_dir / CHECKPOINT)
     if (target / PARKED_LOG).is_file():
         with gzip.open(target / PARKED_LOG, "rb") as source, open(run_dir / LOG, "wb") as sink:

@@ -170,7 +170,7 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     stop = None if spec.deadline is None else (lambda _step: time.time() >= spec.deadline)
     try:
-        restore_parked(parked, run_dir)
+        restore_parked(parked, config)
         resume = (run_dir / "last.safetensors").is_file() and _same_run(config)
         if not resume:  # killed before its first checkpoint, or a run of an older catalog entry
             shutil.rmtree(run_dir, ignore_errors=True)

@@ -64,11 +64,13 @@ def restore_carry(tensors: dict[str, Tensor], device: torch.device):
     return tuple(parts) if len(parts) == 2 else parts[0]
 
 
-def resume_conflicts(config: TrainConfig) -> list[str]:
-    """What keeps the run in ``config.out`` from being resumed with ``config``: the fields that changed
-    (beyond :data:`RESUMABLE_CHANGES`), each as "key was X in this run, now Y"; ``ValueError`` when
-    its ``config.json`` is unreadable or holds no training configuration."""
-    config_file = Path(config.out) / "config.json"
+def resume_conflicts(config: TrainConfig, run_dir: str | Path | None = None) -> list[str]:
+    """What keeps the run in ``run_dir`` (by default ``config.out``) from being resumed with ``config``:
+    the fields that changed (beyond :data:`RESUMABLE_CHANGES`), each as "key was X in this run, now Y";
+    ``ValueError`` when its ``config.json`` is unreadable or holds no training configuration. ``out`` is
+    compared only for the run in ``config.out`` (a parked copy records the parking machine's path)."""
+    run_dir = Path(config.out if run_dir is None else run_dir)
+    config_file = run_dir / "config.json"
     try:
         stored = json.loads(config_file.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -76,9 +78,10 @@ def resume_conflicts(config: TrainConfig) -> list[str]:
     if not isinstance(stored, dict) or not isinstance(stored.get("train"), dict):
         raise ValueError(f"cannot resume: {config_file} holds no training configuration (no 'train' object)")
     conflicts = []
+    in_place = run_dir == Path(config.out)
     for key, value in asdict(config).items():
         before = stored["train"][key] if key in stored["train"] else field_default(key)
-        same = Path(before) == Path(value) if key == "out" else before == value  # run/ is run
+        same = (not in_place or Path(before) == Path(value)) if key == "out" else before == value  # run/=run
         if key not in RESUMABLE_CHANGES and not same:
             conflicts.append(f"{key} was {before!r} in this run, now {value!r}")
     return conflicts
