@@ -55,6 +55,40 @@ def test_grad_h0_norm_is_the_gradient_at_the_first_cell(tmp_path):
     assert summary["train"]["grad_h0_norm"] == pytest.approx(float(h0.grad.norm()), rel=1e-5)
 
 
+def test_grad_norm_is_the_objectives_gradient_norm_and_its_peak_covers_the_unrecorded_steps(tmp_path):
+    """``grad_norm`` is ||d(loss + penalty)/dparameters|| at the recorded step (by hand, before
+    clipping); ``grad_norm_peak`` of a run recording every 3 steps is the largest of the every-step run's
+    norms over those 3 steps, also across a resume between records."""
+    config = small_config(tmp_path / "hand", steps=1, record_every=1, penalty=0.1, clip=1e-6)
+    trainer = Trainer(config)
+    model = copy.deepcopy(trainer.model)
+    x, y, _ = trainer.batches.get(0)
+    loss, _ = loss_and_metrics("regression-last", model.run(x).outputs, y)
+    (loss + 0.1 * model.spectral_penalty()).backward()
+    norm = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]).norm()
+    line = trainer.run()["train"]
+    assert line["grad_norm"] == pytest.approx(float(norm), rel=1e-5) and float(norm) > 1e-3
+    assert line["grad_norm_peak"] == line["grad_norm"]
+
+    train(small_config(tmp_path / "every", steps=9, record_every=1))
+    every = [line["grad_norm"] for line in log_lines(tmp_path / "every") if line["phase"] == "train"]
+    assert len(every) == 9 and len(set(every)) == 9
+    # stopped right after the peak of a 3-step window whose peak is not its last step: the resumed run's
+    # line for that window has the right peak only if the checkpoint carried it
+    start = next(j for j in (0, 3, 6) if max(every[j:j + 3]) != every[j + 2])
+    stop_at = start + every[start:start + 3].index(max(every[start:start + 3])) + 1
+    sparse = tmp_path / "sparse"
+    Trainer(small_config(sparse, steps=9, record_every=3, checkpoint_every=1)).run(
+        stop=lambda s: s >= stop_at)
+    Trainer(small_config(sparse, steps=9, record_every=3, checkpoint_every=1), resume=True).run()
+    peaks = [(line["step"], line["grad_norm_peak"], line["grad_norm"])
+             for line in log_lines(sparse) if line["phase"] == "train"]
+    assert [step for step, _, _ in peaks] == [3, 6, 9]
+    for step, peak, at_step in peaks:
+        assert peak == pytest.approx(max(every[step - 3:step]), rel=1e-6)
+        assert at_step == pytest.approx(every[step - 1], rel=1e-6)
+
+
 def test_a_learned_start_state_is_measured_and_trained_on_recording_steps(tmp_path):
     """The uRNN's h_0 is a parameter: a recording step reports ||dL/dh0|| and still updates it."""
     trainer = Trainer(small_config(tmp_path / "run", model="urnn", model_options={}, steps=1, record_every=1))

@@ -5,7 +5,9 @@ happens), ``checkpoints/step-NNNNNN.safetensors`` and ``last.safetensors``. Ever
 ``record_every`` steps a ``train`` line records ``loss``, the batch's metrics,
 ``spectral_margin`` (max_i |sigma_i - 1| over every transition matrix), ``singular_values`` (all
 of them, per matrix), ``grad_h0_norm`` (the Frobenius norm of dL/dh^(0) over the batch, for the
-batch-mean loss; recurrent models only) and ``time`` (training seconds so far). Every
+batch-mean loss; recurrent models only), ``grad_norm`` (the norm of the training objective's gradient
+over all parameters, before clipping), ``grad_norm_peak`` (its largest value over the steps since the
+previous train line, so a burst between records shows) and ``time`` (training seconds so far). Every
 ``eval_every`` steps a ``valid`` line; a ``test`` line at the end.
 
 With ``max_steps`` a run trains until its validation metric plateaus: past ``steps`` (or ``epochs``) it
@@ -177,6 +179,7 @@ class Trainer:
             raise ValueError(f"max_steps ({config.max_steps}) must be at least the {config.epochs} epochs' "
                              f"{self.total_steps} steps")
         self.step, self.elapsed, self.carry = 0, 0.0, None
+        self.grad_norm_peak = 0.0  # over the steps since the last train line (kept in checkpoints)
         self.primary = PRIMARY_METRIC[self.task.kind]
         self.valid_lines: list[dict[str, Any]] = []  # the validation lines so far (the plateau criterion)
         self.latest: dict[str, dict[str, Any]] = {}
@@ -196,6 +199,7 @@ class Trainer:
                              "trainer)")
         self.step, self.elapsed = checkpoint.metadata["step"], checkpoint.metadata["elapsed"]
         self.latest = checkpoint.metadata.get("metrics", {})
+        self.grad_norm_peak = float(checkpoint.metadata.get("grad_norm_peak", 0.0))
         self.log.truncate_after(self.step)
         self.valid_lines = [row for row in self.log.read() if row["phase"] == "valid"]
         if not self.finished:  # a finished run given a larger max_steps: its test line moves to the new end
@@ -210,7 +214,7 @@ class Trainer:
 
     def _save(self) -> None:
         meta = {"task": self.task_metadata(), "step": self.step, "elapsed": self.elapsed,
-                "metrics": self.latest, "train": asdict(self.config)}
+                "metrics": self.latest, "train": asdict(self.config), "grad_norm_peak": self.grad_norm_peak}
         extra = {**optimizer_tensors(self.optimizer), **carry_tensors(self.carry)}
         numbered = self.out / "checkpoints" / f"step-{self.step:06d}.safetensors"
         save_checkpoint(numbered, self.model, meta, extra)
@@ -258,9 +262,10 @@ class Trainer:
             self._diverged(f"the training loss is {objective.item()}")
         self.optimizer.zero_grad(set_to_none=True)
         objective.backward()
-        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip or math.inf)
-        if not torch.isfinite(grad_norm):  # checked before the step: the weights stay the last good ones
-            self._diverged(f"the gradient norm is {grad_norm.item()}")
+        grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip or math.inf))
+        if not math.isfinite(grad_norm):  # checked before the step: the weights stay the last good ones
+            self._diverged(f"the gradient norm is {grad_norm}")
+        self.grad_norm_peak = max(self.grad_norm_peak, grad_norm)
         self.optimizer.step()
         self.model.constrain_()
         if self.task.stream:
@@ -272,7 +277,9 @@ class Trainer:
             grad = h0[0].grad if isinstance(h0, tuple) else (h0.grad if h0 is not None else None)
             record_line.update({"spectral_margin": spectral_margin(svals),
                                 "singular_values": [s.tolist() for s in svals],
-                                "grad_h0_norm": float(grad.norm()) if grad is not None else None})
+                                "grad_h0_norm": float(grad.norm()) if grad is not None else None,
+                                "grad_norm": grad_norm, "grad_norm_peak": self.grad_norm_peak})
+            self.grad_norm_peak = 0.0
         return record_line
 
     def _evaluate(self, phase: str) -> dict[str, Any]:
