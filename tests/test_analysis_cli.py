@@ -94,7 +94,10 @@ def test_analyze_writes_report_and_figures(runs, capsys, tmp_path):
                  "singular_values.png"):
         assert (out / name).stat().st_size > 0
     assert json.loads((out / "report.json").read_text())["grad_norms"] == report["grad_norms"]
-    assert "## Lyapunov exponents" in (out / "report.md").read_text()
+    markdown = (out / "report.md").read_text()
+    assert "## Lyapunov exponents" in markdown
+    top = max(report["trajectory"], key=lambda row: row["grad_norm_peak"])
+    assert f"in the steps up to {top['step']} " in markdown and top["grad_norm_peak"] > 0
 
 
 def test_analyze_works_for_an_lstm_and_explains_what_it_skips(runs, capsys, tmp_path):

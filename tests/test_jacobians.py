@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -175,6 +176,15 @@ def test_trajectory_reads_the_run_log(tmp_path):
     assert np.allclose(trajectory.spectral_margin, np.abs(sv - 1).max(axis=1))
     rows = trajectory.rows()
     assert len(rows) == 4 and rows[-1]["grad_h0_norm"] > 0
+    logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    logged = [line for line in logged if line["phase"] == "train"]
+    assert [row["grad_norm_peak"] for row in rows] == [line["grad_norm_peak"] for line in logged]
+    assert all(line["grad_norm_peak"] >= line["grad_norm"] > 0 for line in logged)
+    older = tmp_path / "older"  # a log written before the peak was recorded reads as not recorded
+    older.mkdir()
+    stripped = [{k: v for k, v in line.items() if k != "grad_norm_peak"} for line in logged]
+    (older / "metrics.jsonl").write_text("\n".join(json.dumps(line) for line in stripped))
+    assert np.isnan(read_trajectory(older).grad_norm_peak).all()
     both = trajectory_table([tmp_path / "run", tmp_path / "run"])
     assert len(both) == 8 and {row["model"] for row in both} == {"spectral"}
     with pytest.raises(ValueError, match="no metrics.jsonl"):

@@ -223,4 +223,10 @@ def report_markdown(report: dict[str, Any]) -> str:
                      f"{_fmt(last['spectral_margin'])}, ||dL/dh(0)|| {_fmt(first['grad_h0_norm'])} -> "
                      f"{_fmt(last['grad_h0_norm'])}, condition number {_fmt(first['condition_number'])} -> "
                      f"{_fmt(last['condition_number'])}.")
+        peaks = [row for row in trajectory if math.isfinite(row["grad_norm_peak"])]
+        if peaks:
+            top = max(peaks, key=lambda row: row["grad_norm_peak"])
+            lines.append(f"Largest gradient norm over all parameters {_fmt(top['grad_norm_peak'])}, in the "
+                         f"steps up to {top['step']} (median per record "
+                         f"{_fmt(float(np.median([row['grad_norm_peak'] for row in peaks])))}).")
     return "\n".join(lines) + "\n"

@@ -1,8 +1,10 @@
 """Training trajectories read from a run's ``metrics.jsonl`` (the trainer's ``train`` lines).
 
 Per recorded step: the singular values of every transition matrix, the spectral margin
-``max_i |sigma_i - 1|`` (Fig. 4), the condition number ``sigma_max / sigma_min`` of each matrix and
-``||dL/dh^(0)||`` (Fig. 1 and 4). An analyzer never trains: it only reads what the run wrote.
+``max_i |sigma_i - 1|`` (Fig. 4), the condition number ``sigma_max / sigma_min`` of each matrix,
+``||dL/dh^(0)||`` (Fig. 1 and 4) and the largest gradient norm over all parameters since the previous
+record (a burst that blew up the optimizer's state shows there). An analyzer never trains: it only reads
+what the run wrote.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Trajectory:
     singular_values: list[np.ndarray]  # per matrix, (S, k) descending
     spectral_margin: np.ndarray  # (S,)
     grad_h0_norm: np.ndarray  # (S,), nan where not recorded
+    grad_norm_peak: np.ndarray  # (S,), nan where not recorded (runs before 2026-11-28)
 
     @property
     def condition_numbers(self) -> list[np.ndarray]:
@@ -40,7 +43,8 @@ class Trajectory:
                  "sigma_max": float(max(s[i, 0] for s in self.singular_values)),
                  "sigma_min": float(min(s[i, -1] for s in self.singular_values)),
                  "condition_number": float(max(c[i] for c in conditions)),
-                 "grad_h0_norm": float(self.grad_h0_norm[i])}
+                 "grad_h0_norm": float(self.grad_h0_norm[i]),
+                 "grad_norm_peak": float(self.grad_norm_peak[i])}
                 for i, step in enumerate(self.steps)]
 
 
@@ -69,10 +73,14 @@ def read_trajectory(run_dir: str | Path) -> Trajectory:
     matrices = len(lines[0]["singular_values"])
     svals = [np.array([line["singular_values"][k] for line in lines], dtype=np.float64)
              for k in range(matrices)]
-    grads = np.array([math.nan if line.get("grad_h0_norm") is None else line["grad_h0_norm"]
-                      for line in lines])
+
+    def recorded(key: str) -> np.ndarray:
+        return np.array([math.nan if line.get(key) is None else line[key] for line in lines],
+                        dtype=np.float64)
+
     return Trajectory(model, str(run), np.array([line["step"] for line in lines]), svals,
-                      np.array([line["spectral_margin"] for line in lines], dtype=np.float64), grads)
+                      np.array([line["spectral_margin"] for line in lines], dtype=np.float64),
+                      recorded("grad_h0_norm"), recorded("grad_norm_peak"))
 
 
 def trajectory_table(run_dirs: list[str | Path]) -> list[dict[str, Any]]:
