@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -112,6 +113,34 @@ def test_ctrl_c_stops_the_running_trial_and_never_starts_the_queued_one(tmp_path
     assert not (tmp_path / "results" / "tiny").exists()
 
 
+def test_stop_parks_the_running_trial_starts_no_other_and_an_older_request_is_ignored(tmp_path, capsys):
+    from spectral_analysis.cli import main
+    from spectral_analysis.experiments.parking import checkpoint_step, parked_dir
+
+    catalog, out = tiny_catalog(tmp_path, LONG), tmp_path / "runs"
+    assert main(["stop", "--out", str(out), "--json"]) == 0  # a request left from an earlier sweep
+    assert json.loads(capsys.readouterr().out)["request"] == str(out / ".stop")
+    time.sleep(0.05)
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "spectral-analysis"), "run", "tiny", "--catalog", str(catalog),
+         "--backend", "processes", "--workers", "1", "--out", str(out),
+         "--results", str(tmp_path / "results")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    runs, deadline = out / "tiny" / "smoke", time.time() + 240
+    while not (runs / "rnn_length5_s0" / "last.safetensors").is_file():  # it trains: the old request is past
+        assert process.poll() is None and time.time() < deadline, process.communicate()[0]
+        time.sleep(0.1)
+    assert main(["stop", "--out", str(out)]) == 0
+    assert "each running trial checkpoints at its next step and parks itself" in capsys.readouterr().out
+    text = process.communicate(timeout=120)[0]
+    assert process.returncode == 0, text
+    assert "ran 4, skipped 0 already kept, 4 unfinished, 0 failed" in text
+    assert sorted(p.name for p in runs.iterdir()) == ["rnn_length5_s0"]  # the queued trials never began
+    parked = parked_dir(tmp_path / "results", "tiny", "smoke", "rnn_length5_s0")
+    step = checkpoint_step(parked / "last.safetensors")
+    assert step is not None and 4 <= step < 50000
+
+
 def test_the_run_command_names_trials_a_time_budget_stopped_and_how_to_resume_them(tmp_path, capsys):
     from spectral_analysis.cli import main
 
@@ -120,5 +149,5 @@ def test_the_run_command_names_trials_a_time_budget_stopped_and_how_to_resume_th
                  "--seeds", "1", "--only", "variant=rnn", "length=5", "--time-budget", "0.001",
                  "--out", str(tmp_path / "runs"), "--results", str(tmp_path / "results")]) == 0
     out = capsys.readouterr().out
-    assert "unfinished (stopped by the time budget or an interrupt): rnn_length5_s0; rerun the same command" \
-        in out and "`spectral-analysis park`" in out
+    assert ("unfinished (stopped by the time budget, `stop` or an interrupt): rnn_length5_s0; rerun the same "
+            "command") in out and "`spectral-analysis park`" in out

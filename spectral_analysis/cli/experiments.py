@@ -1,12 +1,19 @@
-"""``spectral-analysis experiments``, ``run`` and ``park``: the catalog, its cost and ledger, and the Ray
-Tune runner that keeps results (the commands that read them are in :mod:`~spectral_analysis.cli.kept`)."""
+"""``spectral-analysis experiments``, ``run``, ``stop`` and ``park``: the catalog, its cost and ledger,
+and the Ray Tune runner that keeps results (the commands that read them are in
+:mod:`~spectral_analysis.cli.kept`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from spectral_analysis.cli.common import CommandError, emit, results_arguments, results_dir
+from spectral_analysis.cli.common import (
+    CommandError,
+    add_output_arguments,
+    emit,
+    results_arguments,
+    results_dir,
+)
 from spectral_analysis.vocabulary import SCALES, SWEEP_BACKENDS
 
 if TYPE_CHECKING:
@@ -177,9 +184,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             lines += [f"  failed {trial}: {error}" for trial, error in s["failed"].items()]
             if s["unfinished"]:
                 lines.append(
-                    "  unfinished (stopped by the time budget or an interrupt): " + ", ".join(s["unfinished"])
-                    + "; rerun the same command to resume them (after an interrupt, `spectral-analysis park` "
-                    "keeps their state in the results directory)"
+                    "  unfinished (stopped by the time budget, `stop` or an interrupt): "
+                    + ", ".join(s["unfinished"]) + "; rerun the same command to resume them (after an "
+                    "interrupt, `spectral-analysis park` keeps their state in the results directory)"
                 )
         if p["sweeps"]:  # one grid for all: its wall time
             lines.append(f"in {p['sweeps'][0]['seconds']:.1f} s")
@@ -199,6 +206,17 @@ def cmd_park(args: argparse.Namespace) -> int:
     payload = {"parked": lines, "results": str(results_dir(args))}
     emit(args, payload, lambda p: "\n".join(p["parked"]) or f"no unfinished run directory under {args.out}",
          lambda p: [{"line": line} for line in p["parked"]])
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    from spectral_analysis.experiments import request_stop
+
+    path = request_stop(args.out)
+    emit(args, {"request": str(path)},
+         lambda p: f"asked the sweeps training into {args.out} to stop ({p['request']}): each running trial "
+         "checkpoints at its next step and parks itself, and no trial starts after it; rerun the same "
+         "`run` to resume them")
     return 0
 
 
@@ -280,6 +298,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                      "files into its run directory (tensorboard --logdir OUT/NAME)")
     catalog_arguments(run)
     run.set_defaults(func=cmd_run)
+
+    stop = sub.add_parser(
+        "stop",
+        help="stop the sweeps training into OUT cleanly now, as their time budget would: each running "
+        "trial checkpoints and parks, no trial starts after it",
+    )
+    stop.add_argument("--out", default="runs", help="the sweeps' run directories (run's --out)")
+    add_output_arguments(stop)
+    stop.set_defaults(func=cmd_stop)
 
     park = sub.add_parser(
         "park",

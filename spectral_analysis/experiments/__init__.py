@@ -16,6 +16,7 @@ from spectral_analysis.experiments.results import read_curves, read_rows, read_s
 from spectral_analysis.experiments.runner import (
     SweepOutcome,
     park_sweeps,
+    request_stop,
     run_sweep,
     run_sweeps,
     run_trial,
@@ -40,6 +41,7 @@ __all__ = [
     "read_singular_values",
     "selection",
     "park_sweeps",
+    "request_stop",
     "run_sweep",
     "run_sweeps",
     "run_trial",

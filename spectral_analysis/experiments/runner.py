@@ -18,6 +18,11 @@ ledger are rewritten as each trial ends, so an interrupted sweep leaves them cur
 ``processes`` backend (:mod:`~spectral_analysis.experiments.process_grid`) runs the same trials in plain
 local processes, for a machine without Ray (there ``gpus_per_trial`` > 0 only puts the trials on CUDA,
 ``workers`` of them at a time).
+
+:func:`request_stop` (``spectral-analysis stop``) stops the sweeps training into an ``out`` directory
+as the time budget does, at once: each running trial checkpoints at its next step and parks, no trial
+starts after it. The request is the file ``<out>/.stop``; a sweep obeys one written after it started, so
+a later ``run`` is not stopped by an old request (on a cluster, only nodes that share ``out`` see it).
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from spectral_analysis.train import TrainConfig, Trainer
 from spectral_analysis.train.run_state import resume_conflicts
 from spectral_analysis.vocabulary import SWEEP_BACKENDS
 
+STOP_REQUEST = ".stop"  # in a sweep's out directory: see request_stop
 
 @dataclass
 class TrialSpec:
@@ -65,6 +71,8 @@ class TrialSpec:
     device: str
     git_revision: str
     deadline: float | None = None  # time.time() after which the trial checkpoints and stops
+    stop_request: str | None = None  # a file whose modification after `started` stops the trial so too
+    started: float = 0.0  # time.time() when the sweep started
     threads: int = 1
     tensorboard: bool = False  # the trainer also writes TensorBoard event files into the run directory
 
@@ -156,19 +164,41 @@ def _same_run(config: TrainConfig) -> bool:
         return False
 
 
+def request_stop(out: str | Path = "runs") -> Path:
+    """Ask every sweep training into ``out`` to checkpoint, park its running trials and start no more
+    (see the module docstring); the request file written."""
+    path = Path(out).resolve() / STOP_REQUEST
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch()  # an existing request file is renewed (its modification time is the request's)
+    return path
+
+
+def _stop_now(spec: TrialSpec) -> bool:
+    """The time budget is spent, or a stop was requested after the sweep started."""
+    if spec.deadline is not None and time.time() >= spec.deadline:
+        return True
+    try:
+        return spec.stop_request is not None and os.stat(spec.stop_request).st_mtime >= spec.started
+    except OSError:  # no request
+        return False
+
+
 def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
     """Run (or resume) one trial and keep its results; the same on a Ray worker or in this process."""
     spec = spec if isinstance(spec, TrialSpec) else TrialSpec(**spec)
     torch.set_num_threads(spec.threads)
     keep_freed_memory()  # a Ray worker is its own process: the memory policy is set in each
     trial, run_dir = Trial(**spec.trial), Path(spec.run_dir)
-    if spec.deadline is not None and time.time() >= spec.deadline:
+    if _stop_now(spec):
         return {"trial": trial.key, "status": "unfinished", "step": 0}
     config = trial.train_config(run_dir, spec.device)
     config.tensorboard = spec.tensorboard
     parked = parked_dir(spec.results, trial.experiment, trial.scale, trial.key)
     started = time.perf_counter()
-    stop = None if spec.deadline is None else (lambda _step: time.time() >= spec.deadline)
+
+    def stop(_step: int) -> bool:
+        return _stop_now(spec)
+
     try:
         restore_parked(parked, config)
         resume = (run_dir / "last.safetensors").is_file() and _same_run(config)
@@ -276,7 +306,8 @@ def run_sweeps(
     out = Path(out).resolve()
     results = (Path(results) if results else default_results_dir()).resolve()
     device = "cuda" if gpus_per_trial else "cpu"
-    deadline = time.time() + time_budget if time_budget else None
+    started = time.time()
+    deadline = started + time_budget if time_budget else None
     revision, specs, outcomes = git_revision(), [], {}
     pairs = sweep_pairs(experiments, scale)
     catalog = _catalog_of(pairs)
@@ -295,7 +326,7 @@ def run_sweeps(
                 continue
             run_dir = out / experiment.name / grid_scale / trial.key
             to_run.append(TrialSpec(asdict(trial), str(run_dir), str(results), device, revision, deadline,
-                                    tensorboard=tensorboard))
+                                    str(out / STOP_REQUEST), started, tensorboard=tensorboard))
         if to_run:
             report(f"{experiment.name} ({grid_scale}): {len(to_run)} trial(s) to run, "
                    f"{len(outcome.skipped)} already kept")
