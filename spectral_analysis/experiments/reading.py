@@ -356,14 +356,17 @@ class Selection:
 
 
 def selection(results: str | Path, experiment: str) -> Selection | None:
-    """The choice of the validation grid ``experiment`` from its complete, current paper-scale grid
-    (``None`` before that); ``ValueError`` when the catalog entry selects nothing."""
+    """The choice of the validation grid ``experiment`` from its complete, current paper-scale grid:
+    every planned trial (each seed of each value) kept and standing for the catalog (``None`` before
+    that, so a choice never rests on the seeds that happened to end first); ``ValueError`` when the
+    catalog entry selects nothing."""
     entry = find_experiment(experiment)
     if entry.selects is None:
         raise ValueError(f"experiment {experiment!r} is no validation grid: its catalog entry has no "
                          "'selects'")
-    grid = read_grid(results, experiment)
-    if grid is None or grid.scale != "paper" or grid.stale:
+    grid = read_grid(results, experiment, scale="paper")
+    ended = {r["trial"] for r in read_rows(results, experiment, "paper") if r["status"] in ("done", "failed")}
+    if grid is None or grid.stale or not {t.key for t in entry.trials("paper")} <= ended:
         return None
     (axis,) = entry.axes
     scores: dict[str, dict[Any, float]] = {}

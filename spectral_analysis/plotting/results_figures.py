@@ -168,6 +168,10 @@ LEARNING_FIGURES = {
         "kru_copy.png", "length", "cross_entropy", copy_baseline, "KRU Fig. 1: copy memory", "T"
     ),
     "kru-adding": LearningFigure("kru_adding.png", "length", "mse", 2 / 12, "KRU Fig. 2: adding", "T"),
+    "kru-adding-amplitude": LearningFigure(
+        "kru_adding_amplitude.png", "penalty", "mse", 2 / 12,
+        "KRU's soft unitary constraint on adding at T = 100, per amplitude (the validation of kru-adding's)",
+        "amplitude"),
     "kru-ptb": LearningFigure("kru_ptb.png", "", "cross_entropy", math.log(50),
                               "KRU Table 3: character-level PTB, cross entropy (BPC x ln 2) on the training "
                               "batches (validated only at epoch ends)", "", phase="train"),
