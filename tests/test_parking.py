@@ -164,6 +164,22 @@ def test_a_stale_parked_run_does_not_overwrite_the_trials_own_run_behind_it(tmp_
     assert json.loads((parked / "config.json").read_text())["train"]["lr"] == 2e-2
 
 
+def test_park_replaces_a_stale_parked_run_at_a_later_step(tmp_path):
+    """`park` after a catalog change: the trial's own run (step 4) takes the place of the older entry's
+    parked run (step 12), which no run can resume."""
+    experiment, trial, _ = _stopped_run(tmp_path)
+    results = tmp_path / "results"
+    park_sweeps([experiment], "smoke", seeds=1, out=tmp_path / "a" / "runs", results=results)
+    changed = load_experiment(tiny_catalog(tmp_path, LONG.replace("lr = 1e-2", "lr = 2e-2")) / "tiny.toml")
+    new = changed.trials("smoke", seeds=1)[0]
+    out = tmp_path / "b" / "runs"
+    Trainer(new.train_config(out / "tiny" / "smoke" / new.key), resume=False).run(stop=lambda s: s >= 4)
+    [line] = park_sweeps([changed], "smoke", seeds=1, out=out, results=results)
+    assert line.startswith(f"tiny: parked {new.key} at step 4")
+    parked = parked_dir(results, "tiny", "smoke", new.key)
+    assert json.loads((parked / "config.json").read_text())["train"]["lr"] == 2e-2
+
+
 def test_kept_trials_are_not_parked(tmp_path):
     experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
     trial = experiment.trials("smoke", seeds=1)[0]

@@ -99,8 +99,7 @@ def restore_parked(target: str | Path, config: TrainConfig) -> int | None:
     if parked is None:
         raise ValueError(f"parked run {target} has no readable {CHECKPOINT}; delete it to start the trial "
                          "over")
-    if resume_conflicts(config, target):
-        drop_parked(target)
+    if drop_if_stale(target, config):
         return None
     if (checkpoint_step(run_dir / CHECKPOINT) or -1) >= parked:
         return None
@@ -112,6 +111,19 @@ def restore_parked(target: str | Path, config: TrainConfig) -> int | None:
         with gzip.open(target / PARKED_LOG, "rb") as source, open(run_dir / LOG, "wb") as sink:
             shutil.copyfileobj(source, sink)
     return parked
+
+
+def drop_if_stale(target: str | Path, config: TrainConfig) -> bool:
+    """Drop the run parked in ``target`` when it is of another configuration than ``config`` (an older
+    catalog entry's, which the trial can never resume, and whose later step would keep the trial's own
+    run from parking); whether it was dropped. One whose configuration cannot be read is left as it is."""
+    try:
+        stale = Path(target).is_dir() and bool(resume_conflicts(config, target))
+    except ValueError:
+        return False
+    if stale:
+        drop_parked(target)
+    return stale
 
 
 def drop_parked(target: str | Path) -> None:

@@ -44,7 +44,14 @@ from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.experiments.catalog import Experiment, Trial, configuration_key, load_catalog
 from spectral_analysis.experiments.estimate import read_estimate
 from spectral_analysis.experiments.ledger import write_ledger
-from spectral_analysis.experiments.parking import CONFIG, drop_parked, park_run, parked_dir, restore_parked
+from spectral_analysis.experiments.parking import (
+    CONFIG,
+    drop_if_stale,
+    drop_parked,
+    park_run,
+    parked_dir,
+    restore_parked,
+)
 from spectral_analysis.experiments.process_grid import run_processes
 from spectral_analysis.experiments.ray_grid import ray_session, run_grid, spec_id
 from spectral_analysis.experiments.results import (
@@ -118,11 +125,13 @@ def park_sweeps(experiments: Sequence[Experiment | Sweep], scale: str, *, seeds:
             run_dir = Path(out) / experiment.name / grid_scale / trial.key
             if not run_dir.is_dir() or _kept_and_standing(results, trial, retry_failed=False):
                 continue
-            if (run_dir / CONFIG).is_file() and not _same_run(trial.train_config(run_dir.resolve())):
+            config = trial.train_config(run_dir.resolve())
+            if (run_dir / CONFIG).is_file() and not _same_run(config):
                 lines.append(f"{experiment.name}: not parked: {trial.key} is a run of an older catalog entry "
                              "(the next run starts the trial afresh)")
                 continue
             parked = parked_dir(results, experiment.name, grid_scale, trial.key)
+            drop_if_stale(parked, config)
             lines.append(f"{experiment.name}: {park_run(run_dir, parked)}")
     if lines:
         write_ledger(results, _catalog_of(pairs))
