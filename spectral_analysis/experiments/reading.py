@@ -365,8 +365,10 @@ def selection(results: str | Path, experiment: str) -> Selection | None:
         raise ValueError(f"experiment {experiment!r} is no validation grid: its catalog entry has no "
                          "'selects'")
     grid = read_grid(results, experiment, scale="paper")
-    ended = {r["trial"] for r in read_rows(results, experiment, "paper") if r["status"] in ("done", "failed")}
-    if grid is None or grid.stale or not {t.key for t in entry.trials("paper")} <= ended:
+    if grid is None or grid.stale:
+        return None
+    ended = {r["trial"] for g in grid.groups for r in g.rows} | {r["trial"] for r in grid.failed}
+    if not {t.key for t in entry.trials("paper")} <= ended:
         return None
     (axis,) = entry.axes
     scores: dict[str, dict[Any, float]] = {}

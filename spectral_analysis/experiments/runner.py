@@ -68,6 +68,7 @@ from spectral_analysis.vocabulary import SWEEP_BACKENDS
 
 STOP_REQUEST = ".stop"  # in a sweep's out directory: see request_stop
 
+
 @dataclass
 class TrialSpec:
     """Everything a worker needs to run one trial (plain data: it travels to Ray workers)."""
@@ -204,10 +205,6 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
     config.tensorboard = spec.tensorboard
     parked = parked_dir(spec.results, trial.experiment, trial.scale, trial.key)
     started = time.perf_counter()
-
-    def stop(_step: int) -> bool:
-        return _stop_now(spec)
-
     try:
         restore_parked(parked, config)
         resume = (run_dir / "last.safetensors").is_file() and _same_run(config)
@@ -215,7 +212,7 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
             shutil.rmtree(run_dir, ignore_errors=True)
             drop_parked(parked)  # else its later step would keep the new run from parking over it
         trainer = Trainer(config, resume=resume)
-        trainer.run(stop=stop)
+        trainer.run(stop=lambda _step: _stop_now(spec))
         status, error = ("done" if trainer.finished else "unfinished"), None
     except Exception as exc:  # noqa: BLE001 (any failure of one trial is recorded; the grid goes on)
         status, error = "failed", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
