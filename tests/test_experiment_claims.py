@@ -296,6 +296,50 @@ def test_the_kru_copy_baselines_are_judged_from_their_paper_trials_while_kru_run
     assert f"rnn {level} [{level}, 1 of 3 seeds diverged]" in stuck.evidence
 
 
+def test_the_kru_adding_claims_can_fail_on_the_lengths_kept_so_far_but_hold_only_on_all(tmp_path,
+                                                                                         monkeypatch):
+    """"At every T" is refuted by one length kept for every model (3 seeds each) while the other lengths
+    still train; it cannot hold before all are kept."""
+    from spectral_analysis.experiments.catalog import find_experiment
+    from spectral_analysis.experiments.reading import read_settled
+    from spectral_analysis.paper import kru_synthetic
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    experiment = find_experiment("kru-adding")
+
+    def keep(scale: str, test: dict[tuple[str, int], float], seeds: int = 3) -> None:
+        for trial in experiment.trials(scale):
+            where = (trial.variant, trial.axes["length"])
+            if where not in test or trial.seed >= seeds:
+                continue
+            directory = tmp_path / "kru-adding" / scale / trial.key
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / "result.json").write_text(json.dumps(
+                {"experiment": "kru-adding", "scale": scale, "trial": trial.key, "variant": trial.variant,
+                 "axes": trial.axes, "seed": trial.seed, "hidden": 128, "config": trial.config,
+                 "parameters": {"kru": 3657, "rnn": 16897, "lstm": 67201}[trial.variant],
+                 "status": "done", "metric": "mse", "test_metrics": {"mse": test[where]}}))
+
+    keep("smoke", {(m, t): 0.4 for m in ("kru", "rnn", "lstm") for t in (100, 200, 400, 750)}, seeds=1)
+    keep("paper", {("rnn", 100): 0.16, ("lstm", 100): 1e-3, ("lstm", 200): 1e-3})
+    assert read_settled(tmp_path, "kru-adding", "length") is None  # KRU has no T = 100 trial yet
+    assert [r.scale for r in kru_synthetic.run()[2:]] == ["smoke", "smoke"]
+    keep("paper", {("kru", 100): 0.1}, seeds=2)
+    settled = read_settled(tmp_path, "kru-adding", "length")
+    assert settled.values("length") == [100] and settled.variants() == ["kru", "rnn", "lstm"]
+    best, learns = kru_synthetic.run()[2:]
+    assert best.verdict == learns.verdict == "unverified" and best.scale == "paper" and best.seeds == 2
+    assert best.evidence.startswith("only T = 100 kept so far") and "fewer than the 3" in best.evidence
+    keep("paper", {("kru", 100): 0.1})  # the third seed: KRU at the baseline, the LSTM solves T = 100
+    best, learns = kru_synthetic.run()[2:]
+    assert best.verdict == learns.verdict == "differs"
+    assert best.evidence.startswith("fails already at T = 100") and "T = 200" not in best.evidence
+    keep("paper", {("kru", 100): 1e-4})  # KRU best and solved at T = 100: nothing to say of T = 200-750
+    best, learns = kru_synthetic.run()[2:]
+    assert best.verdict == learns.verdict == "unverified"
+    assert "would read 'holds' from these" in best.evidence and "would read 'holds'" in learns.evidence
+
+
 def test_kru_mnist_claims_compare_kru_and_the_lstm_per_task_over_seeds(tmp_path, monkeypatch):
     from spectral_analysis.paper import kru_mnist
 

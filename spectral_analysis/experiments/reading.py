@@ -13,14 +13,14 @@ and from which a paper check does not judge.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from spectral_analysis.experiments.catalog import configuration_key, find_experiment
+from spectral_analysis.experiments.catalog import Trial, configuration_key, find_experiment
 from spectral_analysis.experiments.results import (
     CURVES_NAME,
     kept_row_stands,
@@ -246,14 +246,14 @@ def scale_label(experiment: str, scale: str) -> str:
 
 
 def _catalog_configurations(experiment: str, scale: str = "paper",
-                            variants: set[str] | None = None) -> list[str] | None:
-    """The configuration keys of the catalog's ``scale`` grid of ``experiment`` (only those of ``variants``
-    when given), in order (``None``: not in the catalog)."""
+                            wanted: Callable[[Trial], bool] | None = None) -> list[str] | None:
+    """The configuration keys of the catalog's ``scale`` grid of ``experiment`` (only those of the trials
+    ``wanted`` accepts, when given), in order (``None``: not in the catalog)."""
     try:
         trials = find_experiment(experiment).trials(scale, seeds=1)
     except ValueError:
         return None
-    return [configuration_key(t.key) for t in trials if variants is None or t.variant in variants]
+    return [configuration_key(t.key) for t in trials if wanted is None or wanted(t)]
 
 
 def _stale_trials(experiment: str, scale: str, rows: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -319,22 +319,45 @@ def read_grids(results: str | Path, experiment: str) -> list[KeptGrid]:
     return [g for g in (grid, read_grid(results, experiment, scale="paper")) if g is not None]
 
 
+def _cut(grid: KeptGrid, wanted: set[str]) -> KeptGrid | None:
+    """``grid`` cut to the configuration keys ``wanted`` once every one of them has ended (a finished or a
+    failed trial), else ``None``."""
+    groups = [g for g in grid.groups if configuration_key(g.rows[0]["trial"]) in wanted]
+    failed = [r for r in grid.failed if configuration_key(r["trial"]) in wanted]
+    ended = {configuration_key(r["trial"]) for r in [*(g.rows[0] for g in groups), *failed]}
+    if not wanted or ended != wanted:
+        return None
+    keys = {r["trial"] for r in [*(r for g in groups for r in g.rows), *failed]}
+    return KeptGrid(grid.experiment, grid.scale, groups, failed,
+                    {k: v for k, v in grid.stale.items() if k in keys})
+
+
 def read_variants(results: str | Path, experiment: str, variants: set[str],
                   scale: str = "paper") -> KeptGrid | None:
     """The ``scale`` grid of ``experiment`` cut to ``variants`` once every catalog configuration of those
     variants is kept at that scale, while the rest of the grid may still be running (a claim about the
     baselines alone need not wait for the other models); ``None`` before that."""
     grid = read_grid(results, experiment, scale=scale)
-    wanted = set(_catalog_configurations(experiment, scale, variants) or [])
-    if grid is None or not wanted:
+    wanted = _catalog_configurations(experiment, scale, lambda t: t.variant in variants)
+    return None if grid is None or not wanted else _cut(grid, set(wanted))
+
+
+def read_settled(results: str | Path, experiment: str, axis: str, scale: str = "paper") -> KeptGrid | None:
+    """The ``scale`` grid of ``experiment`` cut to the values of ``axis`` whose every catalog configuration
+    (each model's) is kept, while the other values still train; ``None`` while no value is. A claim "at
+    every T" can fail on the values settled so far, though it can hold only on all of them."""
+    grid = read_grid(results, experiment, scale=scale)
+    try:
+        trials = find_experiment(experiment).trials(scale, seeds=1)
+    except ValueError:
         return None
-    groups = [g for g in grid.groups if g.variant in variants]
-    failed = [r for r in grid.failed if r["variant"] in variants]
-    ended = {configuration_key(r["trial"]) for r in [*(g.rows[0] for g in groups), *failed]}
-    if ended != wanted:
+    if grid is None:
         return None
-    keys = {r["trial"] for r in [*(r for g in groups for r in g.rows), *failed]}
-    return KeptGrid(experiment, scale, groups, failed, {k: v for k, v in grid.stale.items() if k in keys})
+    by_value: dict[Any, set[str]] = {}
+    for trial in trials:
+        by_value.setdefault(trial.axes.get(axis), set()).add(configuration_key(trial.key))
+    settled = [keys for keys in by_value.values() if _cut(grid, keys) is not None]
+    return _cut(grid, set().union(*settled))
 
 
 @dataclass(frozen=True)

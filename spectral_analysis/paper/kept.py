@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_variants, seeds_text
+from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_settled, read_variants, seeds_text
 from spectral_analysis.experiments.results import plateau_count
 from spectral_analysis.io import default_results_dir
 
@@ -26,6 +26,25 @@ def kept_variants(experiment: str, variants: set[str], results: str | Path | Non
                   scale: str = "paper") -> KeptGrid | None:
     """The ``scale`` grid cut to ``variants`` once theirs is complete (:func:`read_variants`)."""
     return read_variants(results or default_results_dir(), experiment, variants, scale)
+
+
+def kept_settled(experiment: str, axis: str, results: str | Path | None = None) -> KeptGrid | None:
+    """The paper grid cut to the values of ``axis`` kept for every model so far (:func:`read_settled`)."""
+    return read_settled(results or default_results_dir(), experiment, axis)
+
+
+def so_far(record: CheckRecord, settled: str) -> CheckRecord:
+    """A claim about every value of an axis, :func:`judged` on the values ``settled`` so far (e.g.
+    ``"T = 100"``) while the others still train: ``differs`` stands, since one value where the claim fails
+    refutes it; any other verdict is ``unverified`` until every value is kept."""
+    if record.verdict == "differs":
+        record.evidence = f"fails already at {settled}, the values kept so far: {record.evidence}"
+        return record
+    if record.verdict != "unverified":
+        record.evidence = f"would read '{record.verdict}' from these: {record.evidence}"
+        record.verdict = "unverified"
+    record.evidence = f"only {settled} kept so far, and the claim is about every value; {record.evidence}"
+    return record
 
 
 def missing_record(source: str, claim: str, experiment: str, quote: str, scale: str = "paper") -> CheckRecord:
