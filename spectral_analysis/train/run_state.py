@@ -64,12 +64,12 @@ def restore_carry(tensors: dict[str, Tensor], device: torch.device):
     return tuple(parts) if len(parts) == 2 else parts[0]
 
 
-def resume_conflicts(config: TrainConfig, run_dir: str | Path | None = None) -> list[str]:
-    """What keeps the run in ``run_dir`` (by default ``config.out``) from being resumed with ``config``:
-    the fields that changed (beyond :data:`RESUMABLE_CHANGES`), each as "key was X in this run, now Y";
-    ``ValueError`` when its ``config.json`` is unreadable or holds no training configuration. ``out`` is
-    compared only for the run in ``config.out`` (a parked copy records the parking machine's path)."""
-    run_dir = Path(config.out if run_dir is None else run_dir)
+def resume_conflicts(config: TrainConfig, parked_copy: str | Path | None = None) -> list[str]:
+    """What keeps the run in ``config.out`` (or its ``parked_copy`` elsewhere) from being resumed with
+    ``config``: the fields that changed (beyond :data:`RESUMABLE_CHANGES`), each as "key was X in this
+    run, now Y"; ``ValueError`` when its ``config.json`` is unreadable or holds no training configuration.
+    A parked copy's ``out`` is not compared: it records the parking machine's path."""
+    run_dir = Path(config.out if parked_copy is None else parked_copy)
     config_file = run_dir / "config.json"
     try:
         stored = json.loads(config_file.read_text())
@@ -78,10 +78,9 @@ def resume_conflicts(config: TrainConfig, run_dir: str | Path | None = None) -> 
     if not isinstance(stored, dict) or not isinstance(stored.get("train"), dict):
         raise ValueError(f"cannot resume: {config_file} holds no training configuration (no 'train' object)")
     conflicts = []
-    in_place = run_dir == Path(config.out)
     for key, value in asdict(config).items():
         before = stored["train"][key] if key in stored["train"] else field_default(key)
-        same = (not in_place or Path(before) == Path(value)) if key == "out" else before == value  # run/=run
+        same = (parked_copy is not None or Path(before) == Path(value)) if key == "out" else before == value
         if key not in RESUMABLE_CHANGES and not same:
             conflicts.append(f"{key} was {before!r} in this run, now {value!r}")
     return conflicts
