@@ -1,13 +1,12 @@
 """Validation grids (a catalog entry's ``selects``): what they choose from kept results, and that the
 repository's experiments use what their committed validation grids chose."""
 
-import functools
-
 import pytest
-from experiment_fixtures import ROOT, tiny_catalog
+from experiment_fixtures import ROOT, TINY, tiny_catalog
 
 from spectral_analysis.experiments import load_catalog, load_experiment, read_rows, run_trial, selection
 from spectral_analysis.experiments.runner import TrialSpec
+from spectral_analysis.experiments.validation import axis_value
 
 RATES = """
 name = "tiny-rates"
@@ -96,8 +95,37 @@ def test_each_experiment_uses_what_its_committed_validation_grid_chose():
             continue
         for variant, value in chosen.chosen.items():
             trials = [t for t in selected.trials("paper") if t.variant == variant]
-            path = chosen.axis.split(".")  # a dotted axis names a nested field
-            used = [functools.reduce(lambda c, k: c.get(k, {}), path, t.config) for t in trials]
+            used = [axis_value(t, chosen.axis) for t in trials]  # the trainer's default where unset
             assert trials and all(u == value for u in used), (
                 f"{selected.name}'s {variant} trials should use {chosen.axis} = {value} "
                 f"({validation.name}: {chosen.scores[variant]})")
+
+
+def test_the_runner_holds_back_the_validated_variant_until_its_grid_chose_what_the_catalog_uses(
+        tmp_path, monkeypatch):
+    from spectral_analysis.experiments import held_back, run_sweeps
+
+    catalog = tiny_catalog(tmp_path)
+    (catalog / "tiny-rates.toml").write_text(RATES)
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(catalog))
+    results = tmp_path / "results"
+    tiny = load_catalog()["tiny"]
+    held = held_back(tiny, "paper", load_catalog(), results)
+    assert list(held) == ["rnn"] and "rnn waits for tiny-rates, its validation grid" in held["rnn"]
+    assert held_back(tiny, "smoke", load_catalog(), results) == {}  # CI's sizes are never held
+    reports: list[str] = []
+    (outcome,) = run_sweeps([tiny], "paper", only={"seed": "0"}, backend="processes", out=tmp_path / "runs",
+                            results=results, report=reports.append)
+    rnn = sorted(t.key for t in tiny.trials("paper", only={"seed": "0"}) if t.variant == "rnn")
+    assert sorted(outcome.held) == rnn and outcome.ran and all(k.startswith("spectral") for k in outcome.ran)
+    assert not [r for r in read_rows(results, "tiny", "paper") if r["variant"] == "rnn"]
+    assert f"tiny (paper): {len(rnn)} trial(s) held back: rnn waits for tiny-rates" in "\n".join(reports)
+    _run_rates(tmp_path, catalog)
+    chosen = selection(results, "tiny-rates").chosen["rnn"]
+    other = next(v for v in (1e-4, 1e-2, 3.0) if v != chosen)
+    (catalog / "tiny.toml").write_text(TINY.replace("lr = 1e-2", f"lr = {other!r}"))
+    held = held_back(load_catalog()["tiny"], "paper", load_catalog(), results)
+    assert held["rnn"] == (f"rnn uses lr = {other!r}, but tiny-rates chose {chosen!r}: set it in tiny's "
+                           "entry first")
+    (catalog / "tiny.toml").write_text(TINY.replace("lr = 1e-2", f"lr = {chosen!r}"))
+    assert held_back(load_catalog()["tiny"], "paper", load_catalog(), results) == {}

@@ -164,6 +164,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "scale": outcome.scale,
             "ran": outcome.ran,
             "skipped": outcome.skipped,
+            "held": outcome.held,
             "unfinished": outcome.unfinished,
             "failed": {r["trial"]: r["error"] for r in outcome.rows if r["status"] == "failed"},
             "kept": len(outcome.rows),
@@ -182,6 +183,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"  results: {s['results']} (summary.csv, summary.json; {s['kept']} trials kept)",
             ]
             lines += [f"  failed {trial}: {error}" for trial, error in s["failed"].items()]
+            lines += [f"  held back: {why} ({', '.join(k for k, w in s['held'].items() if w == why)})"
+                      for why in dict.fromkeys(s["held"].values())]
             if s["unfinished"]:
                 lines.append(
                     "  unfinished (stopped by the time budget, `stop` or an interrupt): "

@@ -11,7 +11,7 @@ from spectral_analysis.experiments.catalog import (
     load_experiment,
 )
 from spectral_analysis.experiments.ray_grid import ray_session
-from spectral_analysis.experiments.reading import KeptGrid, Selection, read_grid, read_grids, selection
+from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_grids
 from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values, write_summary
 from spectral_analysis.experiments.runner import (
     SweepOutcome,
@@ -21,6 +21,7 @@ from spectral_analysis.experiments.runner import (
     run_sweeps,
     run_trial,
 )
+from spectral_analysis.experiments.validation import Selection, held_back, selection
 
 __all__ = [
     "SCALES",
@@ -40,6 +41,7 @@ __all__ = [
     "read_rows",
     "read_singular_values",
     "selection",
+    "held_back",
     "park_sweeps",
     "request_stop",
     "run_sweep",

@@ -29,7 +29,6 @@ from spectral_analysis.experiments.results import (
     read_singular_values,
 )
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, trial_results_dir
-from spectral_analysis.train.plateau import LOWER_IS_BETTER
 from spectral_analysis.vocabulary import SCALES
 
 
@@ -358,44 +357,3 @@ def read_settled(results: str | Path, experiment: str, axis: str, scale: str = "
         by_value.setdefault(trial.axes.get(axis), set()).add(configuration_key(trial.key))
     settled = [keys for keys in by_value.values() if _cut(grid, keys) is not None]
     return _cut(grid, set().union(*settled))
-
-
-@dataclass(frozen=True)
-class Selection:
-    """What a validation grid (a catalog entry with ``selects``) chose for the experiment it selects for:
-    per variant, the value of its one axis whose seeds reach the best mean of the best validation metric
-    (``scores``: that mean per value)."""
-
-    experiment: str
-    selects: str
-    axis: str  # the TrainConfig field, dotted as the catalog's [axes] names it
-    metric: str
-    scores: dict[str, dict[Any, float]]
-
-    @property
-    def chosen(self) -> dict[str, Any]:
-        best = min if self.metric in LOWER_IS_BETTER else max
-        return {variant: best(scores, key=scores.__getitem__) for variant, scores in self.scores.items()}
-
-
-def selection(results: str | Path, experiment: str) -> Selection | None:
-    """The choice of the validation grid ``experiment`` from its complete, current paper-scale grid:
-    every planned trial (each seed of each value) kept and standing for the catalog (``None`` before
-    that, so a choice never rests on the seeds that happened to end first); ``ValueError`` when the
-    catalog entry selects nothing."""
-    entry = find_experiment(experiment)
-    if entry.selects is None:
-        raise ValueError(f"experiment {experiment!r} is no validation grid: its catalog entry has no "
-                         "'selects'")
-    grid = read_grid(results, experiment, scale="paper")
-    if grid is None or grid.stale:
-        return None
-    ended = {r["trial"] for g in grid.groups for r in g.rows} | {r["trial"] for r in grid.failed}
-    if not {t.key for t in entry.trials("paper")} <= ended:
-        return None
-    (axis,) = entry.axes
-    scores: dict[str, dict[Any, float]] = {}
-    for group in grid.groups:
-        (value,) = group.axes.values()
-        scores.setdefault(group.variant, {})[value] = float(np.mean(group.final_per_seed("best_valid")))
-    return Selection(experiment, entry.selects, axis, grid.groups[0].rows[0]["metric"], scores)

@@ -61,6 +61,7 @@ from spectral_analysis.experiments.results import (
     read_rows,
     write_summary,
 )
+from spectral_analysis.experiments.validation import held_back
 from spectral_analysis.io.zoo import RESULT_NAME, default_results_dir, trial_results_dir
 from spectral_analysis.train import TrainConfig, Trainer
 from spectral_analysis.train.run_state import resume_conflicts
@@ -92,6 +93,7 @@ class SweepOutcome:
     rows: list[dict[str, Any]]  # the kept rows of every trial of the grid that has one
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    held: dict[str, str] = field(default_factory=dict)  # trial key -> why a validation grid holds it back
     unfinished: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     seconds: float = 0.0  # wall time of the whole run (one grid for every experiment of a call)
@@ -325,10 +327,13 @@ def run_sweeps(
             raise ValueError(f"no trial of {experiment.name!r} at scale {grid_scale!r} matches {only}; "
                              f"its trials are selected by {keys}")
         outcome = outcomes[experiment.name] = SweepOutcome(experiment.name, grid_scale, [])
-        to_run = []
+        to_run, held = [], held_back(experiment, grid_scale, catalog, results)
         for trial in longest_first(trials, read_estimate(results, experiment.name, device)):
             if _kept_and_standing(results, trial, retry_failed):
                 outcome.skipped.append(trial.key)
+                continue
+            if trial.variant in held:
+                outcome.held[trial.key] = held[trial.variant]
                 continue
             run_dir = out / experiment.name / grid_scale / trial.key
             to_run.append(TrialSpec(asdict(trial), str(run_dir), str(results), device, revision, deadline,
@@ -336,6 +341,9 @@ def run_sweeps(
         if to_run:
             report(f"{experiment.name} ({grid_scale}): {len(to_run)} trial(s) to run, "
                    f"{len(outcome.skipped)} already kept")
+        for why in dict.fromkeys(outcome.held.values()):
+            count = sum(w == why for w in outcome.held.values())
+            report(f"{experiment.name} ({grid_scale}): {count} trial(s) held back: {why}")
         specs += to_run
     def finished(experiment: str) -> None:
         write_summary(results, experiment, outcomes[experiment].scale)
