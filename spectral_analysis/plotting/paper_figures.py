@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
+
+if TYPE_CHECKING:
+    from spectral_analysis.experiments.reading import KeptGrid
+
+Drawn = dict[str, Any]
 
 
 def _style() -> None:
@@ -31,6 +37,13 @@ def save_figure(fig: plt.Figure, out: str | Path) -> Path:
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return Path(out)
+
+
+def drawn_record(path: Path, grid: KeptGrid, note: str = "") -> Drawn:
+    """What ``figures`` reports of a file it drew from ``grid``: the path and the grid's experiment, scale
+    and seeds."""
+    return {"path": str(path), "experiment": grid.experiment, "scale": grid.scale, "seeds": grid.seeds,
+            "note": note}
 
 
 def line_chart(series: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, ylabel: str, title: str,

@@ -6,8 +6,8 @@ stamped in the title) and writes its PNG (and, for tables, Markdown) into the ou
 a grid below paper scale, the learning-curve figures also draw the paper-scale models kept so far
 (``<figure>_paper.png``, :func:`~spectral_analysis.experiments.reading.read_grids`).
 Curves are the mean over seeds with the min-max band, on a log axis the median over seeds
-(:func:`~spectral_analysis.experiments.reading.log_median`); the analyzer figures run the analyzers on the
-kept checkpoints (seed 0).
+(:func:`~spectral_analysis.experiments.reading.log_median`); the analyzer figures
+(:mod:`~spectral_analysis.plotting.checkpoint_figures`) run the analyzers on the kept checkpoints (seed 0).
 """
 
 from __future__ import annotations
@@ -20,39 +20,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
-from spectral_analysis.analysis import bound_report, jacobian_products, lyapunov_exponents
-from spectral_analysis.analysis.checkpoint_data import checkpoint_task, sample_batch, task_split
 from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid, read_grids, read_variants
-from spectral_analysis.io import load
-from spectral_analysis.plotting.analysis import plot_singular_value_heatmap
 from spectral_analysis.plotting.benchmarks import plot_householder_benchmark
+from spectral_analysis.plotting.checkpoint_figures import analyzers, kru_amplitude
 from spectral_analysis.plotting.paper_figures import (
-    line_chart,
-    plot_bound_growth,
+    Drawn,
+    drawn_record,
     plot_depth_sweep,
-    plot_jacobian_decay,
     plot_learning_curves,
-    plot_lyapunov_spectra,
     plot_training_dynamics,
     save_figure,
 )
 from spectral_analysis.plotting.results_tables import TABLES
-from spectral_analysis.train import load_checkpoint
-
-Drawn = dict[str, Any]
-BOUND_LENGTHS = (10, 30, 100, 300, 1000)
-
-
-def _drawn(path: Path, grid: KeptGrid, note: str = "") -> Drawn:
-    return {
-        "path": str(path),
-        "experiment": grid.experiment,
-        "scale": grid.scale,
-        "seeds": grid.seeds,
-        "note": note,
-    }
 
 
 def _curves(group: Group, metric: str, phase: str = "valid") -> dict[str, np.ndarray]:
@@ -120,7 +100,7 @@ class LearningFigure:
                                       length_name=self.axis_name, log_scale=self.log_scale,
                                       data_name={"valid": "validation", "train": "training"}[self.phase])
         file = _paper_file(self.file) if paper_so_far else self.file
-        return _drawn(save_figure(figure, out / file), grid)
+        return drawn_record(save_figure(figure, out / file), grid)
 
 
 def _paper_file(file: str) -> str:
@@ -212,7 +192,7 @@ def _fig3_panels(drawn_grids: list[tuple[KeptGrid, str]]) -> dict[str, dict[str,
 def _fig3_drawn(drawn_grids: list[tuple[KeptGrid, str]], title: str, path: Path) -> Drawn:
     figure = plot_learning_curves(_fig3_panels(drawn_grids), "accuracy", 0.1, title, length_name="",
                                   log_scale=False)
-    return _drawn(save_figure(figure, path), drawn_grids[0][0])
+    return drawn_record(save_figure(figure, path), drawn_grids[0][0])
 
 
 def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
@@ -253,7 +233,7 @@ def fig3_and_4(results: Path, out: Path) -> list[Drawn]:
         + (f" ({diverged})" if diverged else "") + "; margin: mean over seeds, gradient: median)",
     )
     path = save_figure(figure, out / "fig4_mnist_dynamics.png")
-    return drawn + [_drawn(path, grid, "from the pixel-MNIST 784-step trials of fig3-mnist")]
+    return drawn + [drawn_record(path, grid, "from the pixel-MNIST 784-step trials of fig3-mnist")]
 
 
 def fig5(results: Path, out: Path) -> list[Drawn]:
@@ -274,88 +254,8 @@ def fig5(results: Path, out: Path) -> list[Drawn]:
         f"Fig. 5: flattened MNIST, width {grid.groups[0].rows[0]['hidden']}, test accuracy against depth "
         f"(line: mean over seeds, dots: each seed; {grid.stamp()}); dashed: plain input and output layers"
     )
-    return [_drawn(save_figure(plot_depth_sweep(accuracy, curves, depths[-1], title), out / "fig5_depth.png"),
-                   grid)]
-
-
-def analyzers(results: Path, out: Path) -> list[Drawn]:
-    """G(w) against T, Jacobian decay, Lyapunov spectra and singular values over training, from the
-    kept checkpoints of zoo-addition (seed 0; float64)."""
-    grid = read_grid(results, "zoo-addition")
-    if grid is None:
-        return []
-    log10_G, jacobians, lyapunov = {}, {}, {}
-    for g in grid.groups:
-        path = g.checkpoint()
-        if path is None:
-            continue
-        checkpoint = load_checkpoint(path)
-        task = checkpoint_task(checkpoint.metadata)
-        x, _ = sample_batch(task, task_split(task, "test"), 8, seed=0)
-        model64 = checkpoint.model.double()
-        jacobians[g.variant] = jacobian_products(model64, x.double()).log10_norms
-        lyapunov[g.variant] = lyapunov_exponents(model64, x.double())
-        if g.variant != "lstm":
-            subject = load(path)
-            log10_G[g.variant] = {T: bound_report(subject, length=T)["log10_G"] for T in BOUND_LENGTHS}
-    size = f"n = {grid.groups[0].rows[0]['hidden']}, addition T = 100; {grid.stamp()} kept, drawn: seed 0"
-    drawn = [
-        save_figure(plot_bound_growth(log10_G, f"Theorem 5's G(w) against T, trained weights "
-                                              f"({size})").figure, out / "bound_vs_T.png"),
-        save_figure(plot_jacobian_decay(jacobians, f"Jacobian products over time ({size})").figure,
-                    out / "jacobian_decay.png"),
-        save_figure(plot_lyapunov_spectra(lyapunov, f"Lyapunov spectra ({size})").figure,
-                    out / "lyapunov_spectra.png"),
-    ]
-    for variant in ("irnn", "spectral"):
-        group = grid.group(variant)
-        kept = group.singular_values() if group else None
-        if kept is not None:
-            axes = plot_singular_value_heatmap(kept[0], kept[1][0],
-                                               f"{variant}: singular values of W over training ({size})")
-            drawn.append(save_figure(axes.figure, out / f"singular_values_{variant}.png"))
-    return [_drawn(p, grid) for p in drawn]
-
-
-def kru_amplitude(results: Path, out: Path) -> list[Drawn]:
-    """KRU Fig. 6: ||W||_2 and rho(W) of the kept checkpoints against the amplitude, with the validation
-    metric (NLL on the chorales) in the title."""
-    grid = read_grid(results, "kru-amplitude")
-    if grid is None:
-        return []
-    amplitudes = sorted(grid.values("penalty"))
-    norms, radii, validation = [], [], []
-    for a in amplitudes:
-        group = grid.group("kru", penalty=a)
-        W = (
-            load_checkpoint(group.checkpoint())
-            .model.transitions[0]
-            .complex_matrix()
-            .detach()
-            .to(torch.complex128)
-        )
-        norms.append(float(torch.linalg.matrix_norm(W, ord=2)))
-        radii.append(float(torch.linalg.eigvals(W).abs().max()))
-        validation.append(group.final("final_valid").mean)
-    series = {
-        "spectral norm ||W||_2": (np.array(amplitudes), np.array(norms)),
-        "spectral radius rho(W)": (np.array(amplitudes), np.array(radii)),
-    }
-    row = grid.groups[0].rows[0]
-    title = (
-        f"KRU Fig. 6 on {row['task']}: n = {row['hidden']} (seed 0; final validation {row['metric']} "
-        + ", ".join(f"{m:.3g}" for m in validation)
-        + f"; {grid.stamp()})"
-    )
-    axes = line_chart(
-        series,
-        "amplitude of the soft unitary constraint (log scale)",
-        "value (unitary W: 1)",
-        title,
-        style="o-",
-        log_x=True,
-    )
-    return [_drawn(save_figure(axes.figure, out / "kru_amplitude.png"), grid)]
+    path = save_figure(plot_depth_sweep(accuracy, curves, depths[-1], title), out / "fig5_depth.png")
+    return [drawn_record(path, grid)]
 
 
 def householder_speed(results: Path, out: Path) -> list[Drawn]:

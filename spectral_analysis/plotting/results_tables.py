@@ -19,6 +19,7 @@ from spectral_analysis.experiments.reading import (
 )
 from spectral_analysis.experiments.results import plateau_count
 from spectral_analysis.paper.kept import MIN_SEEDS
+from spectral_analysis.plotting.paper_figures import Drawn, drawn_record
 
 # As printed: ICML Table 2 (test accuracy, %), Table 3 (train and test perplexity), Table 4 (test accuracy).
 TABLE2 = {"spectral": 97.7, "ornn": 97.2, "rnn": 94.1, "urnn": 95.1, "lstm": 97.3}
@@ -57,7 +58,7 @@ def _spread(s: Spread, scale: float = 1.0, digits: int = 3) -> str:
 def _write(
     grid: KeptGrid, out: Path, file: str, title: str, header: list[str], rows: list[list[str]],
     footer: str | None = None,
-) -> dict:
+) -> Drawn:
     lines = [
         f"# {title}",
         "",
@@ -71,13 +72,7 @@ def _write(
     lines += ["", footer] if footer else []
     path = out / file
     path.write_text("\n".join(lines) + "\n")
-    return {
-        "path": str(path),
-        "experiment": grid.experiment,
-        "scale": grid.scale,
-        "seeds": grid.seeds,
-        "note": "table",
-    }
+    return drawn_record(path, grid, "table")
 
 
 def _parameters(group: Group) -> str:
