@@ -334,6 +334,8 @@ def test_the_kru_adding_claims_can_fail_on_the_lengths_kept_so_far_but_hold_only
     best, learns = kru_synthetic.run()[2:]
     assert best.verdict == learns.verdict == "differs"
     assert best.evidence.startswith("fails already at T = 100") and "T = 200" not in best.evidence
+    assert best.claim.endswith("at every T, with the fewest parameters (read on T = 100 alone: the values "
+                               "kept for every model so far)")
     keep("paper", {("kru", 100): 1e-4})  # KRU best and solved at T = 100: nothing to say of T = 200-750
     best, learns = kru_synthetic.run()[2:]
     assert best.verdict == learns.verdict == "unverified"

@@ -36,7 +36,9 @@ def kept_settled(experiment: str, axis: str, results: str | Path | None = None) 
 def so_far(record: CheckRecord, settled: str) -> CheckRecord:
     """A claim about every value of an axis, :func:`judged` on the values ``settled`` so far (e.g.
     ``"T = 100"``) while the others still train: ``differs`` stands, since one value where the claim fails
-    refutes it; any other verdict is ``unverified`` until every value is kept."""
+    refutes it; any other verdict is ``unverified`` until every value is kept. The claim says which values
+    it was read on (the README's table shows it)."""
+    record.claim += f" (read on {settled} alone: the values kept for every model so far)"
     if record.verdict == "differs":
         record.evidence = f"fails already at {settled}, the values kept so far: {record.evidence}"
         return record
