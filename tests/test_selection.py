@@ -102,8 +102,9 @@ def test_each_experiment_uses_what_its_committed_validation_grid_chose():
 
 
 def test_the_runner_holds_back_the_validated_variant_until_its_grid_chose_what_the_catalog_uses(
-        tmp_path, monkeypatch):
-    from spectral_analysis.experiments import held_back, run_sweeps
+        tmp_path, monkeypatch, capsys):
+    from spectral_analysis.cli import main
+    from spectral_analysis.experiments import held_back
 
     catalog = tiny_catalog(tmp_path)
     (catalog / "tiny-rates.toml").write_text(RATES)
@@ -113,13 +114,14 @@ def test_the_runner_holds_back_the_validated_variant_until_its_grid_chose_what_t
     held = held_back(tiny, "paper", load_catalog(), results)
     assert list(held) == ["rnn"] and "rnn waits for tiny-rates, its validation grid" in held["rnn"]
     assert held_back(tiny, "smoke", load_catalog(), results) == {}  # CI's sizes are never held
-    reports: list[str] = []
-    (outcome,) = run_sweeps([tiny], "paper", only={"seed": "0"}, backend="processes", out=tmp_path / "runs",
-                            results=results, report=reports.append)
+    assert main(["run", "tiny", "--catalog", str(catalog), "--scale", "paper", "--only", "seed=0",
+                 "--backend", "processes", "--workers", "1", "--out", str(tmp_path / "runs"),
+                 "--results", str(results)]) == 0
+    text = capsys.readouterr().out
     rnn = sorted(t.key for t in tiny.trials("paper", only={"seed": "0"}) if t.variant == "rnn")
-    assert sorted(outcome.held) == rnn and outcome.ran and all(k.startswith("spectral") for k in outcome.ran)
-    assert not [r for r in read_rows(results, "tiny", "paper") if r["variant"] == "rnn"]
-    assert f"tiny (paper): {len(rnn)} trial(s) held back: rnn waits for tiny-rates" in "\n".join(reports)
+    assert {r["variant"] for r in read_rows(results, "tiny", "paper")} == {"spectral"}  # the rnn waits
+    assert f"tiny (paper): {len(rnn)} trial(s) held back: rnn waits for tiny-rates" in text
+    assert f"  held back: {held['rnn']} ({', '.join(rnn)})" in text
     _run_rates(tmp_path, catalog)
     chosen = selection(results, "tiny-rates").chosen["rnn"]
     other = next(v for v in (1e-4, 1e-2, 3.0) if v != chosen)
