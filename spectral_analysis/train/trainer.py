@@ -54,6 +54,7 @@ from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
 from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
 from spectral_analysis.train.config import OPTIMIZERS, TrainConfig
 from spectral_analysis.train.evaluation import RunLog, evaluate, model_outputs
+from spectral_analysis.train.gradients import clip_gradients
 from spectral_analysis.train.plateau import epochs_without_improvement, is_plateau, last_improvement_step
 from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
 from spectral_analysis.train.run_state import (
@@ -262,9 +263,13 @@ class Trainer:
             self._diverged(f"the training loss is {objective.item()}")
         self.optimizer.zero_grad(set_to_none=True)
         objective.backward()
-        grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip or math.inf))
-        if not math.isfinite(grad_norm):  # checked before the step: the weights stay the last good ones
-            self._diverged(f"the gradient norm is {grad_norm}")
+        gradient = clip_gradients(self.model.parameters(), self.config.clip)
+        grad_norm = gradient.value
+        if not math.isfinite(grad_norm) or (gradient.overflows and self.config.clip is None):
+            # checked before the step: the weights stay the last good ones
+            beyond = " (float32 cannot square it: the optimizer's running averages would turn inf)"
+            self._diverged(f"the gradient norm is {grad_norm:.4g}{beyond if gradient.overflows else ''}; the "
+                           f"training loss is {loss.item():.4g}")
         self.grad_norm_peak = max(self.grad_norm_peak, grad_norm)
         self.optimizer.step()
         self.model.constrain_()
