@@ -363,3 +363,65 @@ def test_kept_singular_values_thin_their_steps_to_fit_the_byte_cap(tmp_path):
         assert len(steps) == expected and steps[0] == 0 and steps[-1] == 20 * 199
         assert len(values) == matrices and np.array_equal(values[0][:, 0], steps / 20)
         assert (out / SINGULAR_VALUES_NAME).stat().st_size <= MAX_KEPT_SINGULAR_VALUE_BYTES + 2**14
+
+
+def _keep(trial, tmp_path, status):
+    from spectral_analysis.experiments.results import keep_trial
+
+    error = "TrainingDivergedError: the gradient norm is inf at step 8" if status == "failed" else None
+    return keep_trial(trial, tmp_path / "runs" / trial.key, tmp_path / "results", status=status, error=error,
+                      device="cpu", git_revision="test", wall_seconds=1.0)
+
+
+def test_the_zoo_keeps_the_lowest_seed_that_did_not_fail_whichever_ended_first(tmp_path):
+    """Seed 0 diverged: the zoo keeps seed 1's model, whether seed 0 failed before seed 1 was kept (kept
+    then) or after it (the sweep's end promotes seed 1 from its run directory)."""
+    import shutil
+
+    from spectral_analysis.experiments.results import promote_zoo_seeds
+
+    experiment, _ = run_tiny(tmp_path, tiny_catalog(tmp_path), seeds=2)
+    trials = {t.key: t for t in experiment.trials("smoke", seeds=2)}
+    s0, s1 = trials["rnn_length5_s0"], trials["rnn_length5_s1"]
+    kept = tmp_path / "results" / "tiny" / "smoke"
+    assert (kept / s0.key / "model.safetensors").is_file()
+    assert not (kept / s1.key / "model.safetensors").exists()
+    note = json.loads((kept / s1.key / "result.json").read_text())["checkpoint_note"]
+    assert note.endswith("keeps seed 0)")
+
+    def forget() -> None:
+        for trial in (s0, s1):
+            shutil.rmtree(kept / trial.key)
+
+    forget()  # seed 0 fails first: seed 1 is the zoo's seed when it is kept
+    _keep(s0, tmp_path, "failed")
+    row = _keep(s1, tmp_path, "done")
+    assert row["checkpoint"] == "model.safetensors"
+    assert (kept / s1.key / "singular_values.safetensors").is_file()
+
+    forget()  # seed 1 is kept first, without its model; seed 0 fails after
+    assert _keep(s1, tmp_path, "done")["checkpoint"] is None
+    _keep(s0, tmp_path, "failed")
+    assert not (kept / s1.key / "model.safetensors").exists()
+    runs = tmp_path / "sweep_runs"  # the runner's layout: <out>/<experiment>/<scale>/<trial>
+    (runs / "tiny").mkdir(parents=True)
+    shutil.copytree(tmp_path / "runs", runs / "tiny" / "smoke")
+    row_path = kept / s1.key / "result.json"
+    original = row_path.read_text()
+    row_path.write_text(json.dumps({**json.loads(original), "steps": 999}))  # the run dir holds another run
+    assert promote_zoo_seeds(tmp_path / "results", "tiny", "smoke", runs) == []
+    row_path.write_text(original)
+    assert promote_zoo_seeds(tmp_path / "results", "tiny", "smoke", runs) == [s1.key]
+    promoted = json.loads((kept / s1.key / "result.json").read_text())
+    assert promoted["checkpoint"] == "model.safetensors" and "checkpoint_note" not in promoted
+    assert (kept / s1.key / "singular_values.safetensors").is_file()
+    trained = load_checkpoint(tmp_path / "runs" / s1.key / "last.safetensors").model.state_dict()
+    zoo = load_checkpoint(kept / s1.key / "model.safetensors").model.state_dict()
+    assert all(torch.equal(trained[name], zoo[name]) for name in trained)
+    assert promote_zoo_seeds(tmp_path / "results", "tiny", "smoke", runs) == []  # done once
+    group = read_grid(tmp_path / "results", "tiny", scale="smoke").group("rnn", length=5)
+    assert group.checkpoint_seed() == 1 and group.checkpoint() == kept / s1.key / "model.safetensors"
+    # without run directories nothing is promoted; the other configurations keep seed 0's model
+    assert promote_zoo_seeds(tmp_path / "results", "tiny", "smoke", tmp_path / "elsewhere") == []
+    grid = read_grid(tmp_path / "results", "tiny", scale="smoke")
+    assert grid.group("rnn", length=7).checkpoint_seed() == 0

@@ -167,6 +167,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "held": outcome.held,
             "unfinished": outcome.unfinished,
             "failed": {r["trial"]: r["error"] for r in outcome.rows if r["status"] == "failed"},
+            "promoted": outcome.promoted,
             "kept": len(outcome.rows),
             "seconds": round(outcome.seconds, 1),
             "results": str(results_dir(args) / outcome.experiment / outcome.scale),
@@ -183,6 +184,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"  results: {s['results']} (summary.csv, summary.json; {s['kept']} trials kept)",
             ]
             lines += [f"  failed {trial}: {error}" for trial, error in s["failed"].items()]
+            if s["promoted"]:
+                lines.append(f"  the zoo now keeps the model of {', '.join(s['promoted'])} "
+                             "(a lower seed failed)")
             lines += [f"  held back: {why} ({', '.join(k for k, w in s['held'].items() if w == why)})"
                       for why in dict.fromkeys(s["held"].values())]
             if s["unfinished"]:

@@ -151,11 +151,19 @@ class Group:
         return Spread.over_seeds(np.array(self.final_per_seed(source, metric)))
 
     def checkpoint(self) -> Path | None:
-        """The kept checkpoint (seed 0), or ``None`` when the zoo did not keep one."""
-        for d in self.dirs:
-            if (d / CHECKPOINT_NAME).is_file():
-                return d / CHECKPOINT_NAME
-        return None
+        """The kept checkpoint (of the zoo's seed, :func:`~spectral_analysis.experiments.results.zoo_seed`),
+        or ``None`` when the zoo did not keep one."""
+        kept = self._checkpoint_row()
+        return None if kept is None else kept[0] / CHECKPOINT_NAME
+
+    def checkpoint_seed(self) -> int | None:
+        """The seed of :meth:`checkpoint` (seed 0 unless it failed), or ``None`` without one."""
+        kept = self._checkpoint_row()
+        return None if kept is None else kept[1]["seed"]
+
+    def _checkpoint_row(self) -> tuple[Path, dict[str, Any]] | None:
+        kept = zip(self.dirs, self.rows, strict=True)
+        return next(((d, r) for d, r in kept if (d / CHECKPOINT_NAME).is_file()), None)
 
     def singular_values(self) -> tuple[np.ndarray, list[np.ndarray]] | None:
         for d in self.dirs:

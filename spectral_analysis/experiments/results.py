@@ -10,8 +10,9 @@ A failed trial (a diverged run) keeps its row with the error, ``last_recorded_st
 singular values up to the failure.
 ``summary.csv`` and ``summary.json`` gather the rows of every trial of the scale.
 
-To keep ``results/`` small enough to commit, the checkpoint and the singular values are kept for seed 0
-of each configuration only, and the checkpoint only when its tensors take at most
+To keep ``results/`` small enough to commit, the checkpoint and the singular values are kept for one seed
+of each configuration only (:func:`zoo_seed`: seed 0, or the lowest seed above the ones that failed), and
+the checkpoint only when its tensors take at most
 :data:`MAX_KEPT_CHECKPOINT_BYTES` (a PTB vocabulary or a 100-layer MLP stays in its run directory; the
 row says so). The singular values keep fewer recorded steps where :data:`SINGULAR_VALUE_ROWS` of them
 would pass :data:`MAX_KEPT_SINGULAR_VALUE_BYTES` (a 100-layer net records 13,000 values a step, so its
@@ -38,13 +39,14 @@ from spectral_analysis.atomic import atomic_target, atomic_write_text
 from spectral_analysis.data.objectives import PRIMARY_METRIC
 from spectral_analysis.experiments.catalog import Trial
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, RESULT_NAME, trial_results_dir
-from spectral_analysis.train import load_checkpoint, save_checkpoint
+from spectral_analysis.train import Checkpoint, load_checkpoint, save_checkpoint
 from spectral_analysis.train.evaluation import RunLog
 from spectral_analysis.train.plateau import best_validation, is_plateau, last_improvement_step
 
 TRAIN_ROWS, VALID_ROWS, SINGULAR_VALUE_ROWS = 100, 50, 50
 MAX_KEPT_CHECKPOINT_BYTES, MAX_KEPT_SINGULAR_VALUE_BYTES = 1 << 19, 1 << 18
 CURVES_NAME, SINGULAR_VALUES_NAME = "curves.csv", "singular_values.safetensors"
+OTHER_SEED_NOTE = "kept in the run directory only (the zoo keeps seed"
 SUMMARY_COLUMNS = (
     "trial",
     "status",
@@ -240,8 +242,9 @@ def keep_trial(
         "wall_seconds": round(wall_seconds, 2),
     }
     lines = RunLog(run_dir / "metrics.jsonl").read()
+    zoo = zoo_seed(read_rows(results, trial.experiment, trial.scale), trial.variant, trial.axes, trial.seed)
     if lines:  # a failed run's too: a diverged trial's margins and gradients up to its divergence
-        if trial.seed == 0:
+        if trial.seed == zoo:
             _write_singular_values(lines, out / SINGULAR_VALUES_NAME)
         _write_curves(lines, out / CURVES_NAME)
     if status == "failed" and lines:
@@ -254,23 +257,7 @@ def keep_trial(
         valid = [x for x in lines if x["phase"] == "valid"]
         test = next((x for x in lines if x["phase"] == "test"), {})
         best, best_step = best_validation(valid, metric)
-        size = sum(t.numel() * t.element_size() for t in checkpoint.model.state_dict().values())
-        if trial.seed == 0 and size <= MAX_KEPT_CHECKPOINT_BYTES:
-            keep = {
-                k: v
-                for k, v in meta.items()
-                if k not in ("format", "format_version", "package_version", "model")
-            }
-            save_checkpoint(out / CHECKPOINT_NAME, checkpoint.model, keep)
-            row["checkpoint"] = CHECKPOINT_NAME
-        else:
-            row["checkpoint"] = None
-            row["checkpoint_note"] = (
-                f"kept in the run directory only ({size / 2**20:.1f} MB > "
-                f"{MAX_KEPT_CHECKPOINT_BYTES / 2**20:.1f} MB)"
-                if trial.seed == 0
-                else "kept in the run directory only (the zoo keeps seed 0)"
-            )
+        row.update(_keep_checkpoint(checkpoint, out, zoo if trial.seed == zoo else None, zoo))
         row.update(
             {
                 "metric": metric,
@@ -288,6 +275,64 @@ def keep_trial(
         )
     atomic_write_text(out / RESULT_NAME, json.dumps(row, indent=1))
     return row
+
+
+def zoo_seed(rows: list[dict[str, Any]], variant: str, axes: dict[str, Any],
+             replacing: int | None = None) -> int:
+    """The seed whose checkpoint and singular values the zoo keeps for the configuration ``variant, axes``:
+    the lowest seed not kept as failed among ``rows`` (seed 0 unless it diverged). ``replacing``: a seed
+    whose kept row is being rewritten (a retried failure), so its old row does not count."""
+    failed = {r["seed"] for r in rows if r["variant"] == variant and r["axes"] == axes
+              and r["status"] == "failed" and r["seed"] != replacing}
+    seed = 0
+    while seed in failed:
+        seed += 1
+    return seed
+
+
+def _keep_checkpoint(checkpoint: Checkpoint, out: Path, seed: int | None, zoo: int) -> dict[str, Any]:
+    """Write ``checkpoint``'s model (without the optimizer state) into the kept trial directory ``out`` when
+    ``seed`` is the zoo's seed (not ``None``) and it fits :data:`MAX_KEPT_CHECKPOINT_BYTES`; returns the
+    row's ``checkpoint`` field and, where none is kept, its ``checkpoint_note``."""
+    size = sum(t.numel() * t.element_size() for t in checkpoint.model.state_dict().values())
+    if seed is None:
+        return {"checkpoint": None, "checkpoint_note": f"{OTHER_SEED_NOTE} {zoo})"}
+    if size > MAX_KEPT_CHECKPOINT_BYTES:
+        limit = MAX_KEPT_CHECKPOINT_BYTES / 2**20
+        return {"checkpoint": None,
+                "checkpoint_note": f"kept in the run directory only ({size / 2**20:.1f} MB > {limit:.1f} MB)"}
+    drop = ("format", "format_version", "package_version", "model")
+    keep = {k: v for k, v in checkpoint.metadata.items() if k not in drop}
+    save_checkpoint(out / CHECKPOINT_NAME, checkpoint.model, keep)
+    return {"checkpoint": CHECKPOINT_NAME}
+
+
+def promote_zoo_seeds(results: str | Path, experiment: str, scale: str, runs: str | Path) -> list[str]:
+    """Keep the zoo's checkpoint and singular values for configurations whose seed 0 (or a later zoo seed)
+    failed after a higher seed was kept without them: from that seed's run directory under
+    ``runs/<experiment>/<scale>/``, when it still holds the run's last checkpoint at the kept step.
+    Returns the trial keys promoted."""
+    rows = read_rows(results, experiment, scale)
+    promoted = []
+    for row in rows:
+        left_to_another_seed = (row.get("checkpoint_note") or "").startswith(OTHER_SEED_NOTE)
+        if not left_to_another_seed or row["seed"] != zoo_seed(rows, row["variant"], row["axes"]):
+            continue
+        run_dir = Path(runs) / experiment / scale / row["trial"]
+        last = run_dir / "last.safetensors"
+        if not last.is_file():
+            continue
+        checkpoint = load_checkpoint(last)
+        if checkpoint.metadata.get("step") != row.get("steps"):
+            continue  # the run directory holds another run than the kept one
+        out = trial_results_dir(results, experiment, scale, row["trial"])
+        lines = RunLog(run_dir / "metrics.jsonl").read()
+        _write_singular_values(lines, out / SINGULAR_VALUES_NAME)
+        kept = {k: v for k, v in row.items() if k != "checkpoint_note"}
+        kept.update(_keep_checkpoint(checkpoint, out, row["seed"], row["seed"]))
+        atomic_write_text(out / RESULT_NAME, json.dumps(kept, indent=1))
+        promoted.append(row["trial"])
+    return promoted
 
 
 def _scalars(line: dict[str, Any]) -> dict[str, float]:

@@ -58,6 +58,7 @@ from spectral_analysis.experiments.results import (
     keep_trial,
     kept_row_stands,
     outcome_text,
+    promote_zoo_seeds,
     read_rows,
     write_summary,
 )
@@ -96,6 +97,7 @@ class SweepOutcome:
     held: dict[str, str] = field(default_factory=dict)  # trial key -> why a validation grid holds it back
     unfinished: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    promoted: list[str] = field(default_factory=list)  # trials the zoo keeps the model of now (seed 0 failed)
     seconds: float = 0.0  # wall time of the whole run (one grid for every experiment of a call)
 
 
@@ -371,6 +373,7 @@ def run_sweeps(
         elif status != "done":
             outcome.failed.append(key)
     for outcome in outcomes.values():
+        outcome.promoted = promote_zoo_seeds(results, outcome.experiment, outcome.scale, out)
         outcome.rows = (write_summary(results, outcome.experiment, outcome.scale)
                         if read_rows(results, outcome.experiment, outcome.scale) else [])
         outcome.failed = sorted({r["trial"] for r in outcome.rows if r["status"] == "failed"}

@@ -8,7 +8,7 @@ Accuracy is the test accuracy of each seed; claims are judged over seeds (:func:
 "trains" when its test accuracy reaches :data:`TRAINS` (chance is 0.1). Each model's forward gain
 ``log10 ||h_L|| / ||h_0||`` (mean over 200 test images) says how much the signal shrinks or grows through
 the depth: at init, of the net the first kept seed started from (rebuilt from its configuration and seed,
-as the trainer built it), and trained, where the zoo kept a checkpoint (seed 0; deep MLPs at width 128
+as the trainer built it), and trained, where the zoo kept a checkpoint (the zoo's seed; deep MLPs at width 128
 are too large to keep: NaN).
 """
 
@@ -80,7 +80,7 @@ def start_model(row: dict, task: TaskData) -> torch.nn.Module:
 
 
 def _gains(group: Group, task: TaskData, probe: torch.Tensor) -> tuple[float, float]:
-    """Forward gain of the net the first kept seed started from, and of the kept trained net (seed 0;
+    """Forward gain of the net the first kept seed started from, and of the kept trained net (the zoo's seed;
     NaN where the zoo kept no checkpoint)."""
     at_init = forward_gain(start_model(group.rows[0], task), probe)
     checkpoint_path = group.checkpoint()

@@ -1,6 +1,7 @@
-"""The figures that run the analyzers on kept checkpoints (seed 0) rather than reading curves: Theorem 5's
-G(w) against T, Jacobian products, Lyapunov spectra and singular values over training (``zoo-addition``),
-and KRU's Fig. 6 (``kru-amplitude``: ||W||_2 and rho(W) against the soft unitary amplitude)."""
+"""The figures that run the analyzers on kept checkpoints (the zoo's seed) rather than reading curves:
+Theorem 5's G(w) against T, Jacobian products, Lyapunov spectra and singular values over training
+(``zoo-addition``), and KRU's Fig. 6 (``kru-amplitude``: ||W||_2 and rho(W) against the soft unitary
+amplitude)."""
 
 from __future__ import annotations
 
@@ -30,15 +31,16 @@ BOUND_LENGTHS = (10, 30, 100, 300, 1000)
 
 def analyzers(results: Path, out: Path) -> list[Drawn]:
     """G(w) against T, Jacobian decay, Lyapunov spectra and singular values over training, from the
-    kept checkpoints of zoo-addition (seed 0; float64)."""
+    kept checkpoints of zoo-addition (the zoo's seed; float64)."""
     grid = read_grid(results, "zoo-addition")
     if grid is None:
         return []
-    log10_G, jacobians, lyapunov = {}, {}, {}
+    log10_G, jacobians, lyapunov, seeds = {}, {}, {}, set()
     for g in grid.groups:
         path = g.checkpoint()
         if path is None:
             continue
+        seeds.add(g.checkpoint_seed())
         checkpoint = load_checkpoint(path)
         task = checkpoint_task(checkpoint.metadata)
         x, _ = sample_batch(task, task_split(task, "test"), 8, seed=0)
@@ -48,7 +50,8 @@ def analyzers(results: Path, out: Path) -> list[Drawn]:
         if g.variant != "lstm":
             subject = load(path)
             log10_G[g.variant] = {T: bound_report(subject, length=T)["log10_G"] for T in BOUND_LENGTHS}
-    size = f"n = {grid.groups[0].rows[0]['hidden']}, addition T = 100; {grid.stamp()} kept, drawn: seed 0"
+    size = (f"n = {grid.groups[0].rows[0]['hidden']}, addition T = 100; {grid.stamp()} kept, "
+            f"drawn: seed {', '.join(map(str, sorted(seeds)))}")
     drawn = [
         save_figure(plot_bound_growth(log10_G, f"Theorem 5's G(w) against T, trained weights "
                                               f"({size})").figure, out / "bound_vs_T.png"),
@@ -74,9 +77,10 @@ def kru_amplitude(results: Path, out: Path) -> list[Drawn]:
     if grid is None:
         return []
     amplitudes = sorted(grid.values("penalty"))
-    norms, radii, validation = [], [], []
+    norms, radii, validation, seeds = [], [], [], set()
     for a in amplitudes:
         group = grid.group("kru", penalty=a)
+        seeds.add(group.checkpoint_seed())
         W = (
             load_checkpoint(group.checkpoint())
             .model.transitions[0]
@@ -93,7 +97,8 @@ def kru_amplitude(results: Path, out: Path) -> list[Drawn]:
     }
     row = grid.groups[0].rows[0]
     title = (
-        f"KRU Fig. 6 on {row['task']}: n = {row['hidden']} (seed 0; final validation {row['metric']} "
+        f"KRU Fig. 6 on {row['task']}: n = {row['hidden']} (seed {', '.join(map(str, sorted(seeds)))}; "
+        f"final validation {row['metric']} "
         + ", ".join(f"{m:.3g}" for m in validation)
         + f"; {grid.stamp()})"
     )
