@@ -150,7 +150,8 @@ def test_experimental_checks_read_the_committed_results_through_the_gate():
         assert record.seeds == seeds
         stale = re.search(r"(\d+) of \d+ kept trials do not stand for the catalog's current entry",
                           record.evidence)
-        judged = scale == "paper" and seeds >= MIN_SEEDS and stale is None
+        on_first_steps = "which these runs share with the paper scale's" in record.evidence
+        judged = (scale == "paper" or on_first_steps) and seeds >= MIN_SEEDS and stale is None
         assert (record.verdict != "unverified") == judged, record.evidence[:120]
     assert "gradient w.r.t. first cell of oRNN/Spectral-RNN does not vanish" in records[0].claim
 
@@ -159,13 +160,44 @@ def test_the_fig4_margin_check_says_when_irnns_margin_first_passes_r_or_that_it_
     grid = read_grid(ROOT / "results", "fig3-mnist")
     irnn = grid.group("irnn", task="mnist", pixels_per_step=1)
     steps, values = irnn.curve("train", "spectral_margin", with_failed=True)
-    above = values.mean > 0.1
+    above = (values.mean > 0.1) & (steps <= experiments.FIG4_STEPS)  # read on the first epoch
     expected = (f"above r = 0.1 from step {int(steps[above.argmax()])}" if above.any()
                 else "never above r = 0.1")
-    evidence = experiments.margin_record().evidence
-    assert expected in evidence and "None" not in evidence
+    record = experiments.margin_record()
+    assert expected in record.evidence and "None" not in record.evidence
+    assert record.numbers["max_margin"]["irnn"] == pytest.approx(
+        np.nanmax(values.mean[steps <= experiments.FIG4_STEPS]))
     for row in irnn.failed_rows:  # a diverged seed counts with its record up to its divergence
-        assert str(row["last_recorded_step"]) in evidence and "diverged later" in evidence
+        assert str(row["last_recorded_step"]) in record.evidence and "diverged and count" in record.evidence
+
+
+def test_a_claim_about_the_first_steps_is_judged_on_budget_runs_only_where_they_are_the_papers_cut_short():
+    from copy import deepcopy
+
+    from spectral_analysis.checks import CheckRecord
+    from spectral_analysis.paper.kept import judged_on_first_steps, paper_prefix_gap
+
+    grid = read_grid(ROOT / "results", "fig3-mnist", scale="budget")
+    groups = [grid.group(m, task="mnist", pixels_per_step=1) for m in ("irnn", "spectral")]
+    assert paper_prefix_gap(grid, groups, 390) is None  # epochs and max_steps differ, nothing else
+    assert paper_prefix_gap(grid, groups, 1000).endswith("_s1 ended at step 780, before step 1000")
+
+    def record() -> CheckRecord:
+        return CheckRecord("src", "claim", "differs", "the margins", {})
+
+    judged = judged_on_first_steps(grid, record(), groups, 390, seeds=3)
+    assert judged.verdict == "differs" and "read on the first 390 steps" in judged.evidence
+    assert judged_on_first_steps(grid, record(), groups, 1000, seeds=3).verdict == "unverified"
+    assert judged_on_first_steps(grid, record(), groups, 390, seeds=2).verdict == "unverified"
+    changed = deepcopy(groups)
+    changed[1].rows[2]["config"]["lr"] = 0.01  # a budget run of another learning rate is not the paper's
+    assert paper_prefix_gap(grid, changed, 390) == (
+        "spectral_taskmnist_pixels_per_step1_s2 differs from its paper-scale trial in lr")
+    assert judged_on_first_steps(grid, record(), changed, 390, seeds=3).verdict == "unverified"
+    smoke = read_grid(ROOT / "results", "fig3-mnist", scale="smoke")
+    smoke_groups = [smoke.group("irnn", task="mnist", pixels_per_step=1)]
+    assert "differs from its paper-scale trial in" in paper_prefix_gap(smoke, smoke_groups, 1)
+    assert judged_on_first_steps(smoke, record(), smoke_groups, 1, seeds=3).verdict == "unverified"
 
 
 def test_each_fig3_panel_counts_its_own_seeds_not_the_grids_fewest():

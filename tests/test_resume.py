@@ -135,3 +135,26 @@ def test_a_second_writer_is_refused_and_a_torn_log_line_is_repaired(tmp_path):
     log.write_text('{"step": "two", "phase": "train"}\n')
     with pytest.raises(ValueError, match="line 1: field step"):
         train(config, resume=True)
+
+
+def test_a_shorter_run_is_the_longer_runs_beginning(tmp_path):
+    """What lets a budget scale's runs stand for the paper runs' first steps (paper.kept's
+    judged_on_first_steps): the same configuration trained for 2 epochs or for 4 (with a cap past them)
+    has the same weights, optimizer state and records at the end of epoch 2, the per-epoch decay and the
+    evaluations included."""
+    common = dict(steps=None, lr_decay=0.5, checkpoint_every=10)
+    train(small_config(tmp_path / "short", epochs=2, **common))
+    train(small_config(tmp_path / "long", epochs=4, max_steps=80, **common))
+    short = load_checkpoint(tmp_path / "short" / "last.safetensors")
+    long = load_checkpoint(tmp_path / "long" / "checkpoints" / "step-000020.safetensors")
+    assert short.metadata["step"] == long.metadata["step"] == 20
+    assert short.tensors.keys() == long.tensors.keys()
+    assert all(torch.equal(short.tensors[k], long.tensors[k]) for k in short.tensors)
+
+    def records(out, phase):
+        return [{k: v for k, v in line.items() if k != "time"} for line in log_lines(out)
+                if line["phase"] == phase and line["step"] <= 20]
+
+    assert records(tmp_path / "short", "train") == records(tmp_path / "long", "train")
+    long_valid = records(tmp_path / "long", "valid")  # the short run evaluates at its last step too
+    assert [r for r in records(tmp_path / "short", "valid") if r["step"] < 20] == long_valid != []

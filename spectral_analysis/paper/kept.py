@@ -4,6 +4,9 @@ A check reads its experiment through :func:`~spectral_analysis.experiments.readi
 trains). It gets ``holds`` or ``differs`` only from the paper scale with at least :data:`MIN_SEEDS` seeds
 and no stale trial (a kept row the catalog's current entry would retrain); otherwise the verdict is
 ``unverified`` and the evidence says what the kept runs show and which command would produce the evidence.
+One exception (:func:`judged_on_first_steps`): a claim about the first steps of training only is judged on a
+budget grid whose runs are the paper's configurations and seeds cut short, since their first steps are the
+paper runs' first steps.
 """
 
 from __future__ import annotations
@@ -11,11 +14,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_settled, read_variants, seeds_text
+from spectral_analysis.experiments.catalog import find_experiment
+from spectral_analysis.experiments.reading import (
+    Group,
+    KeptGrid,
+    read_grid,
+    read_settled,
+    read_variants,
+    seeds_text,
+)
 from spectral_analysis.experiments.results import plateau_count
 from spectral_analysis.io import default_results_dir
 
 MIN_SEEDS = 3
+TRAINING_LENGTH = ("steps", "epochs", "max_steps")  # what a budget scale may cut; nothing else may differ
 
 
 def kept_grid(experiment: str, results: str | Path | None = None) -> KeptGrid | None:
@@ -74,12 +86,16 @@ def records_from_readers(readers) -> list[CheckRecord]:  # noqa: ANN001 (experim
     return records
 
 
-def gate(grid: KeptGrid, verdict: str, evidence: str, seeds: int | None = None) -> tuple[str, str]:
-    """``(verdict, evidence)``: the verdict when the grid is at paper scale with enough seeds (``seeds``:
-    those of the configurations the claim reads, default every configuration's) and no stale trial, else
+def gate(grid: KeptGrid, verdict: str, evidence: str, seeds: int | None = None,
+         first_steps: str | None = None) -> tuple[str, str]:
+    """``(verdict, evidence)``: the verdict when the grid is at paper scale (or, ``first_steps`` saying
+    why, stands for its first steps: :func:`judged_on_first_steps`) with enough seeds (``seeds``: those of
+    the configurations the claim reads, default every configuration's) and no stale trial, else
     ``unverified`` with the evidence prefixed by why."""
     seeds = grid.seeds if seeds is None else seeds
     stamp = f"{grid.scale_label}; {seeds_text([seeds])}"
+    if first_steps and seeds >= MIN_SEEDS and not grid.stale:
+        return verdict, f"{stamp}; {first_steps}: {evidence}"
     if grid.scale == "paper" and seeds >= MIN_SEEDS and not grid.stale:
         return verdict, f"{stamp}: {evidence}"
     if grid.scale != "paper":
@@ -94,14 +110,52 @@ def gate(grid: KeptGrid, verdict: str, evidence: str, seeds: int | None = None) 
     )
 
 
-def judged(grid: KeptGrid, record: CheckRecord, seeds: int | None = None) -> CheckRecord:
+def judged(grid: KeptGrid, record: CheckRecord, seeds: int | None = None,
+           first_steps: str | None = None) -> CheckRecord:
     """``record`` with its verdict and evidence passed through :func:`gate` and the scale and seeds
     noted (``seeds``: of the configurations the claim reads, default the grid's fewest)."""
-    record.verdict, record.evidence = gate(grid, record.verdict, record.evidence, seeds)
+    record.verdict, record.evidence = gate(grid, record.verdict, record.evidence, seeds, first_steps)
     record.scale, record.seeds = grid.scale, grid.seeds if seeds is None else seeds
     record.plateaued = plateau_count([row for group in grid.groups for row in group.rows])
     record.stale = f"{len(grid.stale)}/{grid.kept}" if grid.stale else None
     return record
+
+
+def paper_prefix_gap(grid: KeptGrid, groups: list[Group], steps: int) -> str | None:
+    """Why the kept runs of ``groups`` (failed seeds included) are not the first ``steps`` steps of the
+    catalog's paper-scale runs of the same keys, or ``None`` when they are: the same configuration but for
+    :data:`TRAINING_LENGTH`, and each done run trained at least ``steps`` steps (a run that diverged
+    earlier counts with its whole record). The trainer's batches depend on seed and step alone and its
+    learning rate on the epoch, so on one machine a shorter run is the longer one's beginning, bit for bit
+    (tests/test_resume.py); on another device rounding separates the two after some tens of steps, and
+    the runs are draws of the same beginning."""
+    try:
+        paper = {t.key: t for t in find_experiment(grid.experiment).trials("paper")}
+    except ValueError:
+        return f"{grid.experiment!r} is not in the catalog"
+    for row in (row for g in groups for row in [*g.rows, *g.failed_rows]):
+        trial = paper.get(row["trial"])
+        if trial is None:
+            return f"{row['trial']} has no paper-scale trial"
+        kept = row.get("config") or {}
+        fields = sorted(k for k in (kept.keys() | trial.config.keys()) - set(TRAINING_LENGTH)
+                        if kept.get(k) != trial.config.get(k))
+        if fields:
+            return f"{row['trial']} differs from its paper-scale trial in {', '.join(fields)}"
+        if row["status"] == "done" and row["steps"] < steps:
+            return f"{row['trial']} ended at step {row['steps']}, before step {steps}"
+    return None
+
+
+def judged_on_first_steps(grid: KeptGrid, record: CheckRecord, groups: list[Group], steps: int,
+                          seeds: int | None = None) -> CheckRecord:
+    """:func:`judged` for a claim about the first ``steps`` steps of training alone, which a budget grid
+    decides when its runs of ``groups`` are the paper's runs cut short (:func:`paper_prefix_gap`)."""
+    if grid.scale != "budget" or paper_prefix_gap(grid, groups, steps) is not None:
+        return judged(grid, record, seeds)
+    why = (f"read on the first {steps} steps, which these runs share with the paper scale's (the same "
+           "configurations and seeds, trained for fewer steps)")
+    return judged(grid, record, seeds, first_steps=why)
 
 
 def beats(winner: list[float], loser: list[float], higher_is_better: bool = True) -> str:
