@@ -404,3 +404,40 @@ def test_a_check_does_not_judge_from_trials_the_current_catalog_entry_would_retr
     assert verdict == "unverified" and "would read 'holds'" in evidence
     assert "2 of 12 kept trials" in evidence and "differ in hidden, max_steps" in evidence
     assert grid.stamp().endswith("2 of 12 trials stale")
+
+
+def _fig4_trials(root, gradients):
+    """Kept paper-scale pixel-MNIST 784 trials of fig3-mnist: per model, each seed's ||dL/dh0|| as a
+    function of the step, recorded every half epoch for 10 epochs."""
+    for model, per_seed in gradients.items():
+        for seed, gradient in enumerate(per_seed):
+            curves = [f"train,{step},,{gradient(step)},0.0" for step in range(195, 3901, 195)]
+            fake_trial(root, "fig3-mnist", "paper", f"{model}_mnist1_s{seed}", model,
+                       {"task": "mnist", "pixels_per_step": 1}, seed, curves, 0.5)
+
+
+def test_fig4_gradient_claims_are_read_per_seed_and_can_come_out_either_way(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()  # a catalog without fig3-mnist: the made-up grid counts as complete
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+    several = experiments.SEVERAL_EPOCHS * experiments.FIG4_STEPS
+
+    def after(early, late):
+        return lambda step: early if step <= several else late
+
+    stable = after(1e-3, 2e-2)
+    _fig4_trials(tmp_path, {"rnn": [after(0.0, 1e-3), after(1e-12, 1e-3), after(0.0, 0.5)],
+                            "lstm": [after(1e-3, 5.0)] * 3, "ornn": [stable] * 3, "spectral": [stable] * 3})
+    rnn, lstm, stable_pair = experiments.fig4_gradient_records()
+    assert [rnn.verdict, lstm.verdict, stable_pair.verdict] == ["holds"] * 3
+    assert "first 3 epochs" in rnn.claim and rnn.quote == experiments.FIG4_GRADIENT_QUOTE
+    assert "rnn median 0.00e+00" in rnn.evidence and "as claimed in 3 of 3 seeds" in lstm.evidence
+
+    shutil.rmtree(tmp_path / "fig3-mnist")  # the RNN's gradient is alive early; one LSTM seed explodes
+    _fig4_trials(tmp_path, {"rnn": [after(1e-4, 1e-3)] * 3,  # from the start; an oRNN seed vanishes late
+                            "lstm": [after(1e-3, 5.0), after(2.0, 5.0), after(1e-3, 0.1)],
+                            "ornn": [stable, stable, after(1e-3, 1e-9)], "spectral": [stable] * 3})
+    rnn, lstm, stable_pair = experiments.fig4_gradient_records()
+    assert [rnn.verdict, lstm.verdict, stable_pair.verdict] == ["differs", "inconclusive", "inconclusive"]
+    assert "as claimed in 1 of 3 seeds" in lstm.evidence
+    assert "as claimed in 5 of 6 seeds" in stable_pair.evidence

@@ -6,7 +6,10 @@
 - Section 7.2 (Fig. 4): "Although IRNN has small spectral margin at first few iterations, it quickly
   deviates from being orthogonal", against Spectral-RNN's margin, which Eq. 7 keeps within r, from the
   pixel-MNIST 784-step trials of ``fig3-mnist``, read on the first epoch (:data:`FIG4_STEPS`): a claim
-  about the start of training, which the budget grid's runs (the paper's, cut to 2 of 20 epochs) decide.
+  about the start of training, which the budget grid's runs (the paper's, cut to 2 of 20 epochs) decide;
+- Section 7.2 (Fig. 4): "RNN suffers from vanishing gradient at first several epochs, LSTM's gradient
+  explode after several epochs while oRNN and Spectral-RNN have much more stable gradients", as three
+  records on the same trials' ||dL/dh^(0)|| (:func:`fig4_gradient_records`).
 """
 
 from __future__ import annotations
@@ -14,14 +17,28 @@ from __future__ import annotations
 import numpy as np
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.paper.kept import judged, judged_on_first_steps, kept_grid, missing_record
+from spectral_analysis.experiments.reading import Group, KeptGrid
+from spectral_analysis.experiments.results import read_curves
+from spectral_analysis.paper.kept import (
+    judged,
+    judged_on_first_steps,
+    kept_grid,
+    kept_variants,
+    missing_record,
+)
 
 VANISHED = 1e-8  # ||dL/dh0|| below this counts as vanished
 FIG4_STEPS = 390  # "quickly": within the first of the grid's 20 epochs (50,000 images, batch 128)
+SEVERAL_EPOCHS = 3  # "at first several epochs", "after several epochs": the first 3 epochs, 1170 steps
+EXPLODED = 1.0  # ||dL/dh0|| above this counts as exploded (the loss per example is of order 1)
 FIG1_SOURCE, FIG4_SOURCE = "ICML Section 7.1 (Fig. 1, L = 300)", "ICML Section 7.2 (Fig. 4)"
 FIG1_CLAIM = (
     "the gradient w.r.t. first cell of oRNN/Spectral-RNN does not vanish regardless of the depth, "
     "while IRNN/LSTM's gradients vanish as L becomes lager"
+)
+FIG4_GRADIENT_QUOTE = (
+    "RNN suffers from vanishing gradient at first several epochs, LSTM's gradient explode after several "
+    "epochs while oRNN and Spectral-RNN have much more stable gradients"
 )
 FIG4_CLAIM = (
     "Although IRNN has small spectral margin at first few iterations, it quickly deviates from "
@@ -111,6 +128,75 @@ def margin_record() -> CheckRecord:
     return judged_on_first_steps(grid, record, groups, FIG4_STEPS, min(seeds, default=0))
 
 
+def _seed_gradients(group: Group, with_failed: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each seed's ``(steps, ||dL/dh0||)`` training records (``with_failed``: the diverged seeds' too, up
+    to their divergence)."""
+    dirs = [*group.dirs, *(group.failed_dirs if with_failed else [])]
+    return [(c["step"], c["grad_h0_norm"]) for c in (read_curves(d)["train"] for d in dirs)]
+
+
+def _split_text(outcomes: list[bool]) -> str:
+    """``holds`` when every seed shows the claim, ``differs`` when none does, else ``inconclusive``."""
+    return "holds" if all(outcomes) else "differs" if not any(outcomes) else "inconclusive"
+
+
+def _fig4_group(grid: KeptGrid, model: str) -> Group | None:
+    return grid.group(model, task="mnist", pixels_per_step=1)
+
+
+def fig4_gradient_records() -> list[CheckRecord]:
+    """The three parts of Fig. 4's gradient claim on pixel MNIST at 784 steps, per seed (holds when every
+    seed shows it, differs when none does): the RNN's median ||dL/dh0|| over the first
+    :data:`SEVERAL_EPOCHS` epochs below :data:`VANISHED` (a claim about the start of training:
+    :func:`judged_on_first_steps`); the LSTM's at most :data:`EXPLODED` in those epochs and above it
+    after them; oRNN's and Spectral-RNN's within [VANISHED, EXPLODED] at every record of training."""
+    epochs = SEVERAL_EPOCHS * FIG4_STEPS
+    parts = [
+        ("rnn", "RNN's gradient at the first cell vanishes during the first several epochs (pixel MNIST, "
+                f"784 steps; the first {SEVERAL_EPOCHS} epochs)"),
+        ("lstm", "LSTM's gradient at the first cell explodes after several epochs (pixel MNIST, 784 steps; "
+                 f"above {EXPLODED:g} after the first {SEVERAL_EPOCHS} epochs, not within them)"),
+        ("ornn,spectral", "oRNN's and Spectral-RNN's gradients at the first cell stay stable: neither "
+                          f"vanish nor explode (pixel MNIST, 784 steps; within [{VANISHED:g}, {EXPLODED:g}] "
+                          "at every record)"),
+    ]
+    records = []
+    for models, claim in parts:
+        names = models.split(",")
+        grid = kept_variants("fig3-mnist", set(names)) or kept_grid("fig3-mnist")
+        groups = [g for g in (_fig4_group(grid, m) for m in names) if g is not None] if grid else []
+        if len(groups) < len(names):
+            records.append(missing_record(FIG4_SOURCE, claim, "fig3-mnist", FIG4_GRADIENT_QUOTE))
+            continue
+        texts, outcomes, last = [], [], 0
+        for group in groups:
+            for steps, grad in _seed_gradients(group, with_failed=models == "rnn"):
+                last = max(last, int(steps[-1]))
+                early, late = grad[steps <= epochs], grad[steps > epochs]
+                if models == "rnn":
+                    value = float(np.nanmedian(early))
+                    outcomes.append(value < VANISHED)
+                    texts.append(f"{group.variant} median {value:.2e}")
+                elif models == "lstm":
+                    before, after = float(np.nanmax(early)), float(np.nanmax(late)) if len(late) else np.nan
+                    outcomes.append(before <= EXPLODED < after)
+                    texts.append(f"lstm max {before:.2e} within, {after:.2e} after")
+                else:
+                    low, high = float(np.nanmin(grad)), float(np.nanmax(grad))
+                    outcomes.append(low >= VANISHED and high <= EXPLODED)
+                    texts.append(f"{group.variant} {low:.2e} to {high:.2e}")
+        evidence = (f"||dL/dh^(0)|| per seed (one epoch = {FIG4_STEPS} steps; records to step {last}): "
+                    + "; ".join(texts)
+                    + f"; as claimed in {sum(outcomes)} of {len(outcomes)} seeds")
+        record = CheckRecord(FIG4_SOURCE, claim, _split_text(outcomes), evidence,
+                             {"as_claimed": outcomes, "vanished_below": VANISHED, "exploded_above": EXPLODED},
+                             quote=FIG4_GRADIENT_QUOTE)
+        seeds = min(g.seeds + (len(g.failed_dirs) if models == "rnn" else 0) for g in groups)
+        records.append(judged_on_first_steps(grid, record, groups, epochs, seeds) if models == "rnn"
+                       else judged(grid, record, seeds))
+    return records
+
+
 def run(quick: bool = True) -> list[CheckRecord]:
-    """Both claims from kept results (``quick`` is accepted for the common interface; nothing trains)."""
-    return [gradient_record(), margin_record()]
+    """Every claim from kept results (``quick`` is accepted for the common interface; nothing trains)."""
+    return [gradient_record(), margin_record(), *fig4_gradient_records()]
