@@ -460,3 +460,26 @@ def test_kru_ptb_claims_read_bits_per_character_from_the_test_cross_entropy(tmp_
     assert (worse.verdict, close.verdict) == ("differs", "differs")
     keep({"kru-993": [1.52, 1.40, 1.60]})  # 0.07 from the LSTM's mean, but the seeds overlap
     assert kru_ptb.run()[1].verdict == "inconclusive"
+
+
+def test_the_copy_claim_that_rnn_and_lstm_sit_at_the_baseline_reads_each_seed(tmp_path, monkeypatch):
+    from experiment_fixtures import fake_trial
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()  # a catalog without fig2-copy: the made-up grid counts as complete
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+    baseline = synthetic_tasks.copy_baseline(200)
+
+    def keep(lstm_share):
+        shutil.rmtree(tmp_path / "fig2-copy", ignore_errors=True)
+        for model, share in (("rnn", [1.0, 1.01, 0.99]), ("lstm", lstm_share), ("spectral", [0.5] * 3)):
+            for seed, value in enumerate(share):
+                fake_trial(tmp_path, "fig2-copy", "paper", f"{model}_length200_s{seed}", model,
+                           {"length": 200}, seed, ["valid,1,0.5,,"], value * baseline, metric="cross_entropy")
+        return synthetic_tasks.run()[-1]
+
+    record = keep([1.02, 0.97, 1.0])
+    assert record.verdict == "holds" and "seeds within rnn 3 of 3, lstm 3 of 3" in record.evidence
+    assert record.quote == synthetic_tasks.CLOSE_QUOTE
+    assert keep([1.02, 0.6, 1.0]).verdict == "inconclusive"  # one LSTM seed learned something
+    assert keep([0.6, 0.5, 0.7]).verdict == "differs"  # every LSTM seed far below the baseline
