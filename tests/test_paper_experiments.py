@@ -162,3 +162,27 @@ def test_plain_failure_depths_read_every_kept_seed_while_an_svd_cell_has_one(tmp
     assert [r.claim.split()[1] for r in plain] == ["mlp", "resnet"]
     assert all(r.scale == "paper" and r.seeds == 3 and r.verdict != "unverified" for r in plain)
     assert all(r.seeds == 1 and r.verdict == "unverified" for r in records if r not in plain)
+
+
+def test_the_shallow_fig5_claims_compare_seeds_with_resnet_and_mlps_early_accuracy():
+    from experiment_fixtures import ROOT
+
+    from spectral_analysis.experiments.reading import read_grid
+    from spectral_analysis.paper.depth import shallow_records, similar
+    from spectral_analysis.paper.kept import every
+    from spectral_analysis.paper.svdrnn_leak import early_accuracies
+
+    assert similar([0.95, 0.96], [0.96, 0.97]) == "holds"  # within 0.02 of ResNet's range
+    assert similar([0.94, 0.96], [0.965, 0.975]) == "inconclusive"  # one seed 0.025 below
+    assert similar([0.90, 0.92], [0.965, 0.975]) == "differs"  # every seed more than 0.02 below
+    assert similar([1.0, 1.0], [0.90, 0.95]) == "differs"  # better by more counts as dissimilar too
+    grid = read_grid(ROOT / "results", "fig5-depth")
+    every_layer, plain_ends, slower = shallow_records(grid, "kept")
+    assert "(L = 30)" in slower.claim and "plain input and output layers" in plain_ends.claim
+    mlp = early_accuracies(grid.group("mlp", num_layers=30))
+    resnet = early_accuracies(grid.group("resnet", num_layers=30))
+    assert slower.numbers["early_validation_accuracy"]["mlp"] == pytest.approx(mlp)
+    assert ("resnet holds" in slower.evidence) == (min(resnet) > max(mlp))
+    accuracies = every_layer.numbers["test_accuracy"]
+    expected = [similar(accuracies[n], accuracies["resnet"]) for n in ("spectral-mlp", "spectral-resnet")]
+    assert every_layer.verdict == every(expected)

@@ -33,6 +33,7 @@ from spectral_analysis.paper.kept import (
     missing_record,
     spread_text,
 )
+from spectral_analysis.paper.svdrnn_leak import EARLY_EVALUATIONS, early_accuracies
 from spectral_analysis.train import load_checkpoint
 from spectral_analysis.vocabulary import DEFAULT_LEAK
 
@@ -41,6 +42,8 @@ READINGS = {"": "every layer SVD-parameterized", PLAIN_ENDS: "plain input and ou
 SOURCE = "ICML Section 7.2 (Fig. 5)"
 TRAINS = 0.5  # the test accuracy a net must reach to count as trained on MNIST (chance: 0.1)
 RESILIENCE_TOLERANCE = 0.02  # accuracy an SVD net may lose beyond its plain twin and still count as resilient
+SHALLOW_QUOTE = ("On a shallow network, Spectral-MLP and Spectral-ResNet achieve similar performance as "
+                 "ResNet while MLP's convergence is slower")
 STATED_FAILURE_DEPTHS = {"mlp": 35, "resnet": 70}  # "MLP is not able to function around L ~ 35 and ResNet
 # with L ~ 70"
 
@@ -211,6 +214,48 @@ def records_from_runs(runs: dict[str, dict[int, DepthRun]], size: str) -> list[C
     return records
 
 
+def similar(accuracies: list[float], reference: list[float], tolerance: float = RESILIENCE_TOLERANCE) -> str:
+    """``holds`` when every seed lies within ``tolerance`` of the reference seeds' range, ``differs`` when
+    the two ranges are more than ``tolerance`` apart, else ``inconclusive``."""
+    low, high = min(reference) - tolerance, max(reference) + tolerance
+    if low <= min(accuracies) and max(accuracies) <= high:
+        return "holds"
+    return "differs" if max(accuracies) < low or min(accuracies) > high else "inconclusive"
+
+
+def shallow_records(grid: KeptGrid, size: str) -> list[CheckRecord]:
+    """At the shallowest L: the SVD nets' test accuracy :func:`similar` to ResNet's (in both readings),
+    and MLP converging slower than every other net (each seed's mean validation accuracy over the first
+    :data:`EARLY_EVALUATIONS` evaluations, compared by :func:`beats`)."""
+    depth = min(grid.values("num_layers"))
+    groups = {g.variant: g for g in grid.groups if int(g.axes["num_layers"]) == depth}
+    resnet = groups["resnet"].final_per_seed()
+    records = []
+    for suffix, reading in READINGS.items():
+        names = [f"spectral-{p}{suffix.replace(PLAIN_ENDS, '-plain-ends')}" for p in ("mlp", "resnet")]
+        outcomes = {n: similar(groups[n].final_per_seed(), resnet) for n in names}
+        records.append(CheckRecord(
+            SOURCE, f"on a shallow net (L = {depth}) Spectral-MLP and Spectral-ResNet reach a test accuracy "
+                    f"similar to ResNet's: every seed within {RESILIENCE_TOLERANCE} of ResNet's seeds "
+                    f"({reading})",
+            every(list(outcomes.values())),
+            f"{size}: L = {depth}: resnet {spread_text(resnet, '.3f')}, " + ", ".join(
+                f"{n} {spread_text(groups[n].final_per_seed(), '.3f')} ({outcomes[n]})" for n in names),
+            {"test_accuracy": {n: groups[n].final_per_seed() for n in ["resnet", *names]}},
+            quote=SHALLOW_QUOTE))
+    early = {name: early_accuracies(g) for name, g in groups.items()}
+    outcomes = {name: beats(values, early["mlp"]) for name, values in early.items() if name != "mlp"}
+    records.append(CheckRecord(
+        SOURCE, f"on a shallow net (L = {depth}) MLP converges slower than every other net (mean validation "
+                f"accuracy over the first {EARLY_EVALUATIONS} evaluations, seed against seed)",
+        every(list(outcomes.values())),
+        f"{size}: L = {depth}, early validation accuracy: " + ", ".join(
+            f"{name} {spread_text(values, '.3f')}" for name, values in early.items())
+        + "; against mlp: " + ", ".join(f"{name} {o}" for name, o in outcomes.items()),
+        {"early_validation_accuracy": early}, quote=SHALLOW_QUOTE))
+    return records
+
+
 def failure_depth_records(runs: dict[str, dict[int, DepthRun]], size: str) -> list[CheckRecord]:
     """Where each plain net stops training against the depth the paper states (:func:`stops_around`)."""
     records = []
@@ -247,6 +292,7 @@ def run(quick: bool = True) -> list[CheckRecord]:
     if grid is None:
         claim = "the SVD based methods are resilient to increasing depth"
         return [missing_record(SOURCE, claim, "fig5-depth", claim)]
-    records = [judged(grid, record) for record in records_from_runs(runs_from_grid(grid), _size(grid))]
+    records = [judged(grid, record) for record in [*records_from_runs(runs_from_grid(grid), _size(grid)),
+                                                   *shallow_records(grid, _size(grid))]]
     plain = kept_variants("fig5-depth", set(STATED_FAILURE_DEPTHS)) or grid
     return records + [judged(plain, r) for r in failure_depth_records(runs_from_grid(plain), _size(plain))]
