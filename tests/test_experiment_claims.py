@@ -260,6 +260,9 @@ def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(t
                        "metric": metric, "test_metrics": {metric: value}, "config": {},
                        "parameters": parameters[variant]}
                 (directory / "result.json").write_text(json.dumps(row))
+                reach = 200 if variant == "kru" else 500  # the validation curve gets there at this step
+                (directory / "curves.csv").write_text(f"phase,step,{metric}\nvalid,100,1.0\n"
+                                                      f"valid,{reach},{value}\n")
 
     parameters = {"kru": 4680, "rnn": 16896, "lstm": 67200}
     stuck = {lag: copy_baseline(lag) for lag in (1000, 2000)}
@@ -270,12 +273,14 @@ def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(t
     adding |= {("lstm", t): [1e-3, 2e-3, 3e-3] for t in (100, 750)}
     adding |= {("rnn", t): [0.17] * 3 for t in (100, 750)}
     keep("kru-adding", "mse", adding)
-    assert [r.verdict for r in kru_synthetic.run()] == ["holds"] * 4
+    assert [r.verdict for r in kru_synthetic.run()] == ["holds"] * 5
+    assert "T = 100: kru 200, 200, 200, lstm 500, 500, 500, rnn never" in kru_synthetic.run()[-1].evidence
     keep("kru-copy", "cross_entropy", {("kru", 2000): [0.5 * stuck[2000]] * 3,  # KRU halfway at T = 2000
                                        ("lstm", 1000): [0.5 * stuck[1000]] * 3})  # the LSTM learns 1000
     keep("kru-adding", "mse", {("lstm", 750): [1e-5, 1e-5, 1e-5]})  # the LSTM beats KRU at T = 750
-    zero, others, best, learns = kru_synthetic.run()
+    zero, others, best, learns, faster = kru_synthetic.run()
     assert (zero.verdict, others.verdict, best.verdict, learns.verdict) == ("differs",) * 3 + ("holds",)
+    assert faster.verdict == "holds"  # KRU still reaches 0.05 x baseline first
     assert "T = 2000: kru" in zero.evidence and "(differs)" in zero.evidence
     for seed in range(3):  # the RNN at T = 2000 diverged in every seed: it beats no baseline
         directory = tmp_path / "kru-copy" / "paper" / f"rnn_length2000_s{seed}"
@@ -287,11 +292,11 @@ def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(t
     _, others = kru_synthetic.copy_records(read_grid(tmp_path, "kru-copy"))
     assert others.verdict == "holds" and "rnn all 3 seeds diverged (fails)" in others.evidence
     keep("kru-adding", "mse", {("lstm", 750): [1e-3, 2e-3, 3e-3]})  # KRU best again
-    best, _ = kru_synthetic.adding_records(read_grid(tmp_path, "kru-adding"))
+    best, *_ = kru_synthetic.adding_records(read_grid(tmp_path, "kru-adding"))
     assert best.verdict == "holds" and "parameters: kru 4,680, rnn 16,896, lstm 67,200" in best.evidence
     parameters["kru"] = 20000  # more than the RNN: "with fewer parameters" fails though KRU is best
     keep("kru-adding", "mse", adding)
-    best, _ = kru_synthetic.adding_records(read_grid(tmp_path, "kru-adding"))
+    best, *_ = kru_synthetic.adding_records(read_grid(tmp_path, "kru-adding"))
     assert best.verdict == "differs" and best.numbers["parameters"]["kru"] == 20000
 
 
@@ -374,25 +379,27 @@ def test_the_kru_adding_claims_can_fail_on_the_lengths_kept_so_far_but_hold_only
                  "axes": trial.axes, "seed": trial.seed, "hidden": 128, "config": trial.config,
                  "parameters": {"kru": 3657, "rnn": 16897, "lstm": 67201}[trial.variant],
                  "status": "done", "metric": "mse", "test_metrics": {"mse": test[where]}}))
+            (directory / "curves.csv").write_text(f"phase,step,mse\nvalid,500,{test[where]}\n")
 
     keep("smoke", {(m, t): 0.4 for m in ("kru", "rnn", "lstm") for t in (100, 200, 400, 750)}, seeds=1)
     keep("paper", {("rnn", 100): 0.16, ("lstm", 100): 1e-3, ("lstm", 200): 1e-3})
     assert read_settled(tmp_path, "kru-adding", "length") is None  # KRU has no T = 100 trial yet
-    assert [r.scale for r in kru_synthetic.run()[2:]] == ["smoke", "smoke"]
+    assert [r.scale for r in kru_synthetic.run()[2:4]] == ["smoke", "smoke"]
     keep("paper", {("kru", 100): 0.1}, seeds=2)
     settled = read_settled(tmp_path, "kru-adding", "length")
     assert settled.values("length") == [100] and settled.variants() == ["kru", "rnn", "lstm"]
-    best, learns = kru_synthetic.run()[2:]
+    best, learns = kru_synthetic.run()[2:4]
     assert best.verdict == learns.verdict == "unverified" and best.scale == "paper" and best.seeds == 2
     assert best.evidence.startswith("only T = 100 kept so far") and "fewer than the 3" in best.evidence
     keep("paper", {("kru", 100): 0.1})  # the third seed: KRU at the baseline, the LSTM solves T = 100
-    best, learns = kru_synthetic.run()[2:]
-    assert best.verdict == learns.verdict == "differs"
+    best, learns, faster = kru_synthetic.run()[2:]
+    assert best.verdict == learns.verdict == faster.verdict == "differs"
+    assert "T = 100: kru never, never, never" in faster.evidence
     assert best.evidence.startswith("fails already at T = 100") and "T = 200" not in best.evidence
     assert best.claim.endswith("at every T, with the fewest parameters (read on T = 100 alone: the values "
                                "kept for every model so far)")
     keep("paper", {("kru", 100): 1e-4})  # KRU best and solved at T = 100: nothing to say of T = 200-750
-    best, learns = kru_synthetic.run()[2:]
+    best, learns = kru_synthetic.run()[2:4]
     assert best.verdict == learns.verdict == "unverified"
     assert "would read 'holds' from these" in best.evidence and "would read 'holds'" in learns.evidence
 
