@@ -257,7 +257,7 @@ def keep_trial(
         valid = [x for x in lines if x["phase"] == "valid"]
         test = next((x for x in lines if x["phase"] == "test"), {})
         best, best_step = best_validation(valid, metric)
-        row.update(_keep_checkpoint(checkpoint, out, zoo if trial.seed == zoo else None, zoo))
+        row.update(_keep_checkpoint(checkpoint, out, None if trial.seed == zoo else zoo))
         row.update(
             {
                 "metric": metric,
@@ -290,13 +290,13 @@ def zoo_seed(rows: list[dict[str, Any]], variant: str, axes: dict[str, Any],
     return seed
 
 
-def _keep_checkpoint(checkpoint: Checkpoint, out: Path, seed: int | None, zoo: int) -> dict[str, Any]:
-    """Write ``checkpoint``'s model (without the optimizer state) into the kept trial directory ``out`` when
-    ``seed`` is the zoo's seed (not ``None``) and it fits :data:`MAX_KEPT_CHECKPOINT_BYTES`; returns the
-    row's ``checkpoint`` field and, where none is kept, its ``checkpoint_note``."""
+def _keep_checkpoint(checkpoint: Checkpoint, out: Path, zoo_keeps: int | None) -> dict[str, Any]:
+    """Write ``checkpoint``'s model (without the optimizer state) into the kept trial directory ``out``
+    unless the zoo keeps another seed (``zoo_keeps``) or it passes :data:`MAX_KEPT_CHECKPOINT_BYTES`;
+    returns the row's ``checkpoint`` field and, where none is kept, its ``checkpoint_note``."""
     size = sum(t.numel() * t.element_size() for t in checkpoint.model.state_dict().values())
-    if seed is None:
-        return {"checkpoint": None, "checkpoint_note": f"{OTHER_SEED_NOTE} {zoo})"}
+    if zoo_keeps is not None:
+        return {"checkpoint": None, "checkpoint_note": f"{OTHER_SEED_NOTE} {zoo_keeps})"}
     if size > MAX_KEPT_CHECKPOINT_BYTES:
         limit = MAX_KEPT_CHECKPOINT_BYTES / 2**20
         return {"checkpoint": None,
@@ -329,7 +329,7 @@ def promote_zoo_seeds(results: str | Path, experiment: str, scale: str, runs: st
         lines = RunLog(run_dir / "metrics.jsonl").read()
         _write_singular_values(lines, out / SINGULAR_VALUES_NAME)
         kept = {k: v for k, v in row.items() if k != "checkpoint_note"}
-        kept.update(_keep_checkpoint(checkpoint, out, row["seed"], row["seed"]))
+        kept.update(_keep_checkpoint(checkpoint, out, None))
         atomic_write_text(out / RESULT_NAME, json.dumps(kept, indent=1))
         promoted.append(row["trial"])
     return promoted
