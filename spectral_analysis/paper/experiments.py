@@ -25,6 +25,7 @@ from spectral_analysis.paper.kept import (
     kept_grid,
     kept_variants,
     missing_record,
+    seed_by_seed,
 )
 
 VANISHED = 1e-8  # ||dL/dh0|| below this counts as vanished
@@ -135,11 +136,6 @@ def _seed_gradients(group: Group, with_failed: bool = False) -> list[tuple[np.nd
     return [(c["step"], c["grad_h0_norm"]) for c in (read_curves(d)["train"] for d in dirs)]
 
 
-def _split_text(outcomes: list[bool]) -> str:
-    """``holds`` when every seed shows the claim, ``differs`` when none does, else ``inconclusive``."""
-    return "holds" if all(outcomes) else "differs" if not any(outcomes) else "inconclusive"
-
-
 def _fig4_group(grid: KeptGrid, model: str) -> Group | None:
     return grid.group(model, task="mnist", pixels_per_step=1)
 
@@ -168,27 +164,28 @@ def fig4_gradient_records() -> list[CheckRecord]:
         if len(groups) < len(names):
             records.append(missing_record(FIG4_SOURCE, claim, "fig3-mnist", FIG4_GRADIENT_QUOTE))
             continue
-        texts, outcomes, last = [], [], 0
+        texts, outcomes, last = [], {}, 0
         for group in groups:
             for steps, grad in _seed_gradients(group, with_failed=models == "rnn"):
                 last = max(last, int(steps[-1]))
                 early, late = grad[steps <= epochs], grad[steps > epochs]
                 if models == "rnn":
                     value = float(np.nanmedian(early))
-                    outcomes.append(value < VANISHED)
+                    outcomes.setdefault(group.variant, []).append(value < VANISHED)
                     texts.append(f"{group.variant} median {value:.2e}")
                 elif models == "lstm":
                     before, after = float(np.nanmax(early)), float(np.nanmax(late)) if len(late) else np.nan
-                    outcomes.append(before <= EXPLODED < after)
+                    outcomes.setdefault(group.variant, []).append(before <= EXPLODED < after)
                     texts.append(f"lstm max {before:.2e} within, {after:.2e} after")
                 else:
                     low, high = float(np.nanmin(grad)), float(np.nanmax(grad))
-                    outcomes.append(low >= VANISHED and high <= EXPLODED)
+                    outcomes.setdefault(group.variant, []).append(low >= VANISHED and high <= EXPLODED)
                     texts.append(f"{group.variant} {low:.2e} to {high:.2e}")
         evidence = (f"||dL/dh^(0)|| per seed (one epoch = {FIG4_STEPS} steps; records to step {last}): "
                     + "; ".join(texts)
-                    + f"; as claimed in {sum(outcomes)} of {len(outcomes)} seeds")
-        record = CheckRecord(FIG4_SOURCE, claim, _split_text(outcomes), evidence,
+                    + f"; as claimed in {sum(map(sum, outcomes.values()))} of "
+                    f"{sum(map(len, outcomes.values()))} seeds")
+        record = CheckRecord(FIG4_SOURCE, claim, seed_by_seed(outcomes), evidence,
                              {"as_claimed": outcomes, "vanished_below": VANISHED, "exploded_above": EXPLODED},
                              quote=FIG4_GRADIENT_QUOTE)
         seeds = min(g.seeds + (len(g.failed_dirs) if models == "rnn" else 0) for g in groups)

@@ -158,6 +158,14 @@ def judged_on_first_steps(grid: KeptGrid, record: CheckRecord, groups: list[Grou
     return judged(grid, record, seeds, first_steps=why)
 
 
+def seed_by_seed(as_claimed: dict[str, list[bool]]) -> str:
+    """A claim read seed by seed for each model: ``holds`` when every seed of every model shows it,
+    ``differs`` when no seed of some model does, else ``inconclusive``."""
+    if as_claimed and all(all(seeds) for seeds in as_claimed.values()):
+        return "holds"
+    return "differs" if any(not any(seeds) for seeds in as_claimed.values()) else "inconclusive"
+
+
 def beats(winner: list[float], loser: list[float], higher_is_better: bool = True) -> str:
     """A comparison over seeds: ``holds`` when the claimed winner's worst seed beats the other's best,
     ``differs`` when the other's worst beats the winner's best, else ``inconclusive``."""

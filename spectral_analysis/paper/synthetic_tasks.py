@@ -25,7 +25,7 @@ from spectral_analysis.data.synthetic import COPY_LENGTH, DATA_SYMBOLS
 from spectral_analysis.experiments.reading import Group, KeptGrid
 from spectral_analysis.experiments.results import read_curves
 from spectral_analysis.paper.experiments import VANISHED
-from spectral_analysis.paper.kept import beats, every, judged, records_from_readers
+from spectral_analysis.paper.kept import beats, every, judged, records_from_readers, seed_by_seed
 
 BEAT_MARGIN = 0.02
 ADDITION_BASELINE = 2.0 / 12.0
@@ -192,8 +192,7 @@ def shallow_gradient_record(grid: KeptGrid, seeds: dict[int, dict[str, int]]) ->
     gradients = {g.variant: g.last_per_seed("train", "grad_h0_norm")
                  for g in grid.groups if int(g.axes["length"]) == length}
     alive = {m: [v >= VANISHED for v in values] for m, values in gradients.items()}
-    verdict = ("differs" if any(not any(a) for a in alive.values()) else
-               "holds" if all(all(a) for a in alive.values()) else "inconclusive")
+    verdict = seed_by_seed(alive)
     shown = "; ".join(f"{m} " + ", ".join(f"{v:.2e}" for v in values) for m, values in gradients.items())
     return judged(grid, CheckRecord(
         FIG1, f"the gradient at the first cell does not vanish for any model (L = {length})", verdict,
@@ -225,8 +224,7 @@ def copy_records(grid: KeptGrid) -> list[CheckRecord]:
         min((seeds[lag][m] for m in named), default=0))
     near = {m: [abs(v / copy_baseline(lag) - 1) <= CLOSE for v in grid.group(m, length=lag).final_per_seed()]
             + [False] * lost[lag][m] for m in ("rnn", "lstm") if grid.group(m, length=lag) is not None}
-    near_verdict = ("holds" if near and all(all(v) for v in near.values()) else
-                    "differs" if any(not any(v) for v in near.values()) else "inconclusive")
+    near_verdict = seed_by_seed(near)
     close = judged(grid, CheckRecord(
         FIG2, f"the RNN's and the LSTM's test cross entropy is within {CLOSE:.0%} of the memoryless baseline "
               f"at the largest lag (T = {lag}), every seed", near_verdict,
