@@ -127,6 +127,15 @@ class Group:
             values.append(float(np.median(finite[-records:])) if len(finite) else np.nan)
         return values
 
+    def first_per_seed(self, phase: str, column: str, records: int) -> list[float]:
+        """The start of training: each seed's mean of ``column`` over its first ``records`` records of
+        ``phase`` (how fast it converges); NaN for a seed without any."""
+        values = []
+        for d in self.dirs:
+            first = read_curves(d)[phase].get(column, np.array([]))[:records]
+            values.append(float(np.mean(first)) if len(first) else np.nan)
+        return values
+
     def last(self, phase: str, column: str, records: int = 5) -> Spread:
         """:meth:`last_per_seed` over seeds (:class:`Spread`)."""
         return Spread.over_seeds(np.array(self.last_per_seed(phase, column, records)))

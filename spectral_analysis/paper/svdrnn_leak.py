@@ -40,7 +40,7 @@ def final_accuracies(group: Group) -> list[float]:
 
 def early_accuracies(group: Group) -> list[float]:
     """Each seed's mean validation accuracy over its first :data:`EARLY_EVALUATIONS` evaluations."""
-    return [float(np.mean(read_curves(d)["valid"]["accuracy"][:EARLY_EVALUATIONS])) for d in group.dirs]
+    return group.first_per_seed("valid", "accuracy", EARLY_EVALUATIONS)
 
 
 def gradient_medians(group: Group) -> list[float]:
