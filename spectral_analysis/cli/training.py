@@ -69,6 +69,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise CommandError("--config takes the run's own model and task: drop --model and --task")
         config = config_from_file(args.config, args.out, args.device)
         config.progress, config.tensorboard = progress, args.tensorboard or config.tensorboard
+        config.test_with_valid = args.test_with_valid or config.test_with_valid
         config.max_steps = config.max_steps if args.max_steps is None else args.max_steps
         if args.plateau_min_delta is not None:
             config.plateau_min_delta = args.plateau_min_delta
@@ -84,7 +85,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             penalty=args.penalty, freeze=args.freeze or [], seed=args.seed,
             device=args.device or "auto", record_every=args.record_every, eval_every=args.eval_every,
             checkpoint_every=args.checkpoint_every, eval_batches=args.eval_batches, progress=progress,
-            tensorboard=args.tensorboard)
+            tensorboard=args.tensorboard, test_with_valid=args.test_with_valid)
     if config.steps is None and config.epochs is None:
         config.steps = 1000
     summary = train(config, resume=args.resume)
@@ -252,6 +253,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--eval-every", type=int, default=100)
     tr.add_argument("--checkpoint-every", type=int, default=100)
     tr.add_argument("--eval-batches", type=int, default=None, help="limit validation to this many batches")
+    tr.add_argument("--test-with-valid", action="store_true", help="also score the test set at each "
+                    "validation (a test curve; kept runs report the test metric where validation was best)")
     tr.add_argument("--resume", action="store_true", help="continue the run in --out from last.safetensors")
     tr.add_argument("--no-progress", action="store_true", help="no progress bar")
     tr.add_argument("--tensorboard", action="store_true", help="also write TensorBoard event files into "

@@ -59,7 +59,8 @@ def time_trial_config(trainer: Trainer, steps: int = 3) -> dict[str, Any]:
 
     def seconds(steps: int) -> float:
         evaluations = steps // trainer.config.eval_every
-        return steps * per_step + per_batch * (evaluations * valid_batches + test_batches)
+        per_evaluation = valid_batches + (test_batches if trainer.config.test_with_valid else 0)
+        return steps * per_step + per_batch * (evaluations * per_evaluation + test_batches)
 
     timing = {
         "seconds_per_step": per_step,

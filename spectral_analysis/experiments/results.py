@@ -158,7 +158,8 @@ def _evenly(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
 def _write_curves(lines: list[dict[str, Any]], path: Path) -> None:
     train = _evenly([x for x in lines if x["phase"] == "train"], TRAIN_ROWS)
     valid = _evenly([x for x in lines if x["phase"] == "valid"], VALID_ROWS)
-    rows = train + valid + [x for x in lines if x["phase"] == "test"]
+    tests = [x for x in lines if x["phase"] == "test"]  # the end's line, or a test curve (test_with_valid)
+    rows = train + valid + _evenly(tests, VALID_ROWS)
     columns = ["phase", "step"] + sorted({k for x in rows for k in x} - {"phase", "step", "singular_values"})
     with atomic_target(path) as tmp, tmp.open("w", newline="") as f:
         writer = csv.DictWriter(f, columns, extrasaction="ignore")
@@ -255,8 +256,9 @@ def keep_trial(
         meta = checkpoint.metadata
         metric = PRIMARY_METRIC[meta["task"]["kind"]]
         valid = [x for x in lines if x["phase"] == "valid"]
-        test = next((x for x in lines if x["phase"] == "test"), {})
+        tests = [x for x in lines if x["phase"] == "test"]
         best, best_step = best_validation(valid, metric)
+        at_best = next((x for x in tests if x["step"] == best_step), None)
         row.update(_keep_checkpoint(checkpoint, out, None if trial.seed == zoo else zoo))
         row.update(
             {
@@ -265,9 +267,10 @@ def keep_trial(
                 "seconds": round(meta["elapsed"], 2),
                 "final_train": _scalars(meta["metrics"].get("train", {})),
                 "final_valid": _scalars(valid[-1] if valid else {}),
-                "test_metrics": _scalars(test),
+                "test_metrics": _scalars(tests[-1] if tests else {}),
                 "best_valid": best,
                 "best_step": best_step,
+                **({"test_at_best_valid": _scalars(at_best)} if at_best else {}),
                 "plateau_step": last_improvement_step(
                     valid, metric, trial.config.get("plateau_min_delta", 0.0)),
                 "parameters": checkpoint.model.parameter_counts()["total"],

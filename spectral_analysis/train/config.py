@@ -11,7 +11,8 @@ import torch
 from spectral_analysis.vocabulary import OPTIMIZER_NAMES
 
 OPTIMIZERS = dict(zip(OPTIMIZER_NAMES, (torch.optim.Adam, torch.optim.RMSprop, torch.optim.SGD), strict=True))
-RESUMABLE_CHANGES = ("steps", "epochs", "max_steps", "plateau_min_delta", "device", "progress", "tensorboard")
+RESUMABLE_CHANGES = ("steps", "epochs", "max_steps", "plateau_min_delta", "device", "progress", "tensorboard",
+                     "test_with_valid")
 
 
 @dataclass
@@ -46,6 +47,8 @@ class TrainConfig:
     checkpoint_every: int = 100
     eval_batches: int | None = None
     test_batches: int | None = None  # limit the final test evaluation (smoke-scale sweeps)
+    test_with_valid: bool = False  # also score the test set at each validation: a test curve, and the test
+    # metric where validation is best (the protocol of ICML Table 4)
     progress: bool = True
     tensorboard: bool = False  # also write TensorBoard event files into out/tensorboard
 

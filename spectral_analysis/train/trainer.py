@@ -203,8 +203,9 @@ class Trainer:
         self.grad_norm_peak = float(checkpoint.metadata.get("grad_norm_peak", 0.0))
         self.log.truncate_after(self.step)
         self.valid_lines = [row for row in self.log.read() if row["phase"] == "valid"]
-        if not self.finished:  # a finished run given a larger max_steps: its test line moves to the new end
-            self.log.drop_phase("test")
+        if not self.finished and not self.config.test_with_valid:
+            self.log.drop_phase("test")  # a finished run given a larger max_steps: its test line moves to the
+            # new end (with test_with_valid it stays, as the test curve's point at that step)
 
     def task_metadata(self) -> dict[str, Any]:
         task = self.task
@@ -338,7 +339,8 @@ class Trainer:
         bar = tqdm(total=self.last_step, initial=self.step, disable=not cfg.progress,
                    desc=f"{cfg.model} on {self.task.name}", dynamic_ncols=True)
         self.model.train()
-        if self.finished and not any(line["phase"] == "test" for line in self.log.read()):
+        if self.finished and not any(line["phase"] == "test" and line["step"] == self.step
+                                     for line in self.log.read()):
             self._evaluate("test")  # resumed where the run now ends (a larger plateau_min_delta)
             self._save()
         while not self.finished:
@@ -358,6 +360,8 @@ class Trainer:
             ends = (self.total_steps, self.last_step)
             if epoch_end or self.step % cfg.eval_every == 0 or self.step in ends:
                 self._evaluate("valid")
+                if cfg.test_with_valid and not self.finished:
+                    self._evaluate("test")  # a point of the test curve (the end's test line follows below)
             if self.finished:
                 self._evaluate("test")
             if self.step % cfg.checkpoint_every == 0 or self.finished:
