@@ -176,7 +176,9 @@ def test_the_kru_amplitude_check_reads_margins_and_best_validation_per_amplitude
                 (directory / "result.json").write_text(json.dumps(row))
                 (directory / "curves.csv").write_text("phase,step,spectral_margin\n" + "".join(
                     f"train,{s},{margin}\n" for s in range(1, 6)))
-        return kru_amplitude.run()
+        *amplitude_claims, clipping = kru_amplitude.run()
+        assert clipping.verdict == "unverified"  # the empty catalog plans no constrained KRU trial
+        return amplitude_claims
 
     margins = {1e-7: [0.8, 0.7, 0.9], 1e-2: [0.3, 0.4, 0.35], 1e-1: [0.1, 0.12, 0.2]}
     nll = {1e-7: [8.9, 9.0, 9.1], 1e-2: [8.5, 8.6, 8.55], 1e-1: [8.8, 8.7, 8.75]}
@@ -490,3 +492,121 @@ def test_the_copy_claim_that_rnn_and_lstm_sit_at_the_baseline_reads_each_seed(tm
     assert record.quote == synthetic_tasks.CLOSE_QUOTE
     assert keep([1.02, 0.6, 1.0]).verdict == "inconclusive"  # one LSTM seed learned something
     assert keep([0.6, 0.5, 0.7]).verdict == "differs"  # every LSTM seed far below the baseline
+
+
+def test_the_table4_claims_read_the_accuracy_at_the_best_validation_and_the_overfitting_gap(tmp_path,
+                                                                                             monkeypatch):
+    from spectral_analysis.paper import ucr
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    (tmp_path / "catalog").mkdir()
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "catalog"))
+
+    def keep(runs: dict[tuple[str, str], tuple[float, float]]) -> None:
+        """(variant, dataset) -> (test accuracy at the best validation, test - train cross entropy gap);
+        the seeds spread each by 0.01, and the final test accuracy is 0.1 below the one at best validation."""
+        shutil.rmtree(tmp_path / "table4-ucr", ignore_errors=True)
+        for (variant, dataset), (accuracy, gap) in runs.items():
+            for seed in range(3):
+                key = f"{variant}_dataset{dataset}_s{seed}"
+                directory = tmp_path / "table4-ucr" / "paper" / key
+                directory.mkdir(parents=True)
+                train = 0.2 + 0.01 * seed
+                row = {"experiment": "table4-ucr", "scale": "paper", "trial": key, "status": "done",
+                       "variant": variant, "axes": {"dataset": dataset}, "seed": seed, "hidden": 32,
+                       "metric": "accuracy", "config": {},
+                       "test_metrics": {"accuracy": accuracy - 0.1,
+                                        "cross_entropy": train + gap + 0.01 * seed},
+                       "test_at_best_valid": {"accuracy": accuracy + 0.01 * seed}}
+                (directory / "result.json").write_text(json.dumps(row))
+                (directory / "curves.csv").write_text("phase,step,cross_entropy\n" + "".join(
+                    f"train,{s},{train}\n" for s in range(1, 8)))
+
+    runs = {("spectral", "ArrowHead"): (0.80, 0.1), ("rnn", "ArrowHead"): (0.50, 2.0),
+            ("lstm", "ArrowHead"): (0.55, 1.0), ("ornn", "ArrowHead"): (0.65, 0.2),
+            ("spectral", "GunPoint"): (0.96, 0.05), ("rnn", "GunPoint"): (0.93, 0.5),
+            ("lstm", "GunPoint"): (0.90, 0.3), ("ornn", "GunPoint"): (0.92, 0.1)}
+    keep(runs)
+    bold, prevents, drastic = ucr.run()
+    assert [r.verdict for r in (bold, prevents, drastic)] == ["holds"] * 3, (bold.evidence, drastic.evidence)
+    assert "ArrowHead, GunPoint" in bold.claim and "ArrowHead, depth 251" in drastic.claim
+    assert bold.numbers["ArrowHead"]["spectral"] == pytest.approx([0.80, 0.81, 0.82])  # not the final 0.7
+    assert prevents.numbers["GunPoint"]["rnn"] == pytest.approx([0.5, 0.51, 0.52])
+    runs[("ornn", "ArrowHead")] = (0.90, 0.2)  # oRNN is the most accurate where Table 4 bolds Spectral-RNN
+    # the baselines overfit the shallow dataset most
+    runs.update({("rnn", "GunPoint"): (0.93, 5.0), ("lstm", "GunPoint"): (0.90, 3.0)})
+    keep(runs)
+    bold, prevents, drastic = ucr.run()
+    assert [r.verdict for r in (bold, prevents, drastic)] == ["differs", "holds", "differs"]
+    assert "ornn 0.910 [0.900, 0.920] (0.669; differs)" in bold.evidence
+    runs[("spectral", "GunPoint")] = (0.96, 6.0)  # Spectral-RNN overfits more than RNN and LSTM there
+    keep(runs)
+    assert ucr.run()[1].verdict == "differs"
+    runs.update({("spectral", "GunPoint"): (0.96, 0.05), ("rnn", "GunPoint"): (0.93, 0.05),
+                 ("lstm", "GunPoint"): (0.90, 0.04)})  # nobody overfits GunPoint: it does not count
+    keep(runs)
+    _, prevents, _ = ucr.run()
+    assert prevents.verdict == "holds" and "exceeds 0.1: ArrowHead." in prevents.evidence
+
+
+def test_the_table4_claims_are_unverified_without_test_at_the_best_validation():
+    from spectral_analysis.paper import ucr
+
+    assert [r.verdict for r in ucr.records_from_grid(None)] == ["unverified"] * 3
+
+
+def test_the_clipping_claim_reads_every_constrained_unclipped_kru_trial(tmp_path):
+    from spectral_analysis.experiments.catalog import load_experiment
+    from spectral_analysis.paper.kru_amplitude import clipping_record
+
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "k.toml").write_text(TINY_KRU)
+    trials = load_experiment(catalog / "k.toml").trials("paper")
+    constrained = [t for t in trials if t.config["penalty"] > 0]
+    assert len(trials) == 4 and len(constrained) == 2  # amplitude 0 is no soft constraint: not read
+
+    def keep(trial, status: str, error: str | None = None) -> None:
+        directory = tmp_path / "results" / "k" / "paper" / trial.key
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "result.json").write_text(json.dumps(
+            {"trial": trial.key, "status": status, "error": error, "config": trial.config}))
+
+    def record():
+        return clipping_record(tmp_path / "results", catalog)
+
+    assert record().verdict == "unverified"
+    keep(constrained[0], "done")
+    assert record().verdict == "unverified" and "k 1/2" in record().evidence  # one still to train
+    keep(constrained[1], "done")
+    unconstrained = next(t for t in trials if t.config["penalty"] == 0)
+    keep(unconstrained, "failed", "TrainingDivergedError: the training loss is inf at step 9: training "
+                                  "diverged")
+    assert record().verdict == "holds" and "0 of 2 diverged" in record().evidence
+    keep(constrained[1], "failed", "TrainingDivergedError: the gradient norm is inf at step 7: training "
+                                   "diverged (try a smaller learning rate or --clip)")
+    diverged = record()
+    assert diverged.verdict == "differs" and diverged.numbers["diverged"] == [constrained[1].key]
+    assert diverged.evidence.endswith("(amplitude 0.001): the gradient norm is inf at step 7")
+
+
+TINY_KRU = """
+name = "k"
+source = "test"
+description = "KRU with and without a soft unitary constraint"
+[base]
+task = "addition"
+model = "kru"
+steps = 8
+[[variants]]
+label = "kru"
+model = "kru"
+[axes]
+penalty = [0.0, 1e-3]
+[scales.paper]
+seeds = 2
+stated = "quoted"
+hidden = 4
+[scales.smoke]
+hidden = 4
+"""

@@ -28,6 +28,7 @@ PAPER_CHECKS: dict[str, str] = {
     "kru-mnist": "kru_mnist",
     "kru-ptb": "kru_ptb",
     "depth": "depth",
+    "ucr": "ucr",
     "linear-rnn": "linear_rnn",
     "symbolic": "symbolic",
 }
