@@ -335,6 +335,7 @@ def test_figures_are_drawn_from_kept_results_without_training(tmp_path, monkeypa
         "kru_amplitude.png",
         "table2_mnist.md",
         "table4_ucr.md",
+        "fig6_ucr.png",
     } <= names
     assert all(Path(d["path"]).stat().st_size > 0 for d in drawn)
     for d in drawn:  # each file at the scale of a grid it reads (drawn grid, paper rows beside it)
@@ -373,6 +374,29 @@ def test_a_grid_validated_only_at_epoch_ends_is_drawn_from_its_training_records(
         assert len(steps) > 50 and np.array_equal(steps, group.curve("train", "cross_entropy")[0])
     assert kwargs["data_name"] == "training"
     assert LEARNING_FIGURES["fig1-addition"].phase == "valid"
+
+
+def test_the_ucr_figure_draws_the_test_curves_that_test_with_valid_kept(tmp_path, monkeypatch):
+    from spectral_analysis.plotting import results_figures
+
+    drawn = []
+    real = results_figures.plot_learning_curves
+
+    def capture(panels, metric, *args, **kwargs):
+        drawn.append((panels, kwargs))
+        return real(panels, metric, *args, **kwargs)
+
+    monkeypatch.setattr(results_figures, "plot_learning_curves", capture)
+    LEARNING_FIGURES["table4-ucr"].draw("table4-ucr", ROOT / "results", tmp_path)
+    (panels, kwargs), = drawn
+    grid = read_grid(ROOT / "results", "table4-ucr")
+    assert set(panels) == set(grid.values("dataset")) and kwargs["data_name"] == "test"
+    for group in grid.groups:  # a test line at each validation, thinned as validation is
+        steps, spread = group.curve("test", "cross_entropy")
+        drawn_curve = panels[group.axes["dataset"]][group.variant]
+        assert len(steps) > 40 and np.array_equal(drawn_curve["steps"], steps)
+        assert np.allclose(drawn_curve["metric"][-1], np.mean(group.final_per_seed("test_metrics",
+                                                                                   "cross_entropy")))
 
 
 def test_a_check_does_not_judge_from_trials_the_current_catalog_entry_would_retrain(tmp_path, monkeypatch):

@@ -65,10 +65,14 @@ def copy_baseline(T: int) -> float:
     return 10 * math.log(8) / (T + 20)
 
 
+DATA_NAMES = {"valid": "validation", "train": "training", "test": "test"}  # a phase, in words
+
+
 @dataclass(frozen=True)
 class LearningFigure:
     """A Fig. 1-style figure: ``metric`` on the validation data (``phase`` "train": the training batches',
-    for a grid validated only at epoch ends) and ||dL/dh0|| over training, one panel per value of ``axis``
+    for a grid validated only at epoch ends; "test": the test set, for a grid that scores it at each
+    validation) and ||dL/dh0|| over training, one panel per value of ``axis``
     (none: one panel), with ``baseline`` (a level, or a function of the axis value)."""
 
     file: str
@@ -98,7 +102,7 @@ class LearningFigure:
         title = f"{self.title}{kept_so_far(grid) if paper_so_far else ''} ({size}; {grid.stamp()})"
         figure = plot_learning_curves(panels, self.metric.replace("_", " "), levels, title,
                                       length_name=self.axis_name, log_scale=self.log_scale,
-                                      data_name={"valid": "validation", "train": "training"}[self.phase])
+                                      data_name=DATA_NAMES[self.phase])
         file = _paper_file(self.file) if paper_so_far else self.file
         return drawn_record(save_figure(figure, out / file), grid)
 
@@ -157,6 +161,9 @@ LEARNING_FIGURES = {
                               "batches (validated only at epoch ends)", "", phase="train"),
     "kru-mnist": LearningFigure("kru_mnist.png", "task", "accuracy", 0.1,
                                 "KRU Fig. 3: pixel and permuted MNIST, 784 steps", "task", log_scale=False),
+    "table4-ucr": LearningFigure("fig6_ucr.png", "dataset", "cross_entropy", None,
+                                 "Fig. 6: UCR, test cross entropy over training (the Table 4 datasets that "
+                                 "ship offline)", "dataset", phase="test"),
     "dizzy-copy": LearningFigure(
         "dizzy_copy.png",
         "",
