@@ -12,6 +12,9 @@
 - "This phenomenon is more drastic when the depth is large (e.g. ArrowHead(251 length) ...)": the deepest
   dataset's advantage (a baseline's gap minus Spectral-RNN's, every seed against every seed) beats every
   other dataset's, for RNN and for LSTM.
+- "there are substantially fewer parameters in oRNN and Spectral-RNN as compared to LSTM": each one's
+  parameter count at most :data:`SUBSTANTIALLY_FEWER` times the LSTM's on every dataset kept (and, for
+  reference, the ratios Table 4 prints over its 21 rows).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ BOLD_QUOTE = ("For each dataset, we present the testing accuracy when reaching t
               "error. The highest precision is in bold")
 OVERFITTING_QUOTE = ("this resulted in some overfitting (see (a) CBF), but on the other hand it shows that "
                      "Spectral-RNN is able to prevent overfitting.")
+FEWER_QUOTE = ("Also note that there are substantially fewer parameters in oRNN and Spectral-RNN as compared "
+               "to LSTM.")
 DEPTH_QUOTE = ("This phenomenon is more drastic when the depth is large (e.g. ArrowHead(251 length) and "
                "FaceAll(131 length)), since regular RNN, and even LSTM, have no control over the spectral "
                "norms.")
@@ -41,6 +46,7 @@ DEPTH = {name.replace(" ", ""): depth for name, _, _, depth, *_ in TABLE4_ROWS} 
 SPECTRAL, BASELINES = "spectral", ("rnn", "lstm")
 OVERFITS = 0.1  # nats of test cross entropy above the training one: a baseline seed that overfits
 RECORDS = 5
+SUBSTANTIALLY_FEWER = 0.5  # at most half the LSTM's parameters
 ACCURACY, NATS = ".3f", ".3f"  # how evidence prints an accuracy and a cross entropy
 
 
@@ -118,20 +124,40 @@ def overfitting_records(groups: dict[tuple[str, str], Group], datasets: list[str
     return [prevents, depth]
 
 
+def fewer_parameters_record(groups: dict[tuple[str, str], Group], datasets: list[str]) -> CheckRecord:
+    models = ("ornn", SPECTRAL, "lstm")
+    counts = {(m, d): groups[m, d].rows[0]["parameters"] for m in models for d in datasets}
+    ratios = {(m, d): counts[m, d] / counts["lstm", d] for m in ("ornn", SPECTRAL) for d in datasets}
+    worst = max(ratios.values())
+    verdict = "holds" if worst <= SUBSTANTIALLY_FEWER else "differs" if worst >= 1 else "inconclusive"
+    printed = [row[6 + i] / row[5] for row in TABLE4_ROWS for i in (0, 1)]  # oRNN, Spectral-RNN / LSTM
+    evidence = (f"parameters against the LSTM's (at most {SUBSTANTIALLY_FEWER:g} x counts as substantially "
+                "fewer): " + "; ".join(f"{d}: lstm {counts['lstm', d]}, ornn {counts['ornn', d]} "
+                                      f"({ratios['ornn', d]:.2f} x), spectral {counts[SPECTRAL, d]} "
+                                      f"({ratios[SPECTRAL, d]:.2f} x)" for d in datasets)
+                + f"; Table 4's printed counts give {min(printed):.2f}-{max(printed):.2f} x over its 21 rows")
+    return CheckRecord(SOURCE, f"oRNN and Spectral-RNN have at most {SUBSTANTIALLY_FEWER:g} x the LSTM's "
+                       "parameters on every dataset", verdict, evidence,
+                       {d: {m: counts[m, d] for m in models} for d in datasets},
+                       quote=FEWER_QUOTE)
+
+
 def records_from_grid(grid: KeptGrid | None) -> list[CheckRecord]:
-    """The three claims from a kept grid (``None``: nothing kept, every claim ``unverified``)."""
+    """The four claims from a kept grid (``None``: nothing kept, every claim ``unverified``)."""
     datasets = [d for d in (grid.values("dataset") if grid else []) if d in TABLE4_ACCURACY]
     groups = {(g.variant, g.axes["dataset"]): g for g in grid.groups} if grid else {}
-    complete = datasets and all((m, d) in groups for m in (SPECTRAL, *BASELINES) for d in datasets)
+    complete = datasets and all((m, d) in groups for m in (SPECTRAL, "ornn", *BASELINES) for d in datasets)
     early = complete and any("test_at_best_valid" not in row for g in groups.values() for row in g.rows)
     if not complete or early:
         why = " (its kept rows predate test_at_best_valid)" if early else ""
         return [missing_record(SOURCE, claim + why, EXPERIMENT, quote) for claim, quote in (
             ("Spectral-RNN has the highest test accuracy where Table 4 prints it in bold", BOLD_QUOTE),
             ("Spectral-RNN prevents overfitting", OVERFITTING_QUOTE),
-            ("Spectral-RNN's advantage is largest on the deepest dataset", DEPTH_QUOTE))]
+            ("Spectral-RNN's advantage is largest on the deepest dataset", DEPTH_QUOTE),
+            ("oRNN and Spectral-RNN have substantially fewer parameters than LSTM", FEWER_QUOTE))]
     seeds = min(g.seeds for g in groups.values())
-    records = [bold_record(groups, datasets), *overfitting_records(groups, datasets)]
+    records = [bold_record(groups, datasets), *overfitting_records(groups, datasets),
+               fewer_parameters_record(groups, datasets)]
     return [judged(grid, record, seeds) for record in records]
 
 
