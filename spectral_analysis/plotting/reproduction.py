@@ -154,11 +154,12 @@ def experimental_records() -> list[CheckRecord]:
         svdrnn_leak,
         svdrnn_r,
         synthetic_tasks,
+        ucr,
     )
 
     return (experiments.run() + synthetic_tasks.run() + mnist_ranking.run() + depth.run() + svdrnn_r.run()
             + svdrnn_leak.run() + dizzy_copy.run() + kru_amplitude.run() + kru_music.run()
-            + kru_synthetic.run() + kru_mnist.run() + kru_ptb.run() + ptb.run())
+            + kru_synthetic.run() + kru_mnist.run() + kru_ptb.run() + ptb.run() + ucr.run())
 
 
 def write_reproduction(results: Path, out: Path, readmes: Sequence[Path] = (),
