@@ -310,3 +310,27 @@ def test_a_check_that_raises_becomes_a_failed_record_not_a_crash(monkeypatch):
     monkeypatch.setattr(baselines, "run", group_crash)
     (name, record), = run_paper_checks(True, ["baselines"])
     assert record.verdict == "fails" and "ValueError: boom" in record.evidence
+
+
+def test_kru_eq3_fails_as_printed_and_holds_with_the_end_gradient_factor(monkeypatch):
+    from spectral_analysis.paper import kru_theory
+
+    printed = kru_theory.check_eq3(draws=6)
+    assert printed.verdict == "differs" and printed.numbers["printed_violations"] > 0
+    assert printed.numbers["corrected_worst_ratio"] == pytest.approx(1.0)  # tight at t = T
+    small = kru_theory.check_eq3(draws=6, loss_scale=1e-3)  # the printed bound is scale-dependent
+    assert small.verdict == "holds" and small.numbers["printed_violations"] == 0
+    monkeypatch.setattr(kru_theory, "ACTIVATION", lambda z: 3 * z.tanh())  # |phi'| up to 3
+    assert kru_theory.check_eq3(draws=6).verdict == "fails"
+
+
+def test_near_unitary_kronecker_factors_bound_the_products_deviation(monkeypatch):
+    from spectral_analysis.paper import kru_theory
+
+    record = kru_theory.check_soft_unitary(draws=4, factor_counts=(2, 6))
+    assert record.verdict == "holds" and record.numbers["worst_ratio_to_bound"] <= 1 + 1e-9
+    low, high = record.numbers["amplification"]["6"]
+    assert high > record.numbers["amplification"]["2"][0] and low > 1  # the error grows with F
+    real = kru_theory.kron_matrix
+    monkeypatch.setattr(kru_theory, "kron_matrix", lambda factors: 1.01 * real(factors))
+    assert kru_theory.check_soft_unitary(draws=4, factor_counts=(2, 6)).verdict == "differs"

@@ -27,6 +27,7 @@ PAPER_CHECKS: dict[str, str] = {
     "kru-synthetic": "kru_synthetic",
     "kru-mnist": "kru_mnist",
     "kru-ptb": "kru_ptb",
+    "kru-theory": "kru_theory",
     "depth": "depth",
     "ucr": "ucr",
     "linear-rnn": "linear_rnn",
