@@ -425,3 +425,14 @@ def test_the_zoo_keeps_the_lowest_seed_that_did_not_fail_whichever_ended_first(t
     assert promote_zoo_seeds(tmp_path / "results", "tiny", "smoke", tmp_path / "elsewhere") == []
     grid = read_grid(tmp_path / "results", "tiny", scale="smoke")
     assert grid.group("rnn", length=7).checkpoint_seed() == 0
+
+
+def test_the_estimate_counts_the_test_passes_of_a_grid_that_scores_the_test_set_at_each_validation(tmp_path):
+    """The tiny grid: 8 steps, a validation every 4 (2), one batch each for validation and test."""
+    scored = TINY.replace("eval_every = 4", "eval_every = 4\ntest_with_valid = true")
+    for text, passes in ((TINY, 2 + 1), (scored, 2 * 2 + 1)):
+        experiment = load_experiment(tiny_catalog(tmp_path, text) / "tiny.toml")
+        estimate = estimate_experiment(experiment, tmp_path / "results", steps=2)
+        config = estimate["configurations"]["rnn_length5"]
+        evaluation = config["estimated_seconds"] - config["total_steps"] * config["seconds_per_step"]
+        assert evaluation == pytest.approx(passes * config["seconds_per_eval_batch"])
