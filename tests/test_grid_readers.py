@@ -354,7 +354,8 @@ def test_figures_are_drawn_from_kept_results_without_training(tmp_path, monkeypa
     assert set(READERS) - {"benchmarks"} <= set(load_catalog())
 
 
-def test_a_grid_validated_only_at_epoch_ends_is_drawn_from_its_training_records(tmp_path, monkeypatch):
+def _drawn_learning_figure(experiment: str, out: Path, monkeypatch) -> tuple[dict, dict]:
+    """The panels and keyword arguments that ``experiment``'s learning figure hands to the plotter."""
     from spectral_analysis.plotting import results_figures
 
     drawn = []
@@ -365,8 +366,13 @@ def test_a_grid_validated_only_at_epoch_ends_is_drawn_from_its_training_records(
         return real(panels, metric, *args, **kwargs)
 
     monkeypatch.setattr(results_figures, "plot_learning_curves", capture)
-    LEARNING_FIGURES["kru-ptb"].draw("kru-ptb", ROOT / "results", tmp_path)
+    LEARNING_FIGURES[experiment].draw(experiment, ROOT / "results", out)
     (panels, kwargs), = drawn
+    return panels, kwargs
+
+
+def test_a_grid_validated_only_at_epoch_ends_is_drawn_from_its_training_records(tmp_path, monkeypatch):
+    panels, kwargs = _drawn_learning_figure("kru-ptb", tmp_path, monkeypatch)
     grid = read_grid(ROOT / "results", "kru-ptb")
     for group in grid.groups:  # two validations (the epoch ends) against 100 training records a trial
         assert len(group.curve("valid", "cross_entropy")[0]) == 2
@@ -377,22 +383,11 @@ def test_a_grid_validated_only_at_epoch_ends_is_drawn_from_its_training_records(
 
 
 def test_the_ucr_figure_draws_the_test_curves_that_test_with_valid_kept(tmp_path, monkeypatch):
-    from spectral_analysis.plotting import results_figures
-
-    drawn = []
-    real = results_figures.plot_learning_curves
-
-    def capture(panels, metric, *args, **kwargs):
-        drawn.append((panels, kwargs))
-        return real(panels, metric, *args, **kwargs)
-
-    monkeypatch.setattr(results_figures, "plot_learning_curves", capture)
-    LEARNING_FIGURES["table4-ucr"].draw("table4-ucr", ROOT / "results", tmp_path)
-    (panels, kwargs), = drawn
+    panels, kwargs = _drawn_learning_figure("table4-ucr", tmp_path, monkeypatch)
     grid = read_grid(ROOT / "results", "table4-ucr")
     assert set(panels) == set(grid.values("dataset")) and kwargs["data_name"] == "test"
     for group in grid.groups:  # a test line at each validation, thinned as validation is
-        steps, spread = group.curve("test", "cross_entropy")
+        steps, _ = group.curve("test", "cross_entropy")
         drawn_curve = panels[group.axes["dataset"]][group.variant]
         assert len(steps) > 40 and np.array_equal(drawn_curve["steps"], steps)
         assert np.allclose(drawn_curve["metric"][-1], np.mean(group.final_per_seed("test_metrics",
