@@ -186,6 +186,14 @@ def every(outcomes: list[str]) -> str:
     return "holds" if outcomes and all(o == "holds" for o in outcomes) else "inconclusive"
 
 
+def overfitting_gaps(group: Group, metric: str, records: int = 5) -> list[float]:
+    """How far each seed overfits: its final test ``metric`` (a loss) minus its median training ``metric``
+    over its last ``records`` training records."""
+    tests = group.final_per_seed("test_metrics", metric)
+    ends = group.last_per_seed("train", metric, records)
+    return [test - end for test, end in zip(tests, ends, strict=True)]
+
+
 def spread_text(values: list[float], spec: str = ".4g") -> str:
     """Seeds' values as evidence text: ``mean [min, max]``, each formatted with ``spec``."""
     return f"{sum(values) / len(values):{spec}} [{min(values):{spec}}, {max(values):{spec}}]"

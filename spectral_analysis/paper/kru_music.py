@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import Group, KeptGrid
-from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record, spread_text
+from spectral_analysis.paper.kept import (
+    beats,
+    every,
+    judged,
+    kept_grid,
+    missing_record,
+    overfitting_gaps,
+    spread_text,
+)
 
 SOURCE = "KRU Section 4.5 (Table 4, JSB Chorales)"
 EXPERIMENT = "kru-music"
@@ -28,10 +36,9 @@ def final_test_nlls(group: Group) -> list[float]:
     return [float(row["test_metrics"]["nll"]) for row in group.rows]
 
 
-def overfitting_gaps(group: Group) -> list[float]:
+def nll_gaps(group: Group) -> list[float]:
     """Each seed's test NLL minus its median training NLL over the last :data:`RECORDS` records."""
-    ends = group.last_per_seed("train", "nll", RECORDS)
-    return [test - end for test, end in zip(final_test_nlls(group), ends, strict=True)]
+    return overfitting_gaps(group, "nll", RECORDS)
 
 
 
@@ -46,7 +53,7 @@ def records_from_grid(grid: KeptGrid | None) -> list[CheckRecord]:
         f"{g.variant} n = {g.rows[0]['hidden']}" for g in grid.groups)
     records = []
     claims = (("generalizes better: a lower test NLL than RNN and LSTM", final_test_nlls),
-              ("overfits less: a smaller test - train NLL gap than RNN and LSTM", overfitting_gaps))
+              ("overfits less: a smaller test - train NLL gap than RNN and LSTM", nll_gaps))
     for claim, read in claims:
         mine = read(kru)
         outcomes = {g.variant: beats(mine, read(g), higher_is_better=False) for g in others}

@@ -21,7 +21,15 @@ from __future__ import annotations
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import Group, KeptGrid
-from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record, spread_text
+from spectral_analysis.paper.kept import (
+    beats,
+    every,
+    judged,
+    kept_grid,
+    missing_record,
+    overfitting_gaps,
+    spread_text,
+)
 from spectral_analysis.paper.parameter_counts import TABLE4 as TABLE4_ROWS
 
 SOURCE = "ICML Appendix C (Table 4)"
@@ -61,14 +69,6 @@ def accuracies_at_best_validation(group: Group) -> list[float]:
     return group.final_per_seed("test_at_best_valid", "accuracy")
 
 
-def overfitting_gaps(group: Group) -> list[float]:
-    """Each seed's final test cross entropy minus its median training one over the last :data:`RECORDS`
-    records."""
-    tests = group.final_per_seed("test_metrics", "cross_entropy")
-    ends = group.last_per_seed("train", "cross_entropy", RECORDS)
-    return [test - end for test, end in zip(tests, ends, strict=True)]
-
-
 def advantages(baseline: list[float], spectral: list[float]) -> list[float]:
     """A baseline's gap minus Spectral-RNN's, every seed against every seed."""
     return [b - s for b in baseline for s in spectral]
@@ -92,7 +92,7 @@ def bold_record(groups: dict[tuple[str, str], Group], datasets: list[str]) -> Ch
 
 
 def overfitting_records(groups: dict[tuple[str, str], Group], datasets: list[str]) -> list[CheckRecord]:
-    gaps = {key: overfitting_gaps(g) for key, g in groups.items()}
+    gaps = {key: overfitting_gaps(g, "cross_entropy", RECORDS) for key, g in groups.items()}
     overfit = [d for d in datasets if max(max(gaps[b, d]) for b in BASELINES) > OVERFITS]
     outcomes = {(d, b): beats(gaps[SPECTRAL, d], gaps[b, d], higher_is_better=False)
                 for d in overfit for b in BASELINES}
