@@ -3,6 +3,7 @@ scales, `NAME@SCALE`, runs that outlive a catalog edit, and the grids `make pape
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from experiment_fixtures import PAPERS, TINY, make_recipe_grids, tiny_catalog
@@ -282,10 +283,9 @@ def test_one_grid_runs_the_experiments_in_order_each_longest_first_by_its_kept_e
         sweep((first, "smoke"), first)
 
 
-def test_a_catalog_edited_while_a_sweep_runs_does_not_stop_it(tmp_path, monkeypatch):
-    """The sweep writes the ledger from the catalog it started with: a catalog file rewritten with a field
-    the running code does not know (as a checkout updated under a running sweep) once made the ledger's
-    reload raise inside Tune's callback and end the whole sweep."""
+def _sweep_that_edits_the_catalog(tmp_path, monkeypatch, edit):  # noqa: ANN001, ANN202
+    """A one-trial paper sweep of the tiny catalog (Ray faked) that calls ``edit(catalog_dir)`` while its
+    trial runs; returns the catalog directory, the tiny experiment, the results and the outcome."""
     from contextlib import nullcontext
 
     from spectral_analysis.experiments import runner
@@ -295,8 +295,7 @@ def test_a_catalog_edited_while_a_sweep_runs_does_not_stop_it(tmp_path, monkeypa
     results = tmp_path / "results"
 
     def fake_ray(specs, trainable, gpus_per_trial, storage, name, report, finished):  # noqa: ANN001
-        (catalog / "newer.toml").write_text(TINY.replace('name = "tiny"', 'name = "newer"')
-                                            .replace("lr = 1e-2", "lr = 1e-2\nnot_a_field = 1"))
+        edit(catalog)
         trainable({"spec": specs[0]})
         finished(specs[0]["trial"]["experiment"])
         return {f"{specs[0]['trial']['experiment']}/{specs[0]['trial']['key']}": "done"}
@@ -305,6 +304,33 @@ def test_a_catalog_edited_while_a_sweep_runs_does_not_stop_it(tmp_path, monkeypa
     monkeypatch.setattr(runner, "run_grid", fake_ray)
     (outcome,) = runner.run_sweeps([tiny], "paper", seeds=1, out=tmp_path / "runs", results=results,
                                    report=lambda _: None)
+    return catalog, tiny, results, outcome
+
+
+def test_the_ledger_reads_a_catalog_edited_while_the_sweep_runs(tmp_path, monkeypatch):
+    """A sweep of hours outlives catalog edits: its ledger counts the trials as the catalog reads when it
+    writes them, not as it read when the sweep began (a kept grid whose entry gained a field was once
+    listed as stale trials to train on until the next sweep)."""
+    def add_and_change(catalog: Path) -> None:
+        (catalog / "added.toml").write_text(TINY.replace('name = "tiny"', 'name = "added"'))
+        (catalog / "tiny.toml").write_text(TINY.replace("seeds = 3", "seeds = 4", 1))
+
+    _, _, results, outcome = _sweep_that_edits_the_catalog(tmp_path, monkeypatch, add_and_change)
+    ledger = (results / "LEDGER.md").read_text()
+    assert outcome.ran and "| added | paper | 0 / 12 |" in ledger and "| tiny | paper | 1 / 16 |" in ledger
+
+
+def test_a_catalog_edited_while_a_sweep_runs_does_not_stop_it(tmp_path, monkeypatch):
+    """A catalog file rewritten with a field the running code does not know (as a checkout updated under a
+    running sweep) once made the ledger's reload raise inside Tune's callback and end the whole sweep: the
+    ledger then falls back on the catalog the sweep started with."""
+    from spectral_analysis.experiments import runner
+
+    def add_unknown_field(catalog: Path) -> None:
+        (catalog / "newer.toml").write_text(TINY.replace('name = "tiny"', 'name = "newer"')
+                                            .replace("lr = 1e-2", "lr = 1e-2\nnot_a_field = 1"))
+
+    _, tiny, results, outcome = _sweep_that_edits_the_catalog(tmp_path, monkeypatch, add_unknown_field)
     assert outcome.ran and "| tiny | paper | 1 / 12 |" in (results / "LEDGER.md").read_text()
     with pytest.raises(ValueError, match="newer.toml"):  # the next sweep reads the catalog as it is now
         runner.run_sweeps([tiny], "paper", seeds=1, out=tmp_path / "runs", results=results,

@@ -144,10 +144,21 @@ def park_sweeps(experiments: Sequence[Experiment | Sweep], scale: str, *, seeds:
 
 
 def _catalog_of(pairs: list[tuple[Experiment, str]]) -> dict[str, Experiment]:
-    """The whole catalog the sweep's experiments come from, read once when the sweep starts: the ledger is
-    written from it all along, so an edit of the catalog while the sweep runs (a field this process's code
-    does not know yet) cannot stop it."""
+    """The whole catalog the sweep's experiments come from, as it is on disk now."""
     return load_catalog(pairs[0][0].path.parent)
+
+
+def _write_ledger_now(results: Path, pairs: list[tuple[Experiment, str]],
+                      started_with: dict[str, Experiment]) -> None:
+    """Write the ledger from the catalog as it is now, so an entry edited while a long sweep runs is
+    counted as the next run will read it (not as stale trials to train on); from the catalog the sweep
+    started with where the edited one does not load in this process (a field its code does not know yet),
+    so such an edit cannot stop the sweep."""
+    try:
+        catalog = _catalog_of(pairs)
+    except ValueError:
+        catalog = started_with
+    write_ledger(results, catalog)
 
 
 def git_revision() -> str:
@@ -349,7 +360,7 @@ def run_sweeps(
         specs += to_run
     def finished(experiment: str) -> None:
         write_summary(results, experiment, outcomes[experiment].scale)
-        write_ledger(results, catalog)
+        _write_ledger_now(results, pairs, catalog)
 
     statuses: dict[str, str] = {}
     if specs and backend == "processes":
@@ -379,5 +390,5 @@ def run_sweeps(
         outcome.failed = sorted({r["trial"] for r in outcome.rows if r["status"] == "failed"}
                                 | set(outcome.failed))
         outcome.seconds = time.perf_counter() - clock
-    write_ledger(results, catalog)
+    _write_ledger_now(results, pairs, catalog)
     return list(outcomes.values())
