@@ -1,6 +1,8 @@
 """Validation grids (a catalog entry's ``selects``): what they choose from kept results, and that the
 repository's experiments use what their committed validation grids chose."""
 
+import functools
+
 import pytest
 from experiment_fixtures import ROOT, TINY, tiny_catalog
 
@@ -65,6 +67,8 @@ def test_a_validation_grid_chooses_the_value_with_the_best_validation_once_compl
     (catalog / "tiny-rates.toml").write_text(RATES.replace("seeds = 1", "seeds = 2").replace("steps = 8",
                                                                                            "steps = 9"))
     assert selection(results, "tiny-rates") is None
+    # ... though the choice it made when last complete, which the kept tiny trials were trained with, stays
+    assert selection(results, "tiny-rates", current=False).scores == {"rnn": pytest.approx(means)}
     with pytest.raises(ValueError, match="no validation grid"):
         selection(results, "tiny")
 
@@ -86,12 +90,20 @@ def test_each_experiment_uses_what_its_committed_validation_grid_chose():
     for validation in validations:
         chosen = selection(ROOT / "results", validation.name)
         selected = load_catalog()[validation.selects]
-        if chosen is None:  # under way: the setting it validates must not have been trained yet
+        if chosen is None:  # under way: what it validates is trained only with the grid's last choice
             labels = {v["label"] for v in validation.variants}
-            trained = [r["trial"] for r in read_rows(ROOT / "results", selected.name, "paper")
-                       if r["variant"] in labels]
-            assert not trained, (f"{selected.name} keeps paper-scale trials {trained} before "
-                                 f"{validation.name}, its validation grid, is complete")
+            earlier = selection(ROOT / "results", validation.name, current=False)
+            kept = read_rows(ROOT / "results", selected.name, "paper")
+            trained = [r for r in kept if r["variant"] in labels]
+            assert not trained or earlier is not None, (
+                f"{selected.name} keeps paper-scale trials {[r['trial'] for r in trained]} before "
+                f"{validation.name}, its validation grid, is complete")
+            for row in trained:  # the value the row was trained with (its kept configuration)
+                used = functools.reduce(lambda c, k: c.get(k) if isinstance(c, dict) else None,
+                                        earlier.axis.split("."), row["config"])
+                assert used == earlier.chosen[row["variant"]], (
+                    f"{row['trial']} was trained with {earlier.axis} = {used}, not "
+                    f"{earlier.chosen[row['variant']]}, the last complete choice of {validation.name}")
             continue
         for variant, value in chosen.chosen.items():
             trials = [t for t in selected.trials("paper") if t.variant == variant]

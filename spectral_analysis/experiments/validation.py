@@ -42,17 +42,19 @@ class Selection:
         return {variant: best(scores, key=scores.__getitem__) for variant, scores in self.scores.items()}
 
 
-def selection(results: str | Path, experiment: str) -> Selection | None:
+def selection(results: str | Path, experiment: str, current: bool = True) -> Selection | None:
     """The choice of the validation grid ``experiment`` from its complete, current paper-scale grid:
     every planned trial (each seed of each value) kept and standing for the catalog (``None`` before
     that, so a choice never rests on the seeds that happened to end first); ``ValueError`` when the
-    catalog entry selects nothing."""
+    catalog entry selects nothing. With ``current=False``, the choice of the grid as it was last complete,
+    its kept rows read although the entry has changed since (a grid extended, as kru-adding-amplitude
+    from 10000 steps to 20000): what the selected experiment's trials kept so far were trained with."""
     entry = find_experiment(experiment)
     if entry.selects is None:
         raise ValueError(f"experiment {experiment!r} is no validation grid: its catalog entry has no "
                          "'selects'")
     grid = read_grid(results, experiment, scale="paper")
-    if grid is None or grid.stale:
+    if grid is None or (grid.stale and current):
         return None
     ended = {r["trial"] for g in grid.groups for r in g.rows} | {r["trial"] for r in grid.failed}
     if not {t.key for t in entry.trials("paper")} <= ended:
