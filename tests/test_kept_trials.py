@@ -137,6 +137,22 @@ def test_zoo_names_resolve_and_missing_ones_say_what_exists(tmp_path):
         resolve_checkpoint("zoo:other/x", results)
     with pytest.raises(ValueError, match="bad zoo name"):
         resolve_checkpoint("zoo:just-one-part", results)
+    # kept at paper scale without its model (diverged): an error, not the smoke model in its place
+    paper = results / "tiny" / "paper" / "rnn_length5_s0"
+    paper.mkdir(parents=True)
+    failed = {"status": "failed", "error": "TrainingDivergedError: inf"}
+    (paper / "result.json").write_text(json.dumps(failed))
+    with pytest.raises(ValueError, match=r"'zoo:tiny/rnn_length5_s0': the paper-scale trial is kept without "
+                                         r"its model \(failed: TrainingDivergedError: inf\); name another "
+                                         r"scale to take its model there: zoo:tiny/smoke/rnn_length5_s0$"):
+        resolve_checkpoint("zoo:tiny/rnn_length5_s0", results)
+    assert resolve_checkpoint("zoo:tiny/smoke/rnn_length5_s0", results).parent.parent.name == "smoke"
+    (paper / "result.json").write_text(json.dumps({"status": "done", "checkpoint_note": "kept in the run "
+                                                   "directory only (the zoo keeps seed 1)"}))
+    (results / "tiny" / "smoke" / "rnn_length5_s0" / "model.safetensors").unlink()
+    with pytest.raises(ValueError, match=r"\(kept in the run directory only \(the zoo keeps seed 1\)\); "
+                                         "no other scale keeps this trial's model"):
+        resolve_checkpoint("zoo:tiny/rnn_length5_s0", results)
 
 
 def test_analyzers_take_zoo_names_on_the_command_line(tmp_path, monkeypatch, capsys):

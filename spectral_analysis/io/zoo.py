@@ -8,8 +8,8 @@ Layout (one format, written by :mod:`spectral_analysis.experiments.results`)::
     results/<experiment>/<scale>/<trial>/model.safetensors        the final checkpoint (model only)
 
 A zoo name is ``zoo:<experiment>/<trial>`` (the first of the ``paper``, ``budget`` and ``smoke``
-scales that holds the trial) or ``zoo:<experiment>/<scale>/<trial>``; every analyzer takes one
-wherever it takes a path.
+scales that holds the trial; an error where that scale keeps it without a model, as a diverged trial)
+or ``zoo:<experiment>/<scale>/<trial>``; every analyzer takes one wherever it takes a path.
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ def resolve_checkpoint(name: str | Path, results: str | Path | None = None) -> P
     for directory in candidates:
         if (directory / CHECKPOINT_NAME).is_file():
             return directory / CHECKPOINT_NAME
+        if (directory / RESULT_NAME).is_file():  # the trial is kept at this scale, its model is not
+            raise ValueError(_kept_without_model(text, directory, candidates))
     known = sorted(e["name"] for e in zoo_entries(root) if e["name"].startswith(f"zoo:{parts[0]}/"))
     hint = (
         f"; entries of {parts[0]!r}: {known[:6]}{' ...' if len(known) > 6 else ''}"
@@ -62,6 +64,20 @@ def resolve_checkpoint(name: str | Path, results: str | Path | None = None) -> P
         else f"; no entries of experiment {parts[0]!r} in {root} (spectral-analysis zoo lists them)"
     )
     raise ValueError(f"zoo entry {text!r} not found{hint}")
+
+
+def _kept_without_model(name: str, directory: Path, candidates: list[Path]) -> str:
+    """Why ``name`` names no model: its trial is kept at ``directory``'s scale without a checkpoint (a
+    failed trial, or a seed the zoo does not keep), and which other scales keep one (never taken in its
+    place: a smoke model is no stand-in for the paper's)."""
+    row = json.loads((directory / RESULT_NAME).read_text())
+    why = (f"failed: {str(row.get('error') or '').splitlines()[0] if row.get('error') else 'no error kept'}"
+           if row.get("status") == "failed" else row.get("checkpoint_note") or "no checkpoint kept")
+    others = [f"{ZOO_PREFIX}{d.parent.parent.name}/{d.parent.name}/{d.name}"
+              for d in candidates if (d / CHECKPOINT_NAME).is_file()]
+    return (f"zoo entry {name!r}: the {directory.parent.name}-scale trial is kept without its model ({why}); "
+            + (f"name another scale to take its model there: {', '.join(others)}" if others
+               else "no other scale keeps this trial's model"))
 
 
 def zoo_entries(results: str | Path | None = None) -> list[dict[str, Any]]:
