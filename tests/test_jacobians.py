@@ -79,6 +79,21 @@ def test_long_sequences_stay_finite_in_log_space():
     assert np.allclose(transition_norm_bound(model, 784), lag * math.log10(2))
 
 
+@pytest.mark.filterwarnings("error")
+def test_condition_numbers_of_singular_and_vanished_products_are_inf_and_nan_without_warnings():
+    """A linear RNN with W = diag(2, ..., 2, 0): every J(t) before T is singular (condition number inf);
+    with W = 0 every J(t) before T is the zero matrix (undefined: nan, as a gradient that vanished at a
+    cell through dead units); J(T) = I has condition number 1 either way."""
+    model = build_model("rnn", 2, 4, 2, activation="identity").double()
+    x = torch.randn(1, 5, 2, dtype=torch.float64)
+    for diagonal, before_T in (([2.0, 2.0, 2.0, 0.0], math.inf), ([0.0] * 4, None)):
+        with torch.no_grad():
+            model.transitions[0].weight.copy_(torch.diag(torch.tensor(diagonal, dtype=torch.float64)))
+        condition = jacobian_products(model, x).log10_condition_numbers[0]
+        assert condition[-1] == 0.0
+        assert np.all(condition[:-1] == before_T) if before_T else np.all(np.isnan(condition[:-1]))
+
+
 @pytest.mark.parametrize("activation", ["relu", "tanh", "leaky_relu"])
 def test_norms_obey_krus_bound_for_1_lipschitz_activations(activation):
     torch.manual_seed(2)

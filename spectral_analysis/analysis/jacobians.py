@@ -62,7 +62,12 @@ class JacobianProducts:
 
     @property
     def log10_condition_numbers(self) -> np.ndarray:
-        return self.log10_singular_values[..., 0] - self.log10_singular_values[..., -1]
+        """``log10 (sigma_max / sigma_min)`` of each ``J(t)``: ``inf`` where ``J(t)`` is singular (its least
+        singular value underflowed to 0), ``nan`` where it is 0 (undefined: the gradient at that cell
+        vanished entirely, as through dead modReLU or ReLU units)."""
+        top, bottom = self.log10_singular_values[..., 0], self.log10_singular_values[..., -1]
+        with np.errstate(invalid="ignore"):  # -inf - -inf: the zero matrix's, nan
+            return top - bottom
 
 
 def jacobian_products(model: RecurrentModel, x: Tensor, s0: Tensor | None = None,
