@@ -1,14 +1,12 @@
 """Validation grids (a catalog entry's ``selects``): what they choose from kept results, and that the
 repository's experiments use what their committed validation grids chose."""
 
-import functools
-
 import pytest
 from experiment_fixtures import ROOT, TINY, tiny_catalog
 
 from spectral_analysis.experiments import load_catalog, load_experiment, read_rows, run_trial, selection
 from spectral_analysis.experiments.runner import TrialSpec
-from spectral_analysis.experiments.validation import axis_value
+from spectral_analysis.experiments.validation import axis_value, config_value
 
 RATES = """
 name = "tiny-rates"
@@ -99,8 +97,7 @@ def test_each_experiment_uses_what_its_committed_validation_grid_chose():
                 f"{selected.name} keeps paper-scale trials {[r['trial'] for r in trained]} before "
                 f"{validation.name}, its validation grid, is complete")
             for row in trained:  # the value the row was trained with (its kept configuration)
-                used = functools.reduce(lambda c, k: c.get(k) if isinstance(c, dict) else None,
-                                        earlier.axis.split("."), row["config"])
+                used = config_value(row["config"], earlier.axis)
                 assert used == earlier.chosen[row["variant"]], (
                     f"{row['trial']} was trained with {earlier.axis} = {used}, not "
                     f"{earlier.chosen[row['variant']]}, the last complete choice of {validation.name}")

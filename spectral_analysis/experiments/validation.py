@@ -48,7 +48,8 @@ def selection(results: str | Path, experiment: str, current: bool = True) -> Sel
     that, so a choice never rests on the seeds that happened to end first); ``ValueError`` when the
     catalog entry selects nothing. With ``current=False``, the choice of the grid as it was last complete,
     its kept rows read although the entry has changed since (a grid extended, as kru-adding-amplitude
-    from 10000 steps to 20000): what the selected experiment's trials kept so far were trained with."""
+    from 10000 steps to 20000): what the selected experiment's trials kept so far were trained with. Once
+    some of the extended trials are kept anew, it reads them beside the older rows."""
     entry = find_experiment(experiment)
     if entry.selects is None:
         raise ValueError(f"experiment {experiment!r} is no validation grid: its catalog entry has no "
@@ -67,11 +68,16 @@ def selection(results: str | Path, experiment: str, current: bool = True) -> Sel
     return Selection(experiment, entry.selects, axis, grid.groups[0].rows[0]["metric"], scores)
 
 
-def axis_value(trial: Trial, axis: str) -> Any:
-    """The value of the catalog axis ``axis`` (a dotted axis names a nested field) in ``trial``'s
-    training configuration, the trainer's default where the catalog does not set it."""
-    config = asdict(trial.train_config("."))
+def config_value(config: dict[str, Any], axis: str) -> Any:
+    """The value of the catalog axis ``axis`` (a dotted axis names a nested field) in ``config``, a
+    training configuration as a dict (``None`` where it is not set)."""
     return functools.reduce(lambda c, k: c.get(k) if isinstance(c, dict) else None, axis.split("."), config)
+
+
+def axis_value(trial: Trial, axis: str) -> Any:
+    """:func:`config_value` in ``trial``'s training configuration, the trainer's default where the catalog
+    does not set it."""
+    return config_value(asdict(trial.train_config(".")), axis)
 
 
 def held_back(experiment: Experiment, scale: str, catalog: dict[str, Experiment],

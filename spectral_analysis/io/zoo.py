@@ -57,7 +57,7 @@ def resolve_checkpoint(name: str | Path, results: str | Path | None = None) -> P
             return directory / CHECKPOINT_NAME
         if (directory / RESULT_NAME).is_file():  # the trial is kept at this scale, its model is not
             raise ValueError(_kept_without_model(text, directory, candidates))
-    known = sorted(e["name"] for e in zoo_entries(root) if e["name"].startswith(f"zoo:{parts[0]}/"))
+    known = sorted(e["name"] for e in zoo_entries(root) if e["name"].startswith(f"{ZOO_PREFIX}{parts[0]}/"))
     hint = (
         f"; entries of {parts[0]!r}: {known[:6]}{' ...' if len(known) > 6 else ''}"
         if known
@@ -66,14 +66,20 @@ def resolve_checkpoint(name: str | Path, results: str | Path | None = None) -> P
     raise ValueError(f"zoo entry {text!r} not found{hint}")
 
 
+def zoo_name(experiment: str, scale: str, trial: str) -> str:
+    """The full zoo name of a kept trial: ``zoo:<experiment>/<scale>/<trial>``."""
+    return f"{ZOO_PREFIX}{experiment}/{scale}/{trial}"
+
+
 def _kept_without_model(name: str, directory: Path, candidates: list[Path]) -> str:
     """Why ``name`` names no model: its trial is kept at ``directory``'s scale without a checkpoint (a
     failed trial, or a seed the zoo does not keep), and which other scales keep one (never taken in its
     place: a smoke model is no stand-in for the paper's)."""
     row = json.loads((directory / RESULT_NAME).read_text())
-    why = (f"failed: {str(row.get('error') or '').splitlines()[0] if row.get('error') else 'no error kept'}"
-           if row.get("status") == "failed" else row.get("checkpoint_note") or "no checkpoint kept")
-    others = [f"{ZOO_PREFIX}{d.parent.parent.name}/{d.parent.name}/{d.name}"
+    error = (row.get("error") or "no error kept").splitlines()[0]
+    kept_note = row.get("checkpoint_note") or "no checkpoint kept"
+    why = f"failed: {error}" if row.get("status") == "failed" else kept_note
+    others = [zoo_name(d.parent.parent.name, d.parent.name, d.name)
               for d in candidates if (d / CHECKPOINT_NAME).is_file()]
     return (f"zoo entry {name!r}: the {directory.parent.name}-scale trial is kept without its model ({why}); "
             + (f"name another scale to take its model there: {', '.join(others)}" if others
@@ -91,7 +97,7 @@ def zoo_entries(results: str | Path | None = None) -> list[dict[str, Any]]:
         row = json.loads(row_file.read_text()) if row_file.is_file() else {}
         entries.append(
             {
-                "name": f"{ZOO_PREFIX}{experiment}/{scale}/{trial}",
+                "name": zoo_name(experiment, scale, trial),
                 "experiment": experiment,
                 "scale": scale,
                 "trial": trial,
