@@ -140,3 +140,46 @@ def test_the_runner_holds_back_the_validated_variant_until_its_grid_chose_what_t
                            "entry first")
     (catalog / "tiny.toml").write_text(TINY.replace("lr = 1e-2", f"lr = {chosen!r}"))
     assert held_back(load_catalog()["tiny"], "paper", load_catalog(), results) == {}
+
+
+def test_a_value_under_which_a_seed_diverged_is_not_chosen_on_its_survivors():
+    from spectral_analysis.experiments import Selection
+
+    def chosen(scores, diverged, metric="mse"):
+        return Selection("grid", "tiny", "penalty", metric, {"kru": scores}, {"kru": diverged}).chosen
+
+    # 1e-3's surviving seed is the best, but its other seed diverged: 1e-1, whose seeds both trained, wins
+    assert chosen({1e-3: 0.05, 1e-1: 0.10, 0.0: 0.15}, {1e-3: 1, 1e-1: 0, 0.0: 0}) == {"kru": 1e-1}
+    assert chosen({1e-3: 0.05, 1e-1: 0.10, 0.0: 0.15}, {1e-3: 0, 1e-1: 0, 0.0: 0}) == {"kru": 1e-3}
+    assert chosen({1e-3: 0.05, 1e-1: 0.10}, {1e-3: 1, 1e-1: 1}) == {"kru": 1e-3}  # as many diverged
+    assert chosen({1e-3: 0.9, 1e-1: 0.8}, {1e-3: 0, 1e-1: 0}, metric="accuracy") == {"kru": 1e-3}
+    assert chosen({1e-3: float("nan"), 1e-1: 0.10}, {1e-3: 2, 1e-1: 1}) == {"kru": 1e-1}
+    assert chosen({1e-3: float("nan"), 1e-1: float("nan")}, {1e-3: 2, 1e-1: 2}) == {}
+
+
+def test_a_grid_counts_its_diverged_seeds_and_never_chooses_a_value_under_which_every_seed_diverged(
+        tmp_path, monkeypatch):
+    catalog = tiny_catalog(tmp_path)
+    (catalog / "tiny-rates.toml").write_text(RATES.replace("3.0", "1e30").replace("seeds = 1", "seeds = 2"))
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(catalog))
+    _run_rates(tmp_path, catalog)
+    rows = read_rows(tmp_path / "results", "tiny-rates", "paper")
+    assert sorted(r["trial"] for r in rows if r["status"] == "failed") == ["rnn_lr1e+30_s0", "rnn_lr1e+30_s1"]
+    chosen = selection(tmp_path / "results", "tiny-rates")
+    assert chosen.diverged == {"rnn": {1e-4: 0, 1e-2: 0, 1e30: 2}}
+    assert chosen.scores["rnn"][1e30] != chosen.scores["rnn"][1e30]  # NaN: no seed finished
+    assert chosen.chosen["rnn"] in (1e-4, 1e-2)
+
+
+def test_the_runner_holds_back_a_variant_whose_grid_diverged_under_every_value(tmp_path, monkeypatch):
+    from spectral_analysis.experiments import Selection, held_back, validation
+
+    catalog = tiny_catalog(tmp_path)
+    (catalog / "tiny-rates.toml").write_text(RATES)
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(catalog))
+    nan = float("nan")
+    every_seed_diverged = Selection("tiny-rates", "tiny", "lr", "mse", {"rnn": {1e-4: nan, 1e-2: nan}},
+                                    {"rnn": {1e-4: 1, 1e-2: 1}})
+    monkeypatch.setattr(validation, "selection", lambda results, name: every_seed_diverged)
+    held = held_back(load_catalog()["tiny"], "paper", load_catalog(), tmp_path / "results")
+    assert held == {"rnn": "rnn: every seed of tiny-rates, its validation grid, diverged, so it chose nothing"}

@@ -27,19 +27,30 @@ HELD_SCALES = ("paper", "budget")  # the paper's sizes: the scales a validation 
 @dataclass(frozen=True)
 class Selection:
     """What a validation grid (a catalog entry with ``selects``) chose for the experiment it selects for:
-    per variant, the value of its one axis whose seeds reach the best mean of the best validation metric
-    (``scores``: that mean per value)."""
+    per variant, among the values of its one axis under which the fewest seeds diverged (``diverged``),
+    the one whose finished seeds reach the best mean of the best validation metric (``scores``: that mean
+    per value, NaN where every seed diverged). A diverged seed is not left out of the choice: the selected
+    experiment trains with the value chosen, and a value is not chosen on the seeds that survived it over
+    one whose every seed trained (KRU's "Our soft unitary constraints offer a principled alternative to
+    gradient clipping": the constraint's strength is chosen for training without clipping)."""
 
     experiment: str
     selects: str
     axis: str  # the TrainConfig field, dotted as the catalog's [axes] names it
     metric: str
     scores: dict[str, dict[Any, float]]
+    diverged: dict[str, dict[Any, int]]
 
     @property
     def chosen(self) -> dict[str, Any]:
-        best = min if self.metric in LOWER_IS_BETTER else max
-        return {variant: best(scores, key=scores.__getitem__) for variant, scores in self.scores.items()}
+        """Per variant, the value chosen (none where every seed of every value diverged)."""
+        sign = 1.0 if self.metric in LOWER_IS_BETTER else -1.0
+        chosen: dict[str, Any] = {}
+        for variant, scores in self.scores.items():
+            finished = [v for v, score in scores.items() if not np.isnan(score)]
+            if finished:
+                chosen[variant] = min(finished, key=lambda v: (self.diverged[variant][v], sign * scores[v]))
+        return chosen
 
 
 def selection(results: str | Path, experiment: str, current: bool = True) -> Selection | None:
@@ -62,10 +73,20 @@ def selection(results: str | Path, experiment: str, current: bool = True) -> Sel
         return None
     (axis,) = entry.axes
     scores: dict[str, dict[Any, float]] = {}
+    diverged: dict[str, dict[Any, int]] = {}
+    for variant, value in [(t.variant, axis_value(t, axis)) for t in entry.trials("paper", seeds=1)]:
+        scores.setdefault(variant, {})[value] = float("nan")
+        diverged.setdefault(variant, {})[value] = 0
     for group in grid.groups:
         (value,) = group.axes.values()
         scores.setdefault(group.variant, {})[value] = float(np.mean(group.final_per_seed("best_valid")))
-    return Selection(experiment, entry.selects, axis, grid.groups[0].rows[0]["metric"], scores)
+        diverged.setdefault(group.variant, {}).setdefault(value, 0)
+    for row in grid.failed:
+        (value,) = row["axes"].values()
+        scores.setdefault(row["variant"], {}).setdefault(value, float("nan"))
+        counts = diverged.setdefault(row["variant"], {})
+        counts[value] = counts.get(value, 0) + 1
+    return Selection(experiment, entry.selects, axis, grid.groups[0].rows[0]["metric"], scores, diverged)
 
 
 def config_value(config: dict[str, Any], axis: str) -> Any:
@@ -83,9 +104,9 @@ def axis_value(trial: Trial, axis: str) -> Any:
 def held_back(experiment: Experiment, scale: str, catalog: dict[str, Experiment],
               results: str | Path) -> dict[str, str]:
     """The variants of ``experiment`` whose trials at ``scale`` must wait, each with why: those a
-    validation grid of ``catalog`` validates while it has chosen nothing yet (it is under way), or whose
-    configuration uses another value than it chose (the catalog entry is to be updated first). None at
-    smoke scale."""
+    validation grid of ``catalog`` validates while it has chosen nothing yet (it is under way, or every
+    seed of it diverged), or whose configuration uses another value than it chose (the catalog entry is
+    to be updated first). None at smoke scale."""
     if scale not in HELD_SCALES:
         return {}
     held: dict[str, str] = {}
@@ -98,7 +119,10 @@ def held_back(experiment: Experiment, scale: str, catalog: dict[str, Experiment]
             if chosen is None:
                 held[trial.variant] = (f"{trial.variant} waits for {grid.name}, its validation grid, to "
                                        f"choose {'/'.join(grid.axes)} (run it first)")
-            elif trial.variant in chosen.chosen:
+            elif trial.variant not in chosen.chosen:
+                held[trial.variant] = (f"{trial.variant}: every seed of {grid.name}, its validation grid, "
+                                       "diverged, so it chose nothing")
+            else:
                 value, used = chosen.chosen[trial.variant], axis_value(trial, chosen.axis)
                 if used != value:
                     held[trial.variant] = (f"{trial.variant} uses {chosen.axis} = {used!r}, but {grid.name} "
