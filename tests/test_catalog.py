@@ -114,6 +114,16 @@ def test_trial_resolution_order_keys_and_filters(tmp_path):
         experiment.trials("huge")
 
 
+def test_axis_values_that_differ_keep_trial_names_that_differ(tmp_path):
+    text = TINY.replace('"task_options.length" = [5, 7]', "lr = [1e-30, 1e30]")
+    lrs = load_experiment(tiny_catalog(tmp_path, text) / "tiny.toml").trials("smoke")
+    assert [t.key for t in lrs if t.variant == "rnn"] == ["rnn_lr1e-30_s0", "rnn_lr1e+30_s0"]
+    clash = TINY.replace('"task_options.length" = [5, 7]',
+                         '"model_options.activation" = ["leaky relu", "leaky-relu"]')
+    with pytest.raises(ValueError, match=r"give the same trial name \['rnn_activationleaky-relu_s0'"):
+        load_experiment(tiny_catalog(tmp_path, clash) / "tiny.toml").trials("smoke")
+
+
 @pytest.mark.parametrize(
     "edit, message",
     [

@@ -182,4 +182,5 @@ def test_the_runner_holds_back_a_variant_whose_grid_diverged_under_every_value(t
                                     {"rnn": {1e-4: 1, 1e-2: 1}})
     monkeypatch.setattr(validation, "selection", lambda results, name: every_seed_diverged)
     held = held_back(load_catalog()["tiny"], "paper", load_catalog(), tmp_path / "results")
-    assert held == {"rnn": "rnn: every seed of tiny-rates, its validation grid, diverged, so it chose nothing"}
+    assert held == {"rnn": "rnn: every seed of tiny-rates, its validation grid, diverged, so it chose "
+                           "nothing"}

@@ -26,6 +26,7 @@ kept results (``zoo:<experiment>/<key>``).
 
 from __future__ import annotations
 
+import collections
 import copy
 import functools
 import itertools
@@ -46,7 +47,7 @@ CONFIG_FIELDS = tuple(
 MERGED_FIELDS = ("model_options", "task_options", "optimizer_options")
 _SCALE_KEYS = ("seeds", "stated", "unstated", "budget")
 TRAINING_LENGTH = ("steps", "epochs", "max_steps")  # what a budget scale sets itself
-_KEY_SAFE = re.compile(r"[^A-Za-z0-9.-]+")
+_KEY_SAFE = re.compile(r"[^A-Za-z0-9.+-]+")
 
 
 def default_catalog_dir() -> Path:
@@ -145,6 +146,10 @@ class Experiment:
                     )
                     if only is None or _matches(trial, only):
                         trials.append(trial)
+        keys = collections.Counter(t.key for t in trials)
+        if clashes := sorted(k for k, n in keys.items() if n > 1):
+            raise ValueError(f"experiment {self.name!r}: axis values that differ give the same trial name "
+                             f"{clashes} (names keep only letters, digits, '.', '+' and '-')")
         for trial in trials:
             _validate(self, trial)
         return trials
