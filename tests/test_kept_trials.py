@@ -183,6 +183,29 @@ def test_a_failing_trial_is_kept_as_failed_with_its_error_line(tmp_path):
     assert [r["status"] for r in rows if r["variant"] != "diverges"] == ["done"] * 4
 
 
+def test_a_learning_figure_names_the_diverged_seeds_its_curves_leave_out(tmp_path, monkeypatch):
+    from spectral_analysis.experiments import read_grid
+    from spectral_analysis.plotting.paper_figures import plot_learning_curves
+    from spectral_analysis.plotting.results_figures import diverged_notes
+
+    text = TINY.replace(
+        '[[variants]]\nlabel = "spectral"',
+        '[[variants]]\nlabel = "diverges"\nmodel = "rnn"\nlr = 1e30\n[[variants]]\nlabel = "spectral"',
+    )
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tiny_catalog(tmp_path, text)))
+    _, rows = run_tiny(tmp_path, tiny_catalog(tmp_path, text), seeds=2)
+    steps = {r["axes"]["length"]: [] for r in rows}
+    for r in rows:
+        if r["status"] == "failed":
+            steps[r["axes"]["length"]].append(str(r["last_recorded_step"]))
+    notes = diverged_notes(read_grid(tmp_path / "results", "tiny", "smoke"), "length")
+    assert notes == {n: f"diverges: 2 seeds diverged (step {', '.join(s)})" for n, s in steps.items()}
+    curve = {"steps": np.arange(3.0), "metric": np.ones(3), "grad_steps": np.arange(3.0), "grad": np.ones(3)}
+    figure = plot_learning_curves({5: {"rnn": curve}, 7: {"rnn": curve}}, "MSE", None, "t", length_name="T",
+                                  column_notes={7: notes[7]})
+    assert [a.get_title() for a in figure.axes[:2]] == ["T = 5", f"T = 7\n{notes[7]}"]
+
+
 def test_a_diverged_trial_keeps_its_record_up_to_the_divergence_and_curves_read_it_only_there(tmp_path):
     from spectral_analysis.experiments.results import keep_trial, read_curves
     from spectral_analysis.train.evaluation import RunLog

@@ -166,7 +166,8 @@ def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.n
 def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], metric: str,
                          baseline: float | dict[int, float] | None, title: str,
                          length_name: str = "L", log_scale: bool | None = None,
-                         data_name: str = "validation") -> plt.Figure:
+                         data_name: str = "validation", column_notes: dict[Any, str] | None = None
+                         ) -> plt.Figure:
     """Fig. 1-style grid: for each sequence length (columns), ``metric`` on the ``data_name`` data (top) and
     ``||dL/dh^(0)||`` (bottom) over training, one line per model. ``curves[L][model]`` holds arrays
     ``steps``, ``metric``, ``grad_steps``, ``grad``; columns in the order of ``curves``, titled
@@ -175,7 +176,8 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
     ``metric_median``/``grad_median`` where given (the median over seeds: a mean there is the largest seed's
     curve). ``log_scale`` for the metric's axis; by default log only when the values span more than a
     decade. A model keeps its colour in every column (one kept only at some lengths too), and the first
-    column's legend keys them all."""
+    column's legend keys them all. ``column_notes[L]``, where given, is a second line of column L's title
+    (what its curves leave out, such as a seed that diverged)."""
     _style()
     lengths = list(curves)
     models = list(dict.fromkeys(model for panel in curves.values() for model in panel))
@@ -201,7 +203,8 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
         level = baseline.get(L) if isinstance(baseline, dict) else baseline
         if level is not None:
             axes[0, col].axhline(level, color="black", ls=":", lw=1, label=f"baseline {level:.3g}")
-        axes[0, col].set_title(f"{length_name} = {L}" if length_name else str(L), fontsize=10)
+        heading, note = f"{length_name} = {L}" if length_name else str(L), (column_notes or {}).get(L)
+        axes[0, col].set_title(heading + (f"\n{note}" if note else ""), fontsize=10)
         axes[0, col].set_ylabel(f"{data_name} {metric}{' (log scale)' if log_scale else ''}")
         axes[1, col].set_ylabel(r"$\|\partial L / \partial h^{(0)}\|_2$ (log scale)")
         axes[1, col].set_xlabel("training step")

@@ -21,7 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid, read_grids, read_variants
+from spectral_analysis.experiments.reading import (
+    Group,
+    KeptGrid,
+    read_grid,
+    read_grids,
+    read_variants,
+    seeds_text,
+)
 from spectral_analysis.plotting.benchmarks import plot_householder_benchmark
 from spectral_analysis.plotting.checkpoint_figures import analyzers, kru_amplitude
 from spectral_analysis.plotting.paper_figures import (
@@ -102,9 +109,22 @@ class LearningFigure:
         title = f"{self.title}{kept_so_far(grid) if paper_so_far else ''} ({size}; {grid.stamp()})"
         figure = plot_learning_curves(panels, self.metric.replace("_", " "), levels, title,
                                       length_name=self.axis_name, log_scale=self.log_scale,
-                                      data_name=DATA_NAMES[self.phase])
+                                      data_name=DATA_NAMES[self.phase],
+                                      column_notes=diverged_notes(grid, self.axis))
         file = _paper_file(self.file) if paper_so_far else self.file
         return drawn_record(save_figure(figure, out / file), grid)
+
+
+def diverged_notes(grid: KeptGrid, axis: str) -> dict[Any, str]:
+    """Per value of ``axis`` (``""``: the one panel of a grid without it), the seeds that diverged and are
+    left out of its curves, with the step each last recorded: ``"kru: 1 seed diverged (step 17800)"``."""
+    steps: dict[Any, dict[str, list[str]]] = {}
+    for row in grid.failed:
+        value = row["axes"].get(axis) if axis else ""
+        steps.setdefault(value, {}).setdefault(row["variant"], []).append(str(row.get("last_recorded_step")))
+    return {value: "; ".join(f"{variant}: {seeds_text([len(s)])} diverged (step {', '.join(s)})"
+                             for variant, s in by_variant.items())
+            for value, by_variant in steps.items()}
 
 
 def _paper_file(file: str) -> str:
