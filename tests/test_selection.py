@@ -1,6 +1,8 @@
 """Validation grids (a catalog entry's ``selects``): what they choose from kept results, and that the
 repository's experiments use what their committed validation grids chose."""
 
+import json
+
 import pytest
 from experiment_fixtures import ROOT, TINY, tiny_catalog
 
@@ -169,6 +171,10 @@ def test_a_grid_counts_its_diverged_seeds_and_never_chooses_a_value_under_which_
     assert chosen.diverged == {"rnn": {1e-4: 0, 1e-2: 0, 1e30: 2}}
     assert chosen.scores["rnn"][1e30] != chosen.scores["rnn"][1e30]  # NaN: no seed finished
     assert chosen.chosen["rnn"] in (1e-4, 1e-2)
+    # a trial that failed otherwise than by diverging is no result: the grid waits for it to run again
+    kept = tmp_path / "results" / "tiny-rates" / "paper" / "rnn_lr1e+30_s0" / "result.json"
+    kept.write_text(json.dumps({**json.loads(kept.read_text()), "error": "OSError: No space left on device"}))
+    assert selection(tmp_path / "results", "tiny-rates") is None
 
 
 def test_the_runner_holds_back_a_variant_whose_grid_diverged_under_every_value(tmp_path, monkeypatch):

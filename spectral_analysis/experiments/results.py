@@ -97,6 +97,11 @@ def plateau_count(rows: list[dict[str, Any]]) -> str:
     return f"{sum(bool(plateaued(row)) for row in done)}/{len(done)}"
 
 
+def diverged(row: dict[str, Any]) -> bool:
+    """Whether a kept trial failed by diverging (the trainer's ``TrainingDivergedError``), not otherwise."""
+    return row.get("status") == "failed" and (row.get("error") or "").startswith("TrainingDivergedError")
+
+
 def outcome_text(row: dict[str, Any]) -> str:
     """A kept trial in a few words, for the sweep's progress lines: ``done: 20000 steps (no plateau
     by its cap), 3620 s, test mse 3.34e-05``, ``failed: TrainingDivergedError: ...`` or, for a trial

@@ -19,6 +19,7 @@ import numpy as np
 
 from spectral_analysis.experiments.catalog import Experiment, Trial, find_experiment
 from spectral_analysis.experiments.reading import read_grid
+from spectral_analysis.experiments.results import diverged
 from spectral_analysis.train.plateau import LOWER_IS_BETTER
 
 HELD_SCALES = ("paper", "budget")  # the paper's sizes: the scales a validation grid chooses for
@@ -68,25 +69,21 @@ def selection(results: str | Path, experiment: str, current: bool = True) -> Sel
     grid = read_grid(results, experiment, scale="paper")
     if grid is None or (grid.stale and current):
         return None
-    ended = {r["trial"] for g in grid.groups for r in g.rows} | {r["trial"] for r in grid.failed}
-    if not {t.key for t in entry.trials("paper")} <= ended:
-        return None
+    rows = [*(r for g in grid.groups for r in g.rows), *filter(diverged, grid.failed)]
+    if not {t.key for t in entry.trials("paper")} <= {r["trial"] for r in rows}:
+        return None  # a trial not kept yet, or failed otherwise than by diverging (to run again)
     (axis,) = entry.axes
     scores: dict[str, dict[Any, float]] = {}
-    diverged: dict[str, dict[Any, int]] = {}
-    for variant, value in [(t.variant, axis_value(t, axis)) for t in entry.trials("paper", seeds=1)]:
-        scores.setdefault(variant, {})[value] = float("nan")
-        diverged.setdefault(variant, {})[value] = 0
+    counts: dict[str, dict[Any, int]] = {}
+    for row in rows:
+        (value,) = row["axes"].values()
+        scores.setdefault(row["variant"], {})[value] = float("nan")
+        counts.setdefault(row["variant"], {}).setdefault(value, 0)
+        counts[row["variant"]][value] += diverged(row)
     for group in grid.groups:
         (value,) = group.axes.values()
-        scores.setdefault(group.variant, {})[value] = float(np.mean(group.final_per_seed("best_valid")))
-        diverged.setdefault(group.variant, {}).setdefault(value, 0)
-    for row in grid.failed:
-        (value,) = row["axes"].values()
-        scores.setdefault(row["variant"], {}).setdefault(value, float("nan"))
-        counts = diverged.setdefault(row["variant"], {})
-        counts[value] = counts.get(value, 0) + 1
-    return Selection(experiment, entry.selects, axis, grid.groups[0].rows[0]["metric"], scores, diverged)
+        scores[group.variant][value] = float(np.mean(group.final_per_seed("best_valid")))
+    return Selection(experiment, entry.selects, axis, grid.groups[0].rows[0]["metric"], scores, counts)
 
 
 def config_value(config: dict[str, Any], axis: str) -> Any:

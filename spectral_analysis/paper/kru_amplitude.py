@@ -21,7 +21,7 @@ from pathlib import Path
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.catalog import load_catalog
 from spectral_analysis.experiments.reading import Group, KeptGrid
-from spectral_analysis.experiments.results import read_rows
+from spectral_analysis.experiments.results import diverged, read_rows
 from spectral_analysis.io import default_results_dir
 from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record, spread_text
 
@@ -85,7 +85,7 @@ def clipping_record(results: str | Path | None = None, catalog: str | Path | Non
     """"Our soft unitary constraints offer a principled alternative to gradient clipping", read on every
     kept paper-scale KRU trial of the catalog's experiments that :func:`constrained_unclipped`."""
     results = results or default_results_dir()
-    planned, kept, diverged = {}, {}, []
+    planned, kept, diverged_rows = {}, {}, []
     for name, experiment in load_catalog(catalog).items():
         trials = {t.key for t in experiment.trials("paper") if constrained_unclipped(t.config)}
         if not trials:
@@ -93,17 +93,18 @@ def clipping_record(results: str | Path | None = None, catalog: str | Path | Non
         rows = [r for r in read_rows(results, name, "paper") if r["trial"] in trials
                 and constrained_unclipped(r.get("config") or {}) and r["status"] in ("done", "failed")]
         planned[name], kept[name] = len(trials), len(rows)
-        diverged += [(name, r) for r in rows if (r.get("error") or "").startswith("TrainingDivergedError")]
+        diverged_rows += [(name, r) for r in rows if diverged(r)]
     counts = ", ".join(f"{name} {kept[name]}/{planned[name]}" for name in planned)
     lost = "; ".join(f"{name} {r['trial']} (amplitude {r['config']['penalty']:g}): "
                      + r["error"].removeprefix("TrainingDivergedError: ").split(": training diverged")[0]
-                     for name, r in diverged)
-    verdict = "differs" if diverged else "holds" if planned and kept == planned else "unverified"
+                     for name, r in diverged_rows)
+    verdict = "differs" if diverged_rows else "holds" if planned and kept == planned else "unverified"
     evidence = (f"paper-scale KRU trials with amplitude > 0 and no clipping kept, per experiment: {counts}; "
-                f"{len(diverged)} of {sum(kept.values())} diverged" + (f": {lost}" if lost else ""))
+                f"{len(diverged_rows)} of {sum(kept.values())} diverged" + (f": {lost}" if lost else ""))
     record = CheckRecord(CLIPPING_SOURCE, "KRU trains without gradient clipping and without diverging "
                          "(a soft unitary constraint, amplitude > 0)", verdict, evidence,
-                         {"kept": kept, "planned": planned, "diverged": [r["trial"] for _, r in diverged]},
+                         {"kept": kept, "planned": planned,
+                          "diverged": [r["trial"] for _, r in diverged_rows]},
                          quote=CLIPPING_QUOTE)
     record.scale = "paper"
     return record
