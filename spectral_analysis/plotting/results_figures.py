@@ -29,6 +29,7 @@ from spectral_analysis.experiments.reading import (
     read_variants,
     seeds_text,
 )
+from spectral_analysis.experiments.results import diverged
 from spectral_analysis.plotting.benchmarks import plot_householder_benchmark
 from spectral_analysis.plotting.checkpoint_figures import analyzers, kru_amplitude
 from spectral_analysis.plotting.paper_figures import (
@@ -119,7 +120,7 @@ def diverged_notes(grid: KeptGrid, axis: str) -> dict[Any, str]:
     """Per value of ``axis`` (``""``: the one panel of a grid without it), the seeds that diverged and are
     left out of its curves, with the step each last recorded: ``"kru: 1 seed diverged (step 17800)"``."""
     steps: dict[Any, dict[str, list[str]]] = {}
-    for row in grid.failed:
+    for row in filter(diverged, grid.failed):
         value = row["axes"].get(axis) if axis else ""
         steps.setdefault(value, {}).setdefault(row["variant"], []).append(str(row.get("last_recorded_step")))
     return {value: "; ".join(f"{variant}: {seeds_text([len(s)])} diverged (step {', '.join(s)})"
