@@ -186,7 +186,7 @@ def test_a_failing_trial_is_kept_as_failed_with_its_error_line(tmp_path):
 def test_a_learning_figure_names_the_diverged_seeds_its_curves_leave_out(tmp_path, monkeypatch):
     from spectral_analysis.experiments import read_grid
     from spectral_analysis.plotting.paper_figures import plot_learning_curves
-    from spectral_analysis.plotting.results_figures import diverged_notes
+    from spectral_analysis.plotting.results_figures import _panels, diverged_notes
 
     text = TINY.replace(
         '[[variants]]\nlabel = "spectral"',
@@ -204,6 +204,15 @@ def test_a_learning_figure_names_the_diverged_seeds_its_curves_leave_out(tmp_pat
     figure = plot_learning_curves({5: {"rnn": curve}, 7: {"rnn": curve}}, "MSE", None, "t", length_name="T",
                                   column_notes={7: notes[7]})
     assert [a.get_title() for a in figure.axes[:2]] == ["T = 5", f"T = 7\n{notes[7]}"]
+    # a length where every seed of every model diverged keeps its panel, empty but for that note
+    grid = read_grid(tmp_path / "results", "tiny", "smoke")
+    grid.groups = [g for g in grid.groups if g.axes["length"] != 7]
+    assert grid.values("length") == [5] and grid.values("length", with_diverged=True) == [5, 7]
+    panels = _panels(grid, "length", "mse")
+    assert list(panels) == [5, 7] and panels[7] == {} and set(panels[5]) == {"rnn", "spectral"}
+    figure = plot_learning_curves(panels, "MSE", None, "t", length_name="T",
+                                  column_notes=diverged_notes(grid, "length"))
+    assert figure.axes[1].get_title() == f"T = 7\n{notes[7]}" and not figure.axes[1].get_lines()
 
 
 def test_a_diverged_trial_keeps_its_record_up_to_the_divergence_and_curves_read_it_only_there(tmp_path):

@@ -23,6 +23,7 @@ import numpy as np
 from spectral_analysis.experiments.catalog import Trial, configuration_key, find_experiment
 from spectral_analysis.experiments.results import (
     CURVES_NAME,
+    diverged,
     kept_row_stands,
     read_curves,
     read_rows,
@@ -210,9 +211,12 @@ class KeptGrid:
                 return g
         return None
 
-    def values(self, axis: str) -> list[Any]:
-        """The values of ``axis`` in the grid: sorted when they are numbers, else in order of appearance."""
-        values = list(dict.fromkeys(g.axes[axis] for g in self.groups if axis in g.axes))
+    def values(self, axis: str, with_diverged: bool = False) -> list[Any]:
+        """The values of ``axis`` in the grid: sorted when they are numbers, else in order of appearance.
+        ``with_diverged`` adds those under which every seed diverged (no group finished)."""
+        failed = [r["axes"] for r in self.failed if with_diverged and diverged(r)]
+        axes = [g.axes for g in self.groups] + failed
+        values = list(dict.fromkeys(a[axis] for a in axes if axis in a))
         numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
         return sorted(values) if numeric else values
 

@@ -64,7 +64,7 @@ def _panels(grid: KeptGrid, axis: str, metric: str,
             phase: str = "valid") -> dict[Any, dict[str, dict[str, np.ndarray]]]:
     return {
         value: {g.variant: _curves(g, metric, phase) for g in grid.groups if g.axes.get(axis) == value}
-        for value in grid.values(axis)
+        for value in grid.values(axis, with_diverged=True)  # an empty panel titled with its diverged seeds
     }
 
 
