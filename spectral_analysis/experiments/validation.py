@@ -54,20 +54,19 @@ class Selection:
         return chosen
 
 
-def selection(results: str | Path, experiment: str, current: bool = True) -> Selection | None:
+def selection(results: str | Path, experiment: str) -> Selection | None:
     """The choice of the validation grid ``experiment`` from its complete, current paper-scale grid:
     every planned trial (each seed of each value) kept and standing for the catalog (``None`` before
     that, so a choice never rests on the seeds that happened to end first); ``ValueError`` when the
-    catalog entry selects nothing. With ``current=False``, the choice of the grid as it was last complete,
-    its kept rows read although the entry has changed since (a grid extended, as kru-adding-amplitude
-    from 10000 steps to 20000): what the selected experiment's trials kept so far were trained with. Once
-    some of the extended trials are kept anew, it reads them beside the older rows."""
+    catalog entry selects nothing. A grid changed since (extended, as kru-adding-amplitude from 10000
+    steps to 20000) chooses nothing until its trials are kept anew: its kept rows answer for the entry
+    as it was, and once some are retrained they no longer make one grid."""
     entry = find_experiment(experiment)
     if entry.selects is None:
         raise ValueError(f"experiment {experiment!r} is no validation grid: its catalog entry has no "
                          "'selects'")
     grid = read_grid(results, experiment, scale="paper")
-    if grid is None or (grid.stale and current):
+    if grid is None or grid.stale:
         return None
     rows = [*(r for g in grid.groups for r in g.rows), *filter(diverged, grid.failed)]
     if not {t.key for t in entry.trials("paper")} <= {r["trial"] for r in rows}:
