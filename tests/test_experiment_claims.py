@@ -300,6 +300,20 @@ def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(t
     keep("kru-adding", "mse", adding)
     best, *_ = kru_synthetic.adding_records(read_grid(tmp_path, "kru-adding"))
     assert best.verdict == "differs" and best.numbers["parameters"]["kru"] == 20000
+    parameters["kru"] = 4680
+    for seed in range(3):  # every KRU seed at T = 750 diverged: it never reaches the level, nor wins there
+        directory = tmp_path / "kru-adding" / "paper" / f"kru_length750_s{seed}"
+        (directory / "curves.csv").unlink()
+        (directory / "result.json").write_text(json.dumps(
+            {"experiment": "kru-adding", "scale": "paper", "trial": directory.name, "status": "failed",
+             "error": "TrainingDivergedError: the gradient norm is 1e+20", "variant": "kru",
+             "axes": {"length": 750}, "seed": seed, "hidden": 512, "config": {}}))
+    best, learns, faster = kru_synthetic.adding_records(read_grid(tmp_path, "kru-adding"))
+    assert (best.verdict, learns.verdict, faster.verdict) == ("differs",) * 3
+    assert faster.numbers["steps_to_reach"][750]["kru"] == [float("inf")] * 3
+    assert faster.evidence.endswith("T = 750: lstm 500, 500, 500, rnn never, never, never, "
+                                    "kru never, never, never")
+    assert "kru all 3 seeds diverged" in best.evidence
 
 
 def test_the_kru_copy_baselines_are_judged_from_their_paper_trials_while_kru_runs_on(tmp_path, monkeypatch):
@@ -351,7 +365,8 @@ def test_the_kru_copy_baselines_are_judged_from_their_paper_trials_while_kru_run
     assert kru_synthetic.run()[1].verdict == "differs"  # the LSTM learns T = 1000
     keep("paper", {("lstm", 1000): copy_baseline(1000)})
     kept = tmp_path / "kru-copy" / "paper" / "rnn_length1000_s0" / "result.json"  # one of three diverged
-    kept.write_text(json.dumps({**json.loads(kept.read_text()), "status": "failed", "error": "nan"}))
+    kept.write_text(json.dumps({**json.loads(kept.read_text()), "status": "failed",
+                                "error": "TrainingDivergedError: the training loss is nan"}))
     stuck = kru_synthetic.run()[1]
     assert stuck.verdict == "holds"
     level = f"{copy_baseline(1000):.4g}"

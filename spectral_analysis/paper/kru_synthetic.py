@@ -158,7 +158,7 @@ def _faster(grid: KeptGrid, panels: dict[int, dict[str, Spread]]) -> CheckRecord
     validation MSE below :data:`SOLVED_FRACTION` x baseline later than every KRU seed
     (:func:`~spectral_analysis.paper.kept.beats` on the steps, later is worse)."""
     level = SOLVED_FRACTION * ADDITION_BASELINE
-    reach = {length: {m: steps_to_reach(grid.group(m, length=length), level) for m in p}
+    reach = {length: {m: steps_to_reach(grid, m, length, level) for m in p}
              for length, p in panels.items()}
     outcomes = [beats(steps[KRU], other, higher_is_better=False)
                 for steps in reach.values() for m, other in steps.items() if m != KRU]

@@ -22,8 +22,8 @@ import numpy as np
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.data.synthetic import COPY_LENGTH, DATA_SYMBOLS
-from spectral_analysis.experiments.reading import Group, KeptGrid
-from spectral_analysis.experiments.results import read_curves
+from spectral_analysis.experiments.reading import KeptGrid
+from spectral_analysis.experiments.results import diverged, read_curves
 from spectral_analysis.paper.experiments import VANISHED
 from spectral_analysis.paper.kept import beats, every, judged, records_from_readers, seed_by_seed
 
@@ -91,14 +91,14 @@ def panels_of(grid: KeptGrid) -> tuple[dict[int, dict[str, Spread]], dict[int, d
     panels: dict[int, dict[str, Spread]] = {}
     seeds: dict[int, dict[str, int]] = {}
     lost: dict[int, dict[str, int]] = {}
-    diverged = Counter((r["variant"], int(r["axes"]["length"])) for r in grid.failed)
+    lost_seeds = Counter((r["variant"], int(r["axes"]["length"])) for r in filter(diverged, grid.failed))
     for g in grid.groups:
         length, s = int(g.axes["length"]), g.final()
-        lost_here = diverged.pop((g.variant, length), 0)
+        lost_here = lost_seeds.pop((g.variant, length), 0)
         panels.setdefault(length, {})[g.variant] = (s.mean, s.low, math.inf if lost_here else s.high)
         seeds.setdefault(length, {})[g.variant] = g.seeds + lost_here
         lost.setdefault(length, {})[g.variant] = lost_here
-    for (variant, length), lost_here in diverged.items():  # no seed finished
+    for (variant, length), lost_here in lost_seeds.items():  # no seed finished
         panels.setdefault(length, {})[variant] = (math.inf, math.inf, math.inf)
         seeds.setdefault(length, {})[variant] = lost.setdefault(length, {})[variant] = lost_here
     return dict(sorted(panels.items())), seeds, lost
@@ -143,9 +143,13 @@ def slower(slow: list[float], fast: list[float], factor: float = MUCH_SLOWER) ->
     return "differs" if max(slow) <= min(fast) else "inconclusive"
 
 
-def steps_to_reach(group: Group, level: float) -> list[float]:
-    """Each seed's first validation step with MSE below ``level`` (infinite when it never is; a diverged
-    seed counts as never)."""
+def steps_to_reach(grid: KeptGrid, variant: str, length: int, level: float) -> list[float]:
+    """Each seed's first validation step with MSE below ``level`` at ``length`` (infinite when it never is;
+    a diverged seed counts as never, also where every seed diverged and no group finished)."""
+    group = grid.group(variant, length=length)
+    if group is None:
+        return [math.inf] * sum(1 for r in filter(diverged, grid.failed)
+                                if r["variant"] == variant and int(r["axes"]["length"]) == length)
     reached = []
     for d in group.dirs:
         valid = read_curves(d)["valid"]
@@ -171,7 +175,7 @@ def middle_records(grid: KeptGrid, panels: dict[int, dict[str, Spread]], seeds: 
         {"test_mse": panels[length]["irnn"], "baseline": ADDITION_BASELINE}, quote=MIDDLE_QUOTE),
         seeds[length]["irnn"])
     level = REACHED * ADDITION_BASELINE
-    reach = {m: steps_to_reach(grid.group(m, length=length), level) for m in ("lstm", "spectral", "ornn")}
+    reach = {m: steps_to_reach(grid, m, length, level) for m in ("lstm", "spectral", "ornn")}
     verdict = every([slower(reach["lstm"], reach[m]) for m in ("spectral", "ornn")])
     shown = "; ".join(f"{m} " + ", ".join("never" if math.isinf(v) else f"{v:.0f}" for v in steps)
                       for m, steps in reach.items())
