@@ -314,6 +314,7 @@ def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(t
     assert faster.evidence.endswith("T = 750: lstm 500, 500, 500, rnn never, never, never, "
                                     "kru never, never, never")
     assert "kru all 3 seeds diverged" in best.evidence
+    assert "kru T = 750: all 3 seeds diverged (differs)" in learns.evidence
 
 
 def test_the_kru_copy_baselines_are_judged_from_their_paper_trials_while_kru_runs_on(tmp_path, monkeypatch):

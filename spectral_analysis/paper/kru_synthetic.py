@@ -37,6 +37,7 @@ from spectral_analysis.paper.synthetic_tasks import (
     copy_baseline,
     listing,
     panels_of,
+    spread_text,
     steps_to_reach,
 )
 
@@ -144,8 +145,8 @@ def adding_records(grid: KeptGrid) -> list[CheckRecord]:
         every(list(solved.values())),
         "adding, test MSE mean [min, max] over seeds against "
         f"{SOLVED_FRACTION * ADDITION_BASELINE:.4g}: " + "; ".join(
-            f"{m} T = {length}: {panels[length][m][0]:.3g} [{panels[length][m][1]:.3g}, "
-            f"{panels[length][m][2]:.3g}] ({v})" for (m, length), v in solved.items()),
+            f"{m} T = {length}: {spread_text(panels[length][m], seeds[length][m], lost[length][m])} ({v})"
+            for (m, length), v in solved.items()),
         {"test_mse": {m: {length: panels[length][m] for length in panels} for m in (KRU, "lstm")}},
         quote=SOLVES_QUOTE)
     return [judged(grid, best, _fewest_seeds(seeds)),

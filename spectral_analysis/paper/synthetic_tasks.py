@@ -104,16 +104,18 @@ def panels_of(grid: KeptGrid) -> tuple[dict[int, dict[str, Spread]], dict[int, d
     return dict(sorted(panels.items())), seeds, lost
 
 
-def listing(spreads: dict[str, Spread], baseline: float, seeds: dict[str, int], lost: dict[str, int]) -> str:
-    """Each model's ``mean [min, max]`` against ``baseline``, lowest first; a diverged seed is counted
-    (``1 of 3 seeds diverged``) in place of the maximum it has not got."""
-    def spread(model: str, s: Spread) -> str:
-        if math.isinf(s[0]):
-            return f"all {seeds[model]} seeds diverged"
-        high = f"{lost[model]} of {seeds[model]} seeds diverged" if math.isinf(s[2]) else f"{s[2]:.4g}"
-        return f"{s[0]:.4g} [{s[1]:.4g}, {high}]"
+def spread_text(s: Spread, seeds: int, lost: int) -> str:
+    """``mean [min, max]`` over seeds; a diverged seed is counted (``1 of 3 seeds diverged``) in place of
+    the maximum it has not got, and ``all 3 seeds diverged`` where no seed finished."""
+    if math.isinf(s[0]):
+        return f"all {seeds} seeds diverged"
+    high = f"{lost} of {seeds} seeds diverged" if math.isinf(s[2]) else f"{s[2]:.4g}"
+    return f"{s[0]:.4g} [{s[1]:.4g}, {high}]"
 
-    return ", ".join(f"{m} {spread(m, s)} ({against_baseline(s, baseline)})"
+
+def listing(spreads: dict[str, Spread], baseline: float, seeds: dict[str, int], lost: dict[str, int]) -> str:
+    """Each model's :func:`spread_text` against ``baseline``, lowest first."""
+    return ", ".join(f"{m} {spread_text(s, seeds[m], lost[m])} ({against_baseline(s, baseline)})"
                      for m, s in sorted(spreads.items(), key=lambda x: x[1][0]))
 
 
