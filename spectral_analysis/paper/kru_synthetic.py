@@ -151,15 +151,16 @@ def adding_records(grid: KeptGrid) -> list[CheckRecord]:
         quote=SOLVES_QUOTE)
     return [judged(grid, best, _fewest_seeds(seeds)),
             judged(grid, learns, _fewest_seeds(seeds, {KRU, "lstm"})),
-            judged(grid, _faster(grid, panels), _fewest_seeds(seeds))]
+            judged(grid, _faster(grid, panels, lost), _fewest_seeds(seeds))]
 
 
-def _faster(grid: KeptGrid, panels: dict[int, dict[str, Spread]]) -> CheckRecord:
+def _faster(grid: KeptGrid, panels: dict[int, dict[str, Spread]], lost: dict[int, dict[str, int]]
+            ) -> CheckRecord:
     """"KRU converges faster than all other baselines": at every T, every baseline's seeds reach a
     validation MSE below :data:`SOLVED_FRACTION` x baseline later than every KRU seed
     (:func:`~spectral_analysis.paper.kept.beats` on the steps, later is worse)."""
     level = SOLVED_FRACTION * ADDITION_BASELINE
-    reach = {length: {m: steps_to_reach(grid, m, length, level) for m in p}
+    reach = {length: {m: steps_to_reach(grid.group(m, length=length), lost[length][m], level) for m in p}
              for length, p in panels.items()}
     outcomes = [beats(steps[KRU], other, higher_is_better=False)
                 for steps in reach.values() for m, other in steps.items() if m != KRU]

@@ -22,7 +22,7 @@ import numpy as np
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.data.synthetic import COPY_LENGTH, DATA_SYMBOLS
-from spectral_analysis.experiments.reading import KeptGrid
+from spectral_analysis.experiments.reading import Group, KeptGrid
 from spectral_analysis.experiments.results import diverged, read_curves
 from spectral_analysis.paper.experiments import VANISHED
 from spectral_analysis.paper.kept import beats, every, judged, records_from_readers, seed_by_seed
@@ -145,19 +145,16 @@ def slower(slow: list[float], fast: list[float], factor: float = MUCH_SLOWER) ->
     return "differs" if max(slow) <= min(fast) else "inconclusive"
 
 
-def steps_to_reach(grid: KeptGrid, variant: str, length: int, level: float) -> list[float]:
-    """Each seed's first validation step with MSE below ``level`` at ``length`` (infinite when it never is;
-    a diverged seed counts as never, also where every seed diverged and no group finished)."""
-    group = grid.group(variant, length=length)
-    if group is None:
-        return [math.inf] * sum(1 for r in filter(diverged, grid.failed)
-                                if r["variant"] == variant and int(r["axes"]["length"]) == length)
+def steps_to_reach(group: Group | None, lost: int, level: float) -> list[float]:
+    """Each finished seed's first validation step with MSE below ``level`` (infinite when it never is), and
+    infinity for each of the ``lost`` seeds that diverged (:func:`panels_of`; ``group`` is ``None`` where
+    no seed finished)."""
     reached = []
-    for d in group.dirs:
+    for d in group.dirs if group is not None else []:
         valid = read_curves(d)["valid"]
         below = np.flatnonzero(valid["mse"] < level)
         reached.append(float(valid["step"][below[0]]) if len(below) else math.inf)
-    return reached + [math.inf] * len(group.failed_rows)
+    return reached + [math.inf] * lost
 
 
 def middle_records(grid: KeptGrid, panels: dict[int, dict[str, Spread]], seeds: dict[int, dict[str, int]],
@@ -177,7 +174,8 @@ def middle_records(grid: KeptGrid, panels: dict[int, dict[str, Spread]], seeds: 
         {"test_mse": panels[length]["irnn"], "baseline": ADDITION_BASELINE}, quote=MIDDLE_QUOTE),
         seeds[length]["irnn"])
     level = REACHED * ADDITION_BASELINE
-    reach = {m: steps_to_reach(grid, m, length, level) for m in ("lstm", "spectral", "ornn")}
+    reach = {m: steps_to_reach(grid.group(m, length=length), lost[length][m], level)
+             for m in ("lstm", "spectral", "ornn")}
     verdict = every([slower(reach["lstm"], reach[m]) for m in ("spectral", "ornn")])
     shown = "; ".join(f"{m} " + ", ".join("never" if math.isinf(v) else f"{v:.0f}" for v in steps)
                       for m, steps in reach.items())
