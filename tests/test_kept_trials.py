@@ -186,7 +186,7 @@ def test_a_failing_trial_is_kept_as_failed_with_its_error_line(tmp_path):
 def test_a_learning_figure_names_the_diverged_seeds_its_curves_leave_out(tmp_path, monkeypatch):
     from spectral_analysis.experiments import read_grid
     from spectral_analysis.plotting.paper_figures import plot_learning_curves
-    from spectral_analysis.plotting.results_figures import _panels, diverged_notes
+    from spectral_analysis.plotting.results_figures import diverged_notes, learning_panels
 
     text = TINY.replace(
         '[[variants]]\nlabel = "spectral"',
@@ -208,7 +208,7 @@ def test_a_learning_figure_names_the_diverged_seeds_its_curves_leave_out(tmp_pat
     grid = read_grid(tmp_path / "results", "tiny", "smoke")
     grid.groups = [g for g in grid.groups if g.axes["length"] != 7]
     assert grid.values("length") == [5] and grid.values("length", with_diverged=True) == [5, 7]
-    panels = _panels(grid, "length", "mse")
+    panels = learning_panels(grid, "length", "mse")
     assert list(panels) == [5, 7] and panels[7] == {} and set(panels[5]) == {"rnn", "spectral"}
     figure = plot_learning_curves(panels, "MSE", None, "t", length_name="T",
                                   column_notes=diverged_notes(grid, "length"))

@@ -60,11 +60,13 @@ def _curves(group: Group, metric: str, phase: str = "valid") -> dict[str, np.nda
     }
 
 
-def _panels(grid: KeptGrid, axis: str, metric: str,
-            phase: str = "valid") -> dict[Any, dict[str, dict[str, np.ndarray]]]:
+def learning_panels(grid: KeptGrid, axis: str, metric: str,
+                    phase: str = "valid") -> dict[Any, dict[str, dict[str, np.ndarray]]]:
+    """One panel per value of ``axis`` (variant -> its seed-aggregated curves of ``metric``), including
+    a value where every seed of every model diverged: its panel is empty, titled by :func:`diverged_notes`."""
     return {
         value: {g.variant: _curves(g, metric, phase) for g in grid.groups if g.axes.get(axis) == value}
-        for value in grid.values(axis, with_diverged=True)  # an empty panel titled with its diverged seeds
+        for value in grid.values(axis, with_diverged=True)
     }
 
 
@@ -101,7 +103,7 @@ class LearningFigure:
 
     def _draw(self, grid: KeptGrid, out: Path, paper_so_far: bool) -> Drawn:
         panels = (
-            _panels(grid, self.axis, self.metric, self.phase)
+            learning_panels(grid, self.axis, self.metric, self.phase)
             if self.axis
             else {"": {g.variant: _curves(g, self.metric, self.phase) for g in grid.groups}}
         )
