@@ -404,16 +404,18 @@ def test_the_kru_adding_claims_can_fail_on_the_lengths_kept_so_far_but_hold_only
     assert read_settled(tmp_path, "kru-adding", "length") is None  # KRU has no T = 100 trial yet
     assert [r.scale for r in kru_synthetic.run()[2:4]] == ["smoke", "smoke"]
     keep("paper", {("kru", 100): 0.1}, seeds=2)
+    assert read_settled(tmp_path, "kru-adding", "length") is None  # KRU's third seed at T = 100 still trains
+    keep("paper", {("kru", 100): 0.1})  # the third seed: KRU at the baseline, the LSTM solves T = 100
     settled = read_settled(tmp_path, "kru-adding", "length")
     assert settled.values("length") == [100] and settled.variants() == ["kru", "rnn", "lstm"]
-    best, learns = kru_synthetic.run()[2:4]
-    assert best.verdict == learns.verdict == "unverified" and best.scale == "paper" and best.seeds == 2
-    assert best.evidence.startswith("only T = 100 kept so far") and "fewer than the 3" in best.evidence
-    keep("paper", {("kru", 100): 0.1})  # the third seed: KRU at the baseline, the LSTM solves T = 100
+    keep("paper", {("kru", 200): 0.1, ("lstm", 200): 1e-3})
+    keep("paper", {("rnn", 200): 0.16}, seeds=2)  # T = 200 waits on the RNN's third seed ...
+    assert read_settled(tmp_path, "kru-adding", "length").values("length") == [100]
     best, learns, faster = kru_synthetic.run()[2:]
     assert best.verdict == learns.verdict == faster.verdict == "differs"
     assert "T = 100: kru never, never, never" in faster.evidence
     assert best.evidence.startswith("fails already at T = 100") and "T = 200" not in best.evidence
+    assert best.seeds == 3  # ... so its two seeds do not make T = 100's refutation unverified
     assert best.claim.endswith("at every T, with the fewest parameters (read on T = 100 alone: the values "
                                "kept for every model so far)")
     keep("paper", {("kru", 100): 1e-4})  # KRU best and solved at T = 100: nothing to say of T = 200-750

@@ -363,18 +363,21 @@ def read_variants(results: str | Path, experiment: str, variants: set[str],
 
 
 def read_settled(results: str | Path, experiment: str, axis: str, scale: str = "paper") -> KeptGrid | None:
-    """The ``scale`` grid of ``experiment`` cut to the values of ``axis`` whose every catalog configuration
-    (each model's) is kept, while the other values still train; ``None`` while no value is. A claim "at
-    every T" can fail on the values settled so far, though it can hold only on all of them."""
+    """The ``scale`` grid of ``experiment`` cut to the values of ``axis`` whose every catalog trial (each
+    model's, every seed the scale runs) has ended, while the other values still train; ``None`` while no
+    value has. A claim "at every T" can fail on the values settled so far, though it can hold only on all
+    of them; a value with a seed still training waits, so it cannot lower the seed count the others are
+    judged on."""
     grid = read_grid(results, experiment, scale=scale)
     try:
-        trials = find_experiment(experiment).trials(scale, seeds=1)
+        trials = find_experiment(experiment).trials(scale)
     except ValueError:
         return None
     if grid is None:
         return None
-    by_value: dict[Any, set[str]] = {}
+    ended = {r["trial"] for r in [*(r for g in grid.groups for r in g.rows), *grid.failed]}
+    by_value: dict[Any, list[str]] = {}
     for trial in trials:
-        by_value.setdefault(trial.axes.get(axis), set()).add(configuration_key(trial.key))
-    settled = [keys for keys in by_value.values() if _cut(grid, keys) is not None]
-    return _cut(grid, set().union(*settled))
+        by_value.setdefault(trial.axes.get(axis), []).append(trial.key)
+    settled = {configuration_key(key) for keys in by_value.values() if ended.issuperset(keys) for key in keys}
+    return _cut(grid, settled)
