@@ -41,7 +41,8 @@ def kept_variants(experiment: str, variants: set[str], results: str | Path | Non
 
 
 def kept_settled(experiment: str, axis: str, results: str | Path | None = None) -> KeptGrid | None:
-    """The paper grid cut to the values of ``axis`` kept for every model so far (:func:`read_settled`)."""
+    """The paper grid cut to the values of ``axis`` kept for every seed of every model so far
+    (:func:`read_settled`)."""
     return read_settled(results or default_results_dir(), experiment, axis)
 
 

@@ -11,8 +11,8 @@ LSTM, from the kept ``kru-copy`` and ``kru-adding`` results (RC and FC uRNN are 
   learning the correct hypothesis" (both below :data:`SOLVED_FRACTION` of the 0.167 baseline at every
   T), and "KRU converges faster than all other baselines" (each seed's first validation step below
   :data:`SOLVED_FRACTION` x baseline, a seed that never gets there at infinity: every baseline seed later
-  than every KRU seed, at every T). While the paper grid runs, these read the lengths kept for every model
-  so far: one such length can refute them (``differs``), only all of them can make them hold.
+  than every KRU seed, at every T). While the paper grid runs, these read the lengths kept for every seed of
+  every model so far: one such length can refute them (``differs``), only all of them can make them hold.
 """
 
 from __future__ import annotations
