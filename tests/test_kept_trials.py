@@ -213,6 +213,9 @@ def test_a_learning_figure_names_the_diverged_seeds_its_curves_leave_out(tmp_pat
     figure = plot_learning_curves(panels, "MSE", None, "t", length_name="T",
                                   column_notes=diverged_notes(grid, "length"))
     assert figure.axes[1].get_title() == f"T = 7\n{notes[7]}" and not figure.axes[1].get_lines()
+    whole = learning_panels(grid, "", "mse")  # a grid drawn without an axis: one panel, every model's seeds
+    assert list(whole) == [""] and set(whole[""]) == {"rnn", "spectral"}
+    assert np.array_equal(whole[""]["rnn"]["metric"], panels[5]["rnn"]["metric"])  # the one length left
 
 
 def test_a_diverged_trial_keeps_its_record_up_to_the_divergence_and_curves_read_it_only_there(tmp_path):

@@ -63,7 +63,10 @@ def _curves(group: Group, metric: str, phase: str = "valid") -> dict[str, np.nda
 def learning_panels(grid: KeptGrid, axis: str, metric: str,
                     phase: str = "valid") -> dict[Any, dict[str, dict[str, np.ndarray]]]:
     """One panel per value of ``axis`` (variant -> its seed-aggregated curves of ``metric``), including
-    a value where every seed of every model diverged: its panel is empty, titled by :func:`diverged_notes`."""
+    a value where every seed of every model diverged: its panel is empty, titled by :func:`diverged_notes`;
+    ``axis`` "" (a grid without one): a single panel, keyed ""."""
+    if not axis:
+        return {"": {g.variant: _curves(g, metric, phase) for g in grid.groups}}
     return {
         value: {g.variant: _curves(g, metric, phase) for g in grid.groups if g.axes.get(axis) == value}
         for value in grid.values(axis, with_diverged=True)
@@ -102,11 +105,7 @@ class LearningFigure:
         return [self._draw(grid, out, paper_so_far=i > 0) for i, grid in enumerate(grids)]
 
     def _draw(self, grid: KeptGrid, out: Path, paper_so_far: bool) -> Drawn:
-        panels = (
-            learning_panels(grid, self.axis, self.metric, self.phase)
-            if self.axis
-            else {"": {g.variant: _curves(g, self.metric, self.phase) for g in grid.groups}}
-        )
+        panels = learning_panels(grid, self.axis, self.metric, self.phase)
         levels = {k: self.baseline(k) for k in panels} if callable(self.baseline) else self.baseline
         size = ", ".join(sorted({f"n = {g.rows[0]['hidden']}" for g in grid.groups}))
         title = f"{self.title}{kept_so_far(grid) if paper_so_far else ''} ({size}; {grid.stamp()})"
