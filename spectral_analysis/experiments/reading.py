@@ -201,6 +201,11 @@ class KeptGrid:
         return self.trials + len(self.failed)
 
     @property
+    def kept_keys(self) -> set[str]:
+        """The keys of the kept trials, finished and failed."""
+        return {r["trial"] for r in [*(r for g in self.groups for r in g.rows), *self.failed]}
+
+    @property
     def seeds(self) -> int:
         """The fewest seeds any configuration has."""
         return min((g.seeds for g in self.groups), default=0)
@@ -347,9 +352,9 @@ def _cut(grid: KeptGrid, wanted: set[str]) -> KeptGrid | None:
     ended = {configuration_key(r["trial"]) for r in [*(g.rows[0] for g in groups), *failed]}
     if not wanted or ended != wanted:
         return None
-    keys = {r["trial"] for r in [*(r for g in groups for r in g.rows), *failed]}
-    return KeptGrid(grid.experiment, grid.scale, groups, failed,
-                    {k: v for k, v in grid.stale.items() if k in keys})
+    cut = KeptGrid(grid.experiment, grid.scale, groups, failed)
+    cut.stale = {k: v for k, v in grid.stale.items() if k in cut.kept_keys}
+    return cut
 
 
 def read_variants(results: str | Path, experiment: str, variants: set[str],
@@ -375,7 +380,7 @@ def read_settled(results: str | Path, experiment: str, axis: str, scale: str = "
         return None
     if grid is None:
         return None
-    ended = {r["trial"] for r in [*(r for g in grid.groups for r in g.rows), *grid.failed]}
+    ended = grid.kept_keys
     by_value: dict[Any, list[str]] = {}
     for trial in trials:
         by_value.setdefault(trial.axes.get(axis), []).append(trial.key)
