@@ -218,6 +218,29 @@ def test_a_learning_figure_names_the_diverged_seeds_its_curves_leave_out(tmp_pat
     assert np.array_equal(whole[""]["rnn"]["metric"], panels[5]["rnn"]["metric"])  # the one length left
 
 
+def test_a_paper_grid_under_way_names_in_each_panel_the_seeds_not_kept_yet(tmp_path, monkeypatch):
+    from spectral_analysis.experiments import read_grid
+    from spectral_analysis.plotting.results_figures import panel_notes
+
+    text = TINY.replace(
+        '[[variants]]\nlabel = "spectral"',
+        '[[variants]]\nlabel = "diverges"\nmodel = "rnn"\nlr = 1e30\n[[variants]]\nlabel = "spectral"',
+    )
+    catalog = tiny_catalog(tmp_path, text)
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(catalog))
+    _, rows = run_tiny(tmp_path, catalog, scale="paper", seeds=1)  # the paper scale runs 3 seeds
+    step = {r["axes"]["length"]: r["last_recorded_step"] for r in rows if r["status"] == "failed"}
+    notes = panel_notes(read_grid(tmp_path / "results", "tiny", "paper"), "length")
+    assert notes == {n: f"diverges: 1 seed diverged (step {step[n]})\n"
+                        "not kept yet: rnn 2 seeds, diverges 2 seeds, spectral 2 seeds" for n in (5, 7)}
+    run_tiny(tmp_path, catalog, scale="paper", seeds=3)
+    grid = read_grid(tmp_path / "results", "tiny", "paper")
+    assert not any("not kept" in note for note in panel_notes(grid, "length").values())
+    grid.failed = [r for r in grid.failed if r["trial"] != "diverges_length5_s0"]
+    notes = panel_notes(grid, "length")  # one seed of one model missing: its panel alone says so
+    assert notes[5].endswith("\nnot kept yet: diverges 1 seed") and "not kept" not in notes[7]
+
+
 def test_a_diverged_trial_keeps_its_record_up_to_the_divergence_and_curves_read_it_only_there(tmp_path):
     from spectral_analysis.experiments.results import keep_trial, read_curves
     from spectral_analysis.train.evaluation import RunLog

@@ -367,6 +367,21 @@ def read_variants(results: str | Path, experiment: str, variants: set[str],
     return None if grid is None or not wanted else _cut(grid, set(wanted))
 
 
+def unkept_trials(grid: KeptGrid, axis: str) -> dict[Any, list[Trial]] | None:
+    """Per value of ``axis`` (``""``: a grid without one), the catalog trials of ``grid``'s scale (each
+    model's, every seed the scale runs) not kept yet: still to start or still training; ``None`` for an
+    experiment or scale the catalog does not have."""
+    try:
+        trials = find_experiment(grid.experiment).trials(grid.scale)
+    except ValueError:
+        return None
+    unkept: dict[Any, list[Trial]] = {}
+    for trial in trials:
+        if trial.key not in grid.kept_keys:
+            unkept.setdefault(trial.axes.get(axis) if axis else "", []).append(trial)
+    return unkept
+
+
 def read_settled(results: str | Path, experiment: str, axis: str, scale: str = "paper") -> KeptGrid | None:
     """The ``scale`` grid of ``experiment`` cut to the values of ``axis`` whose every catalog trial (each
     model's, every seed the scale runs) has ended, while the other values still train; ``None`` while no
@@ -374,15 +389,8 @@ def read_settled(results: str | Path, experiment: str, axis: str, scale: str = "
     of them; a value with a seed still training waits, so it cannot lower the seed count the others are
     judged on."""
     grid = read_grid(results, experiment, scale=scale)
-    try:
-        trials = find_experiment(experiment).trials(scale)
-    except ValueError:
+    unkept = None if grid is None else unkept_trials(grid, axis)
+    if grid is None or unkept is None:
         return None
-    if grid is None:
-        return None
-    ended = grid.kept_keys
-    by_value: dict[Any, list[str]] = {}
-    for trial in trials:
-        by_value.setdefault(trial.axes.get(axis), []).append(trial.key)
-    settled = {configuration_key(key) for keys in by_value.values() if ended.issuperset(keys) for key in keys}
-    return _cut(grid, settled)
+    settled = _catalog_configurations(experiment, scale, lambda t: t.axes.get(axis) not in unkept)
+    return _cut(grid, set(settled or []))

@@ -13,6 +13,7 @@ Curves are the mean over seeds with the min-max band, on a log axis the median o
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -28,6 +29,7 @@ from spectral_analysis.experiments.reading import (
     read_grids,
     read_variants,
     seeds_text,
+    unkept_trials,
 )
 from spectral_analysis.experiments.results import diverged
 from spectral_analysis.plotting.benchmarks import plot_householder_benchmark
@@ -112,7 +114,7 @@ class LearningFigure:
         figure = plot_learning_curves(panels, self.metric.replace("_", " "), levels, title,
                                       length_name=self.axis_name, log_scale=self.log_scale,
                                       data_name=DATA_NAMES[self.phase],
-                                      column_notes=diverged_notes(grid, self.axis))
+                                      column_notes=panel_notes(grid, self.axis))
         file = _paper_file(self.file) if paper_so_far else self.file
         return drawn_record(save_figure(figure, out / file), grid)
 
@@ -127,6 +129,24 @@ def diverged_notes(grid: KeptGrid, axis: str) -> dict[Any, str]:
     return {value: "; ".join(f"{variant}: {seeds_text([len(s)])} diverged (step {', '.join(s)})"
                              for variant, s in by_variant.items())
             for value, by_variant in steps.items()}
+
+
+def unkept_notes(grid: KeptGrid, axis: str) -> dict[Any, str]:
+    """Per value of ``axis`` (``""``: the one panel of a grid without it), the catalog trials its curves
+    do not have yet, still to start or still training: ``"not kept yet: kru 3 seeds, lstm 1 seed"``."""
+    notes = {}
+    for value, trials in (unkept_trials(grid, axis) or {}).items():
+        seeds = Counter(t.variant for t in trials)
+        notes[value] = "not kept yet: " + ", ".join(f"{v} {seeds_text([n])}" for v, n in seeds.items())
+    return notes
+
+
+def panel_notes(grid: KeptGrid, axis: str) -> dict[Any, str]:
+    """A panel's second title line: the seeds its curves leave out, diverged (:func:`diverged_notes`) or
+    not kept yet (:func:`unkept_notes`, while a paper grid is under way)."""
+    diverged_, unkept = diverged_notes(grid, axis), unkept_notes(grid, axis)
+    return {value: "\n".join(n for n in (diverged_.get(value), unkept.get(value)) if n)
+            for value in diverged_.keys() | unkept.keys()}
 
 
 def _paper_file(file: str) -> str:
