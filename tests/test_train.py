@@ -159,7 +159,7 @@ def test_bad_checkpoints_are_named_errors(tmp_path, checkpoint_file, capsys):
     data = checkpoint_file.read_bytes()
     cases = {}
     torch.save({"weights": torch.zeros(2)}, tmp_path / "pickled.safetensors")
-    cases["pickled.safetensors"] = "pickle / torch.save"
+    cases["pickled.safetensors"] = "unpickling can run code (the analyzers read a PyTorch state_dict"
     (tmp_path / "truncated.safetensors").write_bytes(data[: len(data) // 2])
     cases["truncated.safetensors"] = "truncated or corrupt"
     length = int.from_bytes(data[:8], "little")  # pad the JSON header to a length whose low byte is 0x80,

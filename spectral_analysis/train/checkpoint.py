@@ -99,7 +99,9 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Tensor]
             head = f.read(9)
         if head.startswith(_PICKLE_MAGIC) and not _safetensors_prefix(head):
             raise CheckpointError(f"{path} is a pickle / torch.save file, not a safetensors checkpoint; "
-                                  "it is not loaded because unpickling can run code") from None
+                                  "it is not loaded because unpickling can run code (the analyzers read "
+                                  "a PyTorch state_dict's weights alone: spectral-analysis analyze FILE)"
+                                  ) from None
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise CheckpointError(f"{path} is not a readable safetensors file (truncated or corrupt): "
                               f"{message}") from None
