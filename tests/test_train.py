@@ -159,7 +159,7 @@ def test_bad_checkpoints_are_named_errors(tmp_path, checkpoint_file, capsys):
     data = checkpoint_file.read_bytes()
     cases = {}
     torch.save({"weights": torch.zeros(2)}, tmp_path / "pickled.safetensors")
-    cases["pickled.safetensors"] = "unpickling can run code (the analyzers read a PyTorch state_dict"
+    cases["pickled.safetensors"] = "pickle / torch.save file, not a safetensors checkpoint; it is not loaded"
     (tmp_path / "truncated.safetensors").write_bytes(data[: len(data) // 2])
     cases["truncated.safetensors"] = "truncated or corrupt"
     length = int.from_bytes(data[:8], "little")  # pad the JSON header to a length whose low byte is 0x80,
@@ -181,6 +181,8 @@ def test_bad_checkpoints_are_named_errors(tmp_path, checkpoint_file, capsys):
         assert main(["inspect", str(tmp_path / name)]) == 1
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0]
+    with pytest.raises(CheckpointError, match="the analyzers read a PyTorch state_dict's weights alone"):
+        load_checkpoint(tmp_path / "pickled.safetensors")  # and the refusal names the way that reads it
 
 
 def test_metadata_tensor_mismatch_is_named(tmp_path, checkpoint_file):
