@@ -389,8 +389,10 @@ def read_settled(results: str | Path, experiment: str, axis: str, scale: str = "
     of them; a value with a seed still training waits, so it cannot lower the seed count the others are
     judged on."""
     grid = read_grid(results, experiment, scale=scale)
-    unkept = None if grid is None else unkept_trials(grid, axis)
-    if grid is None or unkept is None:
+    if grid is None:
+        return None
+    unkept = unkept_trials(grid, axis)
+    if unkept is None:  # no catalog entry to say what is missing
         return None
     settled = _catalog_configurations(experiment, scale, lambda t: t.axes.get(axis) not in unkept)
     return _cut(grid, set(settled or []))
