@@ -379,13 +379,13 @@ def test_the_kru_adding_claims_can_fail_on_the_lengths_kept_so_far_but_hold_only
     """"At every T" is refuted by one length kept for every model (3 seeds each) while the other lengths
     still train; it cannot hold before all are kept."""
     from spectral_analysis.experiments.catalog import find_experiment
-    from spectral_analysis.experiments.reading import read_settled
+    from spectral_analysis.experiments.reading import read_grid, read_settled
     from spectral_analysis.paper import kru_synthetic
 
     monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
     experiment = find_experiment("kru-adding")
 
-    def keep(scale: str, test: dict[tuple[str, int], float], seeds: int = 3) -> None:
+    def keep(scale: str, test: dict[tuple[str, int], float], seeds: int = 3, status: str = "done") -> None:
         for trial in experiment.trials(scale):
             where = (trial.variant, trial.axes["length"])
             if where not in test or trial.seed >= seeds:
@@ -396,7 +396,7 @@ def test_the_kru_adding_claims_can_fail_on_the_lengths_kept_so_far_but_hold_only
                 {"experiment": "kru-adding", "scale": scale, "trial": trial.key, "variant": trial.variant,
                  "axes": trial.axes, "seed": trial.seed, "hidden": 128, "config": trial.config,
                  "parameters": {"kru": 3657, "rnn": 16897, "lstm": 67201}[trial.variant],
-                 "status": "done", "metric": "mse", "test_metrics": {"mse": test[where]}}))
+                 "status": status, "metric": "mse", "test_metrics": {"mse": test[where]}}))
             (directory / "curves.csv").write_text(f"phase,step,mse\nvalid,500,{test[where]}\n")
 
     keep("smoke", {(m, t): 0.4 for m in ("kru", "rnn", "lstm") for t in (100, 200, 400, 750)}, seeds=1)
@@ -422,6 +422,17 @@ def test_the_kru_adding_claims_can_fail_on_the_lengths_kept_so_far_but_hold_only
     best, learns = kru_synthetic.run()[2:4]
     assert best.verdict == learns.verdict == "unverified"
     assert "would read 'holds' from these" in best.evidence and "would read 'holds'" in learns.evidence
+    keep("paper", {(m, t): 1e-4 if m == "kru" else 0.16 for m in ("kru", "rnn", "lstm") for t in (200, 400)})
+    keep("paper", {("rnn", 750): 0.16, ("lstm", 750): 1e-3})
+    keep("paper", {("kru", 750): 0.0}, seeds=2, status="failed")  # two seeds diverged, the third trains:
+    assert read_grid(tmp_path, "kru-adding").scale == "paper"  # each configuration has ended ...
+    assert read_settled(tmp_path, "kru-adding", "length").values("length") == [100, 200, 400]  # T = 750 waits
+    best = kru_synthetic.run()[2]
+    assert best.verdict == "unverified" and best.seeds == 3 and "on T = 100, 200, 400 alone" in best.claim
+    keep("paper", {("kru", 750): 1e-4})  # every seed done: no trial trains, the grid is read whole
+    assert read_settled(tmp_path, "kru-adding", "length") is None
+    best = kru_synthetic.run()[2]
+    assert best.verdict == "holds" and best.seeds == 3 and "read on" not in best.claim
 
 
 def test_kru_mnist_claims_compare_kru_and_the_lstm_per_task_over_seeds(tmp_path, monkeypatch):

@@ -385,14 +385,15 @@ def unkept_trials(grid: KeptGrid, axis: str) -> dict[Any, list[Trial]] | None:
 def read_settled(results: str | Path, experiment: str, axis: str, scale: str = "paper") -> KeptGrid | None:
     """The ``scale`` grid of ``experiment`` cut to the values of ``axis`` whose every catalog trial (each
     model's, every seed the scale runs) has ended, while the other values still train; ``None`` while no
-    value has. A claim "at every T" can fail on the values settled so far, though it can hold only on all
-    of them; a value with a seed still training waits, so it cannot lower the seed count the others are
-    judged on."""
+    value has, and once none still trains (the whole grid is read then). A claim "at every T" can fail on
+    the values settled so far, though it can hold only on all of them; a value with a seed still training
+    waits, so it cannot lower the seed count the others are judged on, even where :func:`read_grid` reads
+    the grid whole (each configuration has ended: two seeds diverged while the third trains)."""
     grid = read_grid(results, experiment, scale=scale)
     if grid is None:
         return None
     unkept = unkept_trials(grid, axis)
-    if unkept is None:  # no catalog entry to say what is missing
+    if not unkept:  # no catalog entry to say what is missing, or nothing missing
         return None
     settled = _catalog_configurations(experiment, scale, lambda t: t.axes.get(axis) not in unkept)
     return _cut(grid, set(settled or []))

@@ -181,11 +181,11 @@ def _faster(grid: KeptGrid, panels: dict[int, dict[str, Spread]], lost: dict[int
 def _adding_claims() -> list[CheckRecord]:
     """Both adding claims from the kept grid; while its paper scale is under way, from the lengths kept
     for every model so far (where "at every T" can already fail)."""
-    grid = kept_grid("kru-adding")
-    settled = None if grid is not None and grid.scale == "paper" else kept_settled("kru-adding", "length")
+    settled = kept_settled("kru-adding", "length")
     if settled is not None:
         lengths = "T = " + ", ".join(str(v) for v in settled.values("length"))
         return [so_far(record, lengths) for record in adding_records(settled)]
+    grid = kept_grid("kru-adding")
     if grid is None:
         return [missing_record(ADDING_SOURCE, q, "kru-adding", q) for q in ADDING_QUOTES]
     return adding_records(grid)
