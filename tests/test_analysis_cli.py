@@ -89,6 +89,10 @@ def test_analyze_writes_report_and_figures(runs, capsys, tmp_path):
     assert len(report["lyapunov_exponents"]) == 8
     assert report["perturbation"]["holds"] and report["jacobian_bound_holds"]
     assert report["bound"]["gamma_source"] == "default (no data)"
+    assert len(report["state_norm_max"]) == len(report["state_norm_median"]) == T + 1
+    assert report["state_norm_max"][0] == 0.0  # the zero start state
+    assert all(top >= middle > 0 for top, middle in zip(report["state_norm_max"][1:],
+                                                         report["state_norm_median"][1:], strict=True))
     assert [row["step"] for row in report["trajectory"]] == [5, 10, 15, 20]
     for name in ("report.json", "report.md", "jacobians.png", "lyapunov.png", "trajectory.png",
                  "singular_values.png"):
@@ -96,6 +100,8 @@ def test_analyze_writes_report_and_figures(runs, capsys, tmp_path):
     assert json.loads((out / "report.json").read_text())["grad_norms"] == report["grad_norms"]
     markdown = (out / "report.md").read_text()
     assert "## Lyapunov exponents" in markdown
+    largest = int(np.argmax(report["state_norm_max"]))
+    assert f"The state (h, and an LSTM's cells) is largest at t = {largest}: " in markdown
     top = max(report["trajectory"], key=lambda row: row["grad_norm_peak"])
     assert f"in the steps up to {top['step']} " in markdown and top["grad_norm_peak"] > 0
 

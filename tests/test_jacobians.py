@@ -15,6 +15,7 @@ from spectral_analysis.analysis import (
     jacobians_by_autograd,
     lyapunov_exponents,
     read_trajectory,
+    state_norms,
     state_trajectory,
     trajectory_table,
     transition_norm_bound,
@@ -64,6 +65,25 @@ def test_symbol_id_inputs_and_the_trajectory_match_the_model_run():
     assert torch.allclose(states[:, 1:], model.run(ids).hidden[0], atol=1e-12)
     products = jacobian_products(model, ids, keep_matrices=True)
     assert torch.allclose(products.matrices, jacobians_by_autograd(model, ids), atol=1e-12)
+
+
+def test_state_norms_follow_a_growing_linear_recurrence_past_float32():
+    """One input at t = 1, then h_t = (2Q) h_(t-1): ||h_t|| = 2^(t-1) ||U x_1||, beyond float32 by t = 130."""
+    model = build_model("rnn", 2, 8, 2, activation="identity").double()
+    Q, _ = torch.linalg.qr(torch.randn(8, 8, dtype=torch.float64))
+    with torch.no_grad():
+        model.transitions[0].weight.copy_(2 * Q)
+        for name, parameter in model.named_parameters():
+            if "bias" in name:
+                parameter.zero_()
+    x = torch.zeros(3, 300, 2, dtype=torch.float64)
+    x[:, 0] = torch.randn(3, 2, dtype=torch.float64)
+    sizes = state_norms(model, x)
+    first = torch.linalg.vector_norm(model.run(x[:, :1]).hidden[0][:, 0], dim=-1).detach().numpy()
+    expected = first[:, None] * 2.0 ** np.arange(300)
+    assert sizes.shape == (3, 301) and np.all(sizes[:, 0] == 0)
+    assert np.allclose(sizes[:, 1:], expected, rtol=1e-12)
+    assert sizes.max() > 1e80  # float64 keeps what float32 would have turned to inf
 
 
 def test_long_sequences_stay_finite_in_log_space():

@@ -16,6 +16,7 @@ from spectral_analysis.analysis.jacobians import (
     jacobian_products,
     jacobians_by_autograd,
     lyapunov_exponents,
+    state_norms,
     state_trajectory,
     transition_norm_bound,
 )
@@ -30,6 +31,6 @@ __all__ = [
     "WeightNorms", "analyze_subject", "bound_report", "classification_margins", "complexity_term",
     "eq17_network", "hidden_gradient_norms", "jacobian_products", "jacobians_by_autograd",
     "lyapunov_exponents", "margin_loss", "margin_quantile", "pac_bayes_bound", "perturbation_check",
-    "read_trajectory", "trajectory_table",
-    "report_markdown", "state_trajectory", "transition_norm_bound", "weight_norms", "weights_arrays",
+    "read_trajectory", "trajectory_table", "report_markdown", "state_norms",
+    "state_trajectory", "transition_norm_bound", "weight_norms", "weights_arrays",
 ]

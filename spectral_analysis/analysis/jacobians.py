@@ -8,6 +8,7 @@ of this works for any model of the registry. For one layer ``s_t = h^(t)``.
   over samples and rescaled at every step (its log scale is carried), so T = 784 neither overflows
   nor underflows; its singular values are reported as log10. KRU's Eq. 3 bounds
   ``||J(t)|| <= prod ||D_k W|| <= ||W||^(T-t)`` for 1-Lipschitz activations.
+- ``||s_t||``, the state's own size over t (a forward blow-up shows here first).
 - ``||dL/dh^(t)||`` for the task's loss: one backward pass with a zero offset added to every state.
 - Lyapunov exponents by the QR method (Benettin et al.): ``Q_t R_t = A_t Q_{t-1}`` with
   ``diag(R_t) > 0``; ``lambda_i = (1/T) sum_t ln R_t[i, i]`` (natural log, per step).
@@ -47,6 +48,14 @@ def state_trajectory(model: RecurrentModel, x: Tensor, s0: Tensor | None = None)
             s = step(s, x[:, t])
             states.append(s)
     return torch.stack(states, dim=1)
+
+
+def state_norms(model: RecurrentModel, x: Tensor, s0: Tensor | None = None) -> np.ndarray:
+    """``||s_t||_2`` for t = 0 .. T as ``(B, T + 1)``: the size of the forward pass's state, where a
+    recurrence that blows up (``sigma_max(W) > 1`` under a non-saturating activation such as modReLU)
+    shows before the loss does; ``inf`` where the state overflowed the model's dtype."""
+    states = state_trajectory(model, x, s0)
+    return torch.linalg.vector_norm(states.detach().double(), dim=-1).cpu().numpy()
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""One report for a checkpoint: bound, Lemma 3 check, Jacobians, gradient flow, Lyapunov, trajectories.
+"""One report for a checkpoint: bound, Lemma 3 check, state norms, Jacobians, gradient flow, Lyapunov,
+trajectories.
 
 All lists over t run t = 0 .. T. In the JSON, ``null`` stands for a value that is not finite
 (``-inf``: a Jacobian product or Lyapunov exponent of a singular map, e.g. dead relu units).
@@ -20,6 +21,7 @@ from spectral_analysis.analysis.jacobians import (
     hidden_gradient_norms,
     jacobian_products,
     lyapunov_exponents,
+    state_norms,
     transition_norm_bound,
 )
 from spectral_analysis.analysis.network import eq17_network
@@ -114,6 +116,9 @@ def analyze_subject(subject: Subject, samples: int = 8, trials: int = 20, seed: 
         report["perturbation"] = perturbation_check(net, x, trials=trials, seed=seed).as_dict()
     except ValueError as error:
         report["perturbation"] = {"skipped": str(error)}
+    norms64 = state_norms(model64, x64)  # float64: a blow-up float32 overflows on stays measurable
+    report["state_norm_max"] = norms64.max(axis=0)
+    report["state_norm_median"] = np.median(norms64, axis=0)
     products = jacobian_products(model64, x64, progress=progress)
     T = x.shape[1]
     bound = transition_norm_bound(model64, T)
@@ -197,12 +202,17 @@ def report_markdown(report: dict[str, Any]) -> str:
     norms = report["jacobian_log10_norms"]
     T = len(norms) - 1
     lines += ["", "## Jacobian products and gradient flow", "",
-              "| t | log10 norm of dh(T)/dh(t) | log10 cond | (T-t) log10 norm W | norm of dL/dh(t) |",
-              "|---|---|---|---|---|"]
-    bound_line, grads = report["jacobian_log10_bound"], report["grad_norms"]
+              "| t | largest norm of h(t) | log10 norm of dh(T)/dh(t) | log10 cond | (T-t) log10 norm W | "
+              "norm of dL/dh(t) |", "|---|---|---|---|---|---|"]
+    bound_line, grads, sizes = report["jacobian_log10_bound"], report["grad_norms"], report["state_norm_max"]
     for t in sorted({0, T // 4, T // 2, 3 * T // 4, T}):
-        lines.append(f"| {t} | {_fmt(norms[t])} | {_fmt(report['jacobian_log10_condition'][t])} | "
+        lines.append(f"| {t} | {_fmt(sizes[t])} | {_fmt(norms[t])} | "
+                     f"{_fmt(report['jacobian_log10_condition'][t])} | "
                      f"{_fmt(bound_line[t]) if bound_line else '-'} | {_fmt(grads[t]) if grads else '-'} |")
+    largest = max(range(T + 1), key=lambda t: math.inf if sizes[t] is None else sizes[t])
+    lines += ["", f"The state (h, and an LSTM's cells) is largest at t = {largest}: "
+                  f"{_fmt(sizes[largest]) if sizes[largest] is not None else 'overflowed float64'} "
+                  f"over the samples (median {_fmt(report['state_norm_median'][largest])})."]
     if report["jacobian_bound_holds"] is not None:
         lines += ["", f"KRU Eq. 3 bound ||J(t)|| <= ||W||^(T-t): "
                       f"{'holds' if report['jacobian_bound_holds'] else 'VIOLATED'} for every t and sample."]

@@ -27,7 +27,14 @@ def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
     norms = _finite(report["jacobian_log10_norms"])
     T = len(norms) - 1
     lag = T - np.arange(T + 1)
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4))
+    steps = np.arange(T + 1)
+    for key, label in (("state_norm_max", "largest"), ("state_norm_median", "median")):
+        sizes = _finite(report[key])  # an overflowed state (null) is left out; the report names it
+        axes[3].semilogy(steps, np.where(sizes > 0, sizes, np.nan), label=f"{label} over samples")
+    axes[3].set_xlabel("t (step)")
+    axes[3].set_ylabel(r"$\|h^{(t)}\|$ (forward state)")
+    axes[3].legend(fontsize=8)
     axes[0].plot(lag, norms, label=r"$\log_{10}\|\partial h^{(T)}/\partial h^{(t)}\|$")
     if report["jacobian_log10_bound"] is not None:
         axes[0].plot(lag, _finite(report["jacobian_log10_bound"]), "--", label=r"$\log_{10}\|W\|^{T-t}$")
@@ -38,11 +45,12 @@ def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
     axes[1].set_xlabel("T - t (steps)")
     axes[1].set_ylabel("log10 condition number")
     grads = _finite(report["grad_norms"])
-    semilogy_gradient(axes[2], np.arange(T + 1), grads)
+    semilogy_gradient(axes[2], steps, grads)
     key_zero_marks(axes[2])
     axes[2].set_xlabel("t (step)")
     axes[2].set_ylabel(r"$\|\partial L/\partial h^{(t)}\|$")
-    fig.suptitle(f"{name}: Jacobian products and gradient flow ({report['task']}, T = {T})", fontsize=11)
+    fig.suptitle(f"{name}: Jacobian products, gradient flow and state size ({report['task']}, T = {T})",
+                 fontsize=11)
     paths.append(save_figure(fig, out / "jacobians.png"))
 
     fig, ax = plt.subplots(figsize=(6, 4))
