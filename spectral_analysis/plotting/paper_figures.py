@@ -176,8 +176,9 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
     ``metric_median``/``grad_median`` where given (the median over seeds: a mean there is the largest seed's
     curve). ``log_scale`` for the metric's axis; by default log only when the values span more than a
     decade. A model keeps its colour in every column (one kept only at some lengths too), and the first
-    column's legend keys them all. ``column_notes[L]``, where given, is a second line of column L's title
-    (what its curves leave out, such as a seed that diverged)."""
+    column's legend keys them all; a column's two panels share their step axis. ``column_notes[L]``,
+    where given, is a second line of column L's title (what its curves leave out, such as a seed that
+    diverged)."""
     _style()
     lengths = list(curves)
     models = list(dict.fromkeys(model for panel in curves.values() for model in panel))
@@ -186,7 +187,7 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
         values = np.concatenate([c["metric"] for v in curves.values() for c in v.values()])
         positive = values[values > 0]
         log_scale = bool(positive.size > 0 and positive.max() > 10 * positive.min())
-    fig, axes = plt.subplots(2, len(lengths), figsize=(4.5 * len(lengths), 7), squeeze=False)
+    fig, axes = plt.subplots(2, len(lengths), figsize=(4.5 * len(lengths), 7), squeeze=False, sharex="col")
     for col, L in enumerate(lengths):
         for model, c in curves[L].items():
             centre = c["metric_median"] if log_scale and "metric_median" in c else c["metric"]
@@ -209,7 +210,7 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
         axes[1, col].set_ylabel(r"$\|\partial L / \partial h^{(0)}\|_2$ (log scale)")
         axes[1, col].set_xlabel("training step")
         for ax in axes[:, col]:  # at most 5 step ticks: 5-digit labels collide in a 4.5-inch column
-            ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
     baseline_key = [line for line in axes[0, 0].get_lines() if line.get_label().startswith("baseline")]
     axes[0, 0].legend(handles=[Line2D([], [], color=colour[m], label=m) for m in models] + baseline_key,
                       fontsize=8)
