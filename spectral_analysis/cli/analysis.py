@@ -294,7 +294,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_output_arguments(spectra, tabular=True)
     spectra.set_defaults(func=cmd_spectra)
 
-    analyze = sub.add_parser("analyze", help="bound, Lemma 3, Jacobians, Lyapunov exponents, trajectories")
+    analyze = sub.add_parser("analyze", help="bound, Lemma 3, state norms, Jacobians, Lyapunov exponents, "
+                                             "trajectories")
     add_subject_arguments(analyze)
     analyze.add_argument("--out", required=True, help="directory for report.json, report.md and figures")
     analyze.add_argument("--samples", type=int, default=8, help="test sequences for Jacobians (default 8)")
