@@ -46,7 +46,23 @@ def test_the_readme_keeps_the_paper_scale_rows_the_results_give(records):
     rows = _rows(block)
     assert rows == _rows(fresh), "regenerate: spectral-analysis figures --readme README.md"
     assert rows and all(row[3].startswith(("paper", "budget")) for row in rows)
-    assert len(rows) < len(_rows(reproduction_markdown(ROOT / "results", records)))
+    # the full table less its smoke rows (none are left once every experiment has a kept grid)
+    every = _rows(reproduction_markdown(ROOT / "results", records))
+    assert rows == [row for row in every if row[3].startswith(("paper", "budget"))]
+
+
+def test_the_kept_table_drops_the_rows_drawn_at_smoke_scale(tmp_path):
+    from spectral_analysis.checks import CheckRecord
+
+    def record(scale: str) -> CheckRecord:
+        return CheckRecord(f"Fig. 9 ({scale})", "a claim", "holds", "evidence", quote="a claim", scale=scale,
+                           seeds=3, plateaued="3/3")
+
+    every = _rows(reproduction_markdown(tmp_path, [record("smoke"), record("paper"), record("budget")]))
+    kept = _rows(reproduction_markdown(tmp_path, [record("smoke"), record("paper"), record("budget")],
+                                       kept_only=True))
+    assert [row[0] for row in every] == ["Fig. 9 (smoke)", "Fig. 9 (paper)", "Fig. 9 (budget)"]
+    assert kept == every[1:]
 
 
 def test_write_reproduction_fills_the_file_and_the_marked_block(tmp_path, records):
