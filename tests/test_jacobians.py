@@ -86,6 +86,26 @@ def test_state_norms_follow_a_growing_linear_recurrence_past_float32():
     assert sizes.max() > 1e80  # float64 keeps what float32 would have turned to inf
 
 
+def test_a_given_trajectory_serves_every_analyzer_and_a_mismatched_one_is_refused():
+    """One forward pass for norms, Jacobians and exponents; a trajectory of other inputs would give
+    silently wrong Jacobians, so its shape is checked against x."""
+    torch.manual_seed(3)
+    model = build_model("spectral", 3, 5, 2, activation="relu", m1=3, m2=2).double()
+    x = torch.randn(2, 9, 3, dtype=torch.float64)
+    states = state_trajectory(model, x)
+    assert np.array_equal(state_norms(model, x, states=states), state_norms(model, x))
+    assert np.array_equal(jacobian_products(model, x, states=states).log10_singular_values,
+                          jacobian_products(model, x).log10_singular_values)
+    assert np.array_equal(lyapunov_exponents(model, x, states=states), lyapunov_exponents(model, x))
+    # the given states are used, not recomputed
+    assert np.all(state_norms(model, x, states=torch.zeros_like(states)) == 0)
+    for wrong in (states[:, 1:], states[:1], states[..., 0]):
+        with pytest.raises(ValueError, match="states must be state_trajectory's"):
+            jacobian_products(model, x, states=wrong)
+        with pytest.raises(ValueError, match="states must be state_trajectory's"):
+            lyapunov_exponents(model, x, states=wrong)
+
+
 def test_long_sequences_stay_finite_in_log_space():
     """T = 784 with ||W|| = 2 and the identity: J(t) = W^(T-t), norm 2^(T-t) (2^784 overflows float32)."""
     model = build_model("rnn", 2, 8, 2, activation="identity").double()

@@ -50,11 +50,25 @@ def state_trajectory(model: RecurrentModel, x: Tensor, s0: Tensor | None = None)
     return torch.stack(states, dim=1)
 
 
-def state_norms(model: RecurrentModel, x: Tensor, s0: Tensor | None = None) -> np.ndarray:
+def _trajectory(model: RecurrentModel, x: Tensor, s0: Tensor | None, states: Tensor | None) -> Tensor:
+    """``states`` when the caller already ran the forward pass (checked against ``x``), else a new run."""
+    if states is None:
+        return state_trajectory(model, x, s0)
+    _check(model, x)
+    if states.dim() != 3 or states.shape[:2] != (x.shape[0], x.shape[1] + 1):
+        raise ValueError(f"states must be state_trajectory's (B, T + 1, d) = ({x.shape[0]}, "
+                         f"{x.shape[1] + 1}, d) for inputs of shape {tuple(x.shape)}, "
+                         f"got {tuple(states.shape)}")
+    return states
+
+
+def state_norms(model: RecurrentModel, x: Tensor, s0: Tensor | None = None,
+                states: Tensor | None = None) -> np.ndarray:
     """``||s_t||_2`` for t = 0 .. T as ``(B, T + 1)``: the size of the forward pass's state, where a
     recurrence that blows up (``sigma_max(W) > 1`` under a non-saturating activation such as modReLU)
-    shows before the loss does; ``inf`` where the state overflowed the model's dtype."""
-    states = state_trajectory(model, x, s0)
+    shows before the loss does; ``inf`` where the state overflowed the model's dtype. ``states``: a
+    trajectory already computed by ``state_trajectory(model, x, s0)``, so one forward pass serves all."""
+    states = _trajectory(model, x, s0, states)
     return torch.linalg.vector_norm(states.detach().double(), dim=-1).cpu().numpy()
 
 
@@ -81,9 +95,10 @@ class JacobianProducts:
 
 def jacobian_products(model: RecurrentModel, x: Tensor, s0: Tensor | None = None,
                       keep_matrices: bool = False, spectra: bool = True,
-                      progress: bool = False) -> JacobianProducts:
-    """All ``J(t)`` by the backward recursion ``J(t) = J(t+1) A_{t+1}`` (one batched matmul a step)."""
-    states = state_trajectory(model, x, s0)
+                      progress: bool = False, states: Tensor | None = None) -> JacobianProducts:
+    """All ``J(t)`` by the backward recursion ``J(t) = J(t+1) A_{t+1}`` (one batched matmul a step);
+    ``states`` as in ``state_norms``."""
+    states = _trajectory(model, x, s0, states)
     jac = model.step_jacobian_function()
     B, T1, d = states.shape
     T = T1 - 1
@@ -165,15 +180,17 @@ def hidden_gradient_norms(model: RecurrentModel, x: Tensor, loss_fn: Callable[[T
 
 
 def lyapunov_exponents(model: RecurrentModel, x: Tensor, s0: Tensor | None = None,
-                       burn_in: int = 0, progress: bool = False) -> np.ndarray:
+                       burn_in: int = 0, progress: bool = False,
+                       states: Tensor | None = None) -> np.ndarray:
     """Lyapunov spectrum ``(B, d)`` (natural log per step, descending) of the input-driven recurrence.
 
     QR with sign fixing: ``Q_t R_t = A_t Q_{t-1}``, ``Q_t <- Q_t S``, ``R_t <- S R_t``, ``S = sign diag R_t``;
     the first ``burn_in`` steps only align Q. A singular ``A_t`` (dead relu units) gives ``-inf``: a diagonal
     ``|R_ii| <= d eps ||A_t Q||_F`` is QR's roundoff on a lost direction, not a contraction (the rank
     tolerance of ``numpy.linalg.matrix_rank``), so its exponent does not depend on LAPACK's thread count.
+    ``states`` as in ``state_norms``.
     """
-    states = state_trajectory(model, x, s0)
+    states = _trajectory(model, x, s0, states)
     B, T1, d = states.shape
     T = T1 - 1
     if not 0 <= burn_in < T:

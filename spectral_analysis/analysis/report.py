@@ -22,6 +22,7 @@ from spectral_analysis.analysis.jacobians import (
     jacobian_products,
     lyapunov_exponents,
     state_norms,
+    state_trajectory,
     transition_norm_bound,
 )
 from spectral_analysis.analysis.network import eq17_network
@@ -116,10 +117,11 @@ def analyze_subject(subject: Subject, samples: int = 8, trials: int = 20, seed: 
         report["perturbation"] = perturbation_check(net, x, trials=trials, seed=seed).as_dict()
     except ValueError as error:
         report["perturbation"] = {"skipped": str(error)}
-    norms64 = state_norms(model64, x64)  # float64: a blow-up float32 overflows on stays measurable
+    states64 = state_trajectory(model64, x64)  # one forward pass serves norms, Jacobians and exponents
+    norms64 = state_norms(model64, x64, states=states64)  # float64: a float32 overflow stays measurable
     report["state_norm_max"] = norms64.max(axis=0)
     report["state_norm_median"] = np.median(norms64, axis=0)
-    products = jacobian_products(model64, x64, progress=progress)
+    products = jacobian_products(model64, x64, progress=progress, states=states64)
     T = x.shape[1]
     bound = transition_norm_bound(model64, T)
     report["jacobian_log10_norms"] = products.log10_norms.mean(axis=0)  # log of the geometric mean
@@ -135,7 +137,7 @@ def analyze_subject(subject: Subject, samples: int = 8, trials: int = 20, seed: 
         return loss_and_metrics(kind, outputs, y, recall, loss_steps)[0]
 
     report["grad_norms"] = None if y is None else hidden_gradient_norms(model64, x64, loss_fn)
-    exponents = lyapunov_exponents(model64, x64, burn_in=burn_in, progress=progress)
+    exponents = lyapunov_exponents(model64, x64, burn_in=burn_in, progress=progress, states=states64)
     report["lyapunov_exponents"] = exponents.mean(axis=0)
     run = None if subject.imported else run_directory(subject.source)
     report["trajectory"] = None
