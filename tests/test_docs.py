@@ -1,6 +1,7 @@
 """The documentation: every Python example runs, the site builds strictly, the tutorials execute and
 their notebooks hold their code, and the README stays a front page."""
 
+import json
 import os
 import re
 import shutil
@@ -109,3 +110,36 @@ def test_the_api_examples_run(name):
     assert result.failed == 0 and result.attempted > 0, result
     page = (DOCS / "api.md").read_text()
     assert f"::: {name}" in page or name == "spectral_analysis"
+
+
+def test_the_experiments_cost_table_is_the_listing_of_the_catalog_and_kept_results(capsys):
+    """howto/experiments.md's table quotes `experiments --json`: one row per catalog entry, its trials,
+    smoke seconds and estimated hours (a hand-timed figure only where no estimate is kept, footnoted),
+    and an `all` row that sums the rows."""
+    from spectral_analysis.cli import main
+
+    assert main(["experiments", "--json"]) == 0
+    listing = {e["name"]: e for e in json.loads(capsys.readouterr().out)["experiments"]}
+    rows = [[c.strip() for c in line.split("|")[1:-1]]
+            for line in (DOCS / "howto" / "experiments.md").read_text().splitlines()
+            if line.startswith("| `") or line.startswith("| all |")]
+    table = {r[0].strip("`"): r for r in rows[:-1]}
+    assert sorted(table) == sorted(listing)
+
+    def hours(cell: str) -> float | None:
+        return None if cell == "-" else float(cell.rstrip("†‡*"))
+
+    for name, (_, _, _, trials, smoke, cpu, gpu) in table.items():
+        entry = listing[name]
+        assert trials == f"{entry['trials']['paper']} / {entry['trials']['smoke']}", name
+        assert smoke == ("-" if entry["smoke_seconds"] is None else f"{entry['smoke_seconds']:.1f}"), name
+        for cell, seconds in ((cpu, entry["paper_cpu_seconds"]), (gpu, entry["paper_gpu_seconds"])):
+            if seconds is None:
+                assert cell == "-" or cell[-1] in "†‡", (name, cell)
+            else:
+                assert hours(cell) == pytest.approx(seconds / 3600, abs=0.051), (name, cell)
+    total = rows[-1]
+    assert total[3] == (f"{sum(e['trials']['paper'] for e in listing.values())} / "
+                        f"{sum(e['trials']['smoke'] for e in listing.values())}")
+    assert float(total[4]) == pytest.approx(sum(float(r[4]) for r in table.values() if r[4] != "-"), abs=0.5)
+    assert float(total[5]) == pytest.approx(sum(hours(r[5]) or 0.0 for r in table.values()), abs=0.5)
