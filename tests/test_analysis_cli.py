@@ -106,6 +106,30 @@ def test_analyze_writes_report_and_figures(runs, capsys, tmp_path):
     assert f"in the steps up to {top['step']} " in markdown and top["grad_norm_peak"] > 0
 
 
+def test_the_analysis_figure_says_how_many_values_it_could_not_draw(runs, capsys, tmp_path, monkeypatch):
+    """A singular J(t) (infinite condition number) or an overflowed state is null in report.json; the
+    panel says how many it left out instead of drawing an unexplained gap (or nothing at all)."""
+    from spectral_analysis.plotting import analysis as plotting
+
+    report = run_json(capsys, "analyze", str(runs / "rnn" / "last.safetensors"), "--out", str(tmp_path),
+                      "--samples", "2", "--trials", "2")
+    figures = []
+    monkeypatch.setattr(plotting, "save_figure", lambda fig, path: figures.append(fig) or path)
+
+    def notes() -> list[str]:
+        figures.clear()
+        plotting.plot_analysis(report, tmp_path / "figures")
+        return [" ".join(ax.get_title().split()) for ax in figures[0].axes]
+
+    assert not any("not drawn" in note for note in notes())  # a healthy report: every value drawn
+    T1 = len(report["jacobian_log10_condition"])
+    report["jacobian_log10_condition"] = [None] * T1
+    report["state_norm_max"][-3:] = [None] * 3
+    drawn = notes()
+    assert f"{T1} of {T1} not drawn: infinite (J(t) singular in a sample) or undefined (J(t) = 0)" in drawn
+    assert f"3 of {T1} not drawn: the largest state overflowed float64" in drawn
+
+
 def test_analyze_works_for_an_lstm_and_explains_what_it_skips(runs, capsys, tmp_path):
     report = run_json(capsys, "analyze", str(runs / "lstm" / "last.safetensors"), "--out", str(tmp_path),
                       "--samples", "2", "--trials", "2")

@@ -17,6 +17,14 @@ def _finite(values: list[Any]) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
+def _note_left_out(ax: plt.Axes, values: np.ndarray, what: str) -> None:
+    """Say in the panel's title how many values it could not draw (the report's nulls), so an empty or gappy
+    curve is not read as missing data."""
+    left_out = int(np.isnan(values).sum())
+    if left_out:
+        ax.set_title(textwrap.fill(f"{left_out} of {values.size} not drawn: {what}", 48), fontsize=8)
+
+
 def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
     """Write the report's figures into ``out``; returns their paths."""
     out = Path(out)
@@ -30,8 +38,9 @@ def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
     fig, axes = plt.subplots(1, 4, figsize=(18, 4))
     steps = np.arange(T + 1)
     for key, label in (("state_norm_max", "largest"), ("state_norm_median", "median")):
-        sizes = _finite(report[key])  # an overflowed state (null) is left out; the report names it
+        sizes = _finite(report[key])
         axes[3].semilogy(steps, np.where(sizes > 0, sizes, np.nan), label=f"{label} over samples")
+    _note_left_out(axes[3], _finite(report["state_norm_max"]), "the largest state overflowed float64")
     axes[3].set_xlabel("t (step)")
     axes[3].set_ylabel(r"$\|h^{(t)}\|$ (forward state)")
     axes[3].legend(fontsize=8)
@@ -41,7 +50,9 @@ def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
     axes[0].set_xlabel("T - t (steps)")
     axes[0].set_ylabel("log10 spectral norm")
     axes[0].legend(fontsize=8)
-    axes[1].plot(lag, _finite(report["jacobian_log10_condition"]))
+    conditions = _finite(report["jacobian_log10_condition"])
+    axes[1].plot(lag, conditions)
+    _note_left_out(axes[1], conditions, "infinite (J(t) singular in a sample) or undefined (J(t) = 0)")
     axes[1].set_xlabel("T - t (steps)")
     axes[1].set_ylabel("log10 condition number")
     grads = _finite(report["grad_norms"])
