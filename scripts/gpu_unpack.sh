@@ -5,6 +5,7 @@
 #   bash scripts/gpu_unpack.sh /work/.device/N/results.tgz
 set -euo pipefail
 cd "$(dirname "$0")/.."
+[ ! -f scripts/gpu_slim.sh ] || bash scripts/gpu_slim.sh --restore
 listing=$(tar tzf "$1")
 mapfile -t grids < <(grep -oE '^results/[^/]+/paper/' <<<"$listing" | sort -u)
 [ ${#grids[@]} -gt 0 ] || { echo "$1 holds no results/<experiment>/paper/ directory" >&2; exit 1; }

@@ -336,3 +336,53 @@ def test_gpu_run_runs_each_grid_side_by_side_with_its_own_selection(tmp_path):
     refused = subprocess.run(["bash", "scripts/gpu_run.sh", "2", "6", "0.08", "--", "--retry-failed"],
                              cwd=tmp_path, env=env, capture_output=True, text=True)
     assert refused.returncode == 2 and "name at least one grid" in refused.stderr
+
+
+def test_gpu_slim_leaves_the_other_grids_out_of_the_call_and_restore_tracks_them_again(tmp_path):
+    """scripts/gpu_slim.sh: only the named grids' results stay tracked (the others stay on disk, ignored,
+    so neither they nor an untracked copy travel); --restore, which gpu_unpack.sh runs first, tracks
+    them again with nothing staged; staged changes under results/ are refused."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "scripts").mkdir()
+    for script in ("gpu_slim.sh", "gpu_unpack.sh"):
+        shutil.copy(root / "scripts" / script, tmp_path / "scripts")
+    for grid in ("fig3-mnist", "fig5-depth", "kru-copy"):
+        (tmp_path / "results" / grid / "paper").mkdir(parents=True)
+        (tmp_path / "results" / grid / "paper" / "summary.json").write_text("[]")
+    (tmp_path / "results" / "LEDGER.md").write_text("ledger")
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "results")
+    slim = subprocess.run(["bash", "scripts/gpu_slim.sh", "fig3-mnist"], cwd=tmp_path, capture_output=True,
+                          text=True)
+    assert slim.returncode == 0, slim.stderr
+    assert "tracked, travelling:" in slim.stdout
+    assert git("ls-files", "results").split() == ["results/LEDGER.md",
+                                                  "results/fig3-mnist/paper/summary.json"]
+    assert (tmp_path / "results" / "kru-copy" / "paper" / "summary.json").exists()
+    assert git("status", "--porcelain", "--untracked-files=all").split("\n")[:-1] == [
+        "D  results/fig5-depth/paper/summary.json", "D  results/kru-copy/paper/summary.json"]
+    again = subprocess.run(["bash", "scripts/gpu_slim.sh", "fig3-mnist"], cwd=tmp_path, capture_output=True,
+                           text=True)
+    assert again.returncode == 1 and "staged changes" in again.stderr
+    restored = subprocess.run(["bash", "scripts/gpu_slim.sh", "--restore"], cwd=tmp_path, capture_output=True,
+                              text=True)
+    assert restored.returncode == 0 and "tracked again" in restored.stdout
+    assert git("status", "--porcelain", "--untracked-files=all") == ""
+    assert "gpu_slim" not in (tmp_path / ".git" / "info" / "exclude").read_text()
+    subprocess.run(["bash", "scripts/gpu_slim.sh", "kru-copy", "fig5-depth"], cwd=tmp_path, check=True,
+                   capture_output=True)
+    assert len(git("ls-files", "results").split()) == 3
+    unpack = subprocess.run(["bash", "scripts/gpu_unpack.sh", "missing.tgz"], cwd=tmp_path,
+                            capture_output=True, text=True)  # fails on its tarball, after restoring
+    assert unpack.returncode != 0 and git("status", "--porcelain", "--untracked-files=all") == ""
+    unknown = subprocess.run(["bash", "scripts/gpu_slim.sh", "table9"], cwd=tmp_path, capture_output=True,
+                             text=True)
+    assert unknown.returncode == 2 and "no results/table9/" in unknown.stderr
