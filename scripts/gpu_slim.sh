@@ -36,5 +36,6 @@ mkdir -p "$(dirname "$exclude")"
   done
   echo "$end"
 } >> "$exclude"
-git ls-files -z | xargs -0 stat -c %s | awk '{s += $1} END {printf "tracked, travelling: %.1f MiB\n", s / 2^20}'
+git ls-files -z --cached --others --exclude-standard | xargs -0 stat -c %s 2>/dev/null |
+  awk '{s += $1} END {printf "the tree that travels (tracked and untracked, not ignored): %.1f MiB\n", s / 2^20}'
 if [ -d .gpu ]; then du -sb .gpu | awk '{printf ".gpu/, if carried: %.1f MiB\n", $1 / 2^20}'; fi

@@ -363,7 +363,7 @@ def test_gpu_slim_leaves_the_other_grids_out_of_the_call_and_restore_tracks_them
     slim = subprocess.run(["bash", "scripts/gpu_slim.sh", "fig3-mnist"], cwd=tmp_path, capture_output=True,
                           text=True)
     assert slim.returncode == 0, slim.stderr
-    assert "tracked, travelling:" in slim.stdout
+    assert "the tree that travels (tracked and untracked, not ignored): 0.0 MiB" in slim.stdout
     assert git("ls-files", "results").split() == ["results/LEDGER.md",
                                                   "results/fig3-mnist/paper/summary.json"]
     assert (tmp_path / "results" / "kru-copy" / "paper" / "summary.json").exists()
