@@ -22,8 +22,8 @@ if [ "${1:-}" = --restore ]; then restore; exit 0; fi
 for grid in "$@"; do
   [ -d "results/$grid" ] || { echo "gpu_slim.sh: no results/$grid/" >&2; exit 2; }
 done
+restore  # a second call slims anew
 git diff --cached --quiet -- results || { echo "gpu_slim.sh: results/ has staged changes; commit them first" >&2; exit 1; }
-restore
 mkdir -p "$(dirname "$exclude")"
 {
   echo "$begin"

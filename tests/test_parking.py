@@ -340,8 +340,9 @@ def test_gpu_run_runs_each_grid_side_by_side_with_its_own_selection(tmp_path):
 
 def test_gpu_slim_leaves_the_other_grids_out_of_the_call_and_restore_tracks_them_again(tmp_path):
     """scripts/gpu_slim.sh: only the named grids' results stay tracked (the others stay on disk, ignored,
-    so neither they nor an untracked copy travel); --restore, which gpu_unpack.sh runs first, tracks
-    them again with nothing staged; staged changes under results/ are refused."""
+    so neither they nor an untracked copy travel); a second call slims anew; --restore, which
+    gpu_unpack.sh runs first, tracks them again with nothing staged; staged changes under results/ are
+    refused."""
     import subprocess
     from pathlib import Path
 
@@ -369,9 +370,9 @@ def test_gpu_slim_leaves_the_other_grids_out_of_the_call_and_restore_tracks_them
     assert (tmp_path / "results" / "kru-copy" / "paper" / "summary.json").exists()
     assert git("status", "--porcelain", "--untracked-files=all").split("\n")[:-1] == [
         "D  results/fig5-depth/paper/summary.json", "D  results/kru-copy/paper/summary.json"]
-    again = subprocess.run(["bash", "scripts/gpu_slim.sh", "fig3-mnist"], cwd=tmp_path, capture_output=True,
-                           text=True)
-    assert again.returncode == 1 and "staged changes" in again.stderr
+    again = subprocess.run(["bash", "scripts/gpu_slim.sh", "fig3-mnist", "kru-copy"], cwd=tmp_path,
+                           capture_output=True, text=True)  # a second call slims anew
+    assert again.returncode == 0 and len(git("ls-files", "results").split()) == 3
     restored = subprocess.run(["bash", "scripts/gpu_slim.sh", "--restore"], cwd=tmp_path, capture_output=True,
                               text=True)
     assert restored.returncode == 0 and "tracked again" in restored.stdout
@@ -383,6 +384,12 @@ def test_gpu_slim_leaves_the_other_grids_out_of_the_call_and_restore_tracks_them
     unpack = subprocess.run(["bash", "scripts/gpu_unpack.sh", "missing.tgz"], cwd=tmp_path,
                             capture_output=True, text=True)  # fails on its tarball, after restoring
     assert unpack.returncode != 0 and git("status", "--porcelain", "--untracked-files=all") == ""
+    (tmp_path / "results" / "LEDGER.md").write_text("a new ledger")
+    git("add", "results/LEDGER.md")
+    staged = subprocess.run(["bash", "scripts/gpu_slim.sh", "fig3-mnist"], cwd=tmp_path, capture_output=True,
+                            text=True)
+    assert staged.returncode == 1 and "staged changes" in staged.stderr
+    assert len(git("ls-files", "results").split()) == 4
     unknown = subprocess.run(["bash", "scripts/gpu_slim.sh", "table9"], cwd=tmp_path, capture_output=True,
                              text=True)
     assert unknown.returncode == 2 and "no results/table9/" in unknown.stderr
