@@ -10,10 +10,11 @@ cd "$(dirname "$0")/.."
 exclude=$(git rev-parse --git-path info/exclude)
 begin='# gpu_slim.sh: begin' end='# gpu_slim.sh: end'
 
-restore() {
+restore() {  # only the folders the block lists: someone's own staged results stay staged
   grep -qxF "$begin" "$exclude" 2>/dev/null || return 0
+  mapfile -t left_out < <(sed -n "/^$begin\$/,/^$end\$/{s|^/\(results/.*\)/\$|\1|p}" "$exclude")
+  [ ${#left_out[@]} -eq 0 ] || git reset -q -- "${left_out[@]}"
   sed -i "/^$begin\$/,/^$end\$/d" "$exclude"
-  git reset -q -- results
   echo "results/ tracked again"
 }
 

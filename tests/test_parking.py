@@ -341,8 +341,8 @@ def test_gpu_run_runs_each_grid_side_by_side_with_its_own_selection(tmp_path):
 def test_gpu_slim_leaves_the_other_grids_out_of_the_call_and_restore_tracks_them_again(tmp_path):
     """scripts/gpu_slim.sh: only the named grids' results stay tracked (the others stay on disk, ignored,
     so neither they nor an untracked copy travel); a second call slims anew; --restore, which
-    gpu_unpack.sh runs first, tracks them again with nothing staged; staged changes under results/ are
-    refused."""
+    gpu_unpack.sh runs first, tracks again only the grids it left out (a change staged meanwhile stays
+    staged); staged changes under results/ are refused."""
     import subprocess
     from pathlib import Path
 
@@ -358,38 +358,41 @@ def test_gpu_slim_leaves_the_other_grids_out_of_the_call_and_restore_tracks_them
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
 
+    def slim(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "scripts/gpu_slim.sh", *args], cwd=tmp_path, capture_output=True,
+                              text=True)
+
     git("init", "-q")
     git("add", "-A")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "results")
-    slim = subprocess.run(["bash", "scripts/gpu_slim.sh", "fig3-mnist"], cwd=tmp_path, capture_output=True,
-                          text=True)
-    assert slim.returncode == 0, slim.stderr
-    assert "the tree that travels (tracked and untracked, not ignored): 0.0 MiB" in slim.stdout
+    first = slim("fig3-mnist")
+    assert first.returncode == 0, first.stderr
+    assert "the tree that travels (tracked and untracked, not ignored): 0.0 MiB" in first.stdout
     assert git("ls-files", "results").split() == ["results/LEDGER.md",
                                                   "results/fig3-mnist/paper/summary.json"]
     assert (tmp_path / "results" / "kru-copy" / "paper" / "summary.json").exists()
     assert git("status", "--porcelain", "--untracked-files=all").split("\n")[:-1] == [
         "D  results/fig5-depth/paper/summary.json", "D  results/kru-copy/paper/summary.json"]
-    again = subprocess.run(["bash", "scripts/gpu_slim.sh", "fig3-mnist", "kru-copy"], cwd=tmp_path,
-                           capture_output=True, text=True)  # a second call slims anew
+    again = slim("fig3-mnist", "kru-copy")  # a second call slims anew
     assert again.returncode == 0 and len(git("ls-files", "results").split()) == 3
-    restored = subprocess.run(["bash", "scripts/gpu_slim.sh", "--restore"], cwd=tmp_path, capture_output=True,
-                              text=True)
+    restored = slim("--restore")
     assert restored.returncode == 0 and "tracked again" in restored.stdout
     assert git("status", "--porcelain", "--untracked-files=all") == ""
     assert "gpu_slim" not in (tmp_path / ".git" / "info" / "exclude").read_text()
-    subprocess.run(["bash", "scripts/gpu_slim.sh", "kru-copy", "fig5-depth"], cwd=tmp_path, check=True,
-                   capture_output=True)
+    assert slim("kru-copy", "fig5-depth").returncode == 0
     assert len(git("ls-files", "results").split()) == 3
     unpack = subprocess.run(["bash", "scripts/gpu_unpack.sh", "missing.tgz"], cwd=tmp_path,
                             capture_output=True, text=True)  # fails on its tarball, after restoring
     assert unpack.returncode != 0 and git("status", "--porcelain", "--untracked-files=all") == ""
     (tmp_path / "results" / "LEDGER.md").write_text("a new ledger")
     git("add", "results/LEDGER.md")
-    staged = subprocess.run(["bash", "scripts/gpu_slim.sh", "fig3-mnist"], cwd=tmp_path, capture_output=True,
-                            text=True)
+    staged = slim("fig3-mnist")
     assert staged.returncode == 1 and "staged changes" in staged.stderr
     assert len(git("ls-files", "results").split()) == 4
-    unknown = subprocess.run(["bash", "scripts/gpu_slim.sh", "table9"], cwd=tmp_path, capture_output=True,
-                             text=True)
+    git("reset", "-q")
+    assert slim("fig5-depth").returncode == 0
+    git("add", "results/LEDGER.md")  # staged while slim: the restore gives back only the grids it left out
+    assert slim("--restore").returncode == 0
+    assert git("status", "--porcelain", "--untracked-files=all") == "M  results/LEDGER.md\n"
+    unknown = slim("table9")
     assert unknown.returncode == 2 and "no results/table9/" in unknown.stderr
