@@ -289,8 +289,9 @@ def test_gpu_unpack_lays_the_machines_grids_over_these_and_drops_the_runs_it_kep
 
 def test_gpu_run_runs_each_grid_side_by_side_with_its_own_selection(tmp_path):
     """scripts/gpu_run.sh: one paper-scale `run` per named grid, all started before any ends, each with
-    the `--only` pairs of its GRID:KEY=VALUE spec (none for a bare name) and the options after `--`;
-    both grids come back in results.tgz and each log beside it."""
+    the `--only` pairs of its GRID:KEY=VALUE spec (none for a bare name), its own workers after `@` (the
+    call's otherwise) and the options after `--`; both grids come back in results.tgz and each log beside
+    it; a malformed `@` is refused before anything runs."""
     import subprocess
     import tarfile
     from pathlib import Path
@@ -317,7 +318,7 @@ def test_gpu_run_runs_each_grid_side_by_side_with_its_own_selection(tmp_path):
     env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "OUT": str(out), "GPU_SITE": str(site)}
     done = subprocess.run(
         ["bash", "scripts/gpu_run.sh", "2", "6", "0.08", "table2-mnist:variant=rnn,ornn",
-         "fig3-mnist:variant=spectral:task=mnist", "kru-copy", "--", "--retry-failed"],
+         "fig3-mnist@3:variant=spectral:task=mnist", "kru-copy", "--", "--retry-failed"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     args = {name: (out / f"{name}.args").read_text().split("\n")[:-1]
@@ -327,6 +328,7 @@ def test_gpu_run_runs_each_grid_side_by_side_with_its_own_selection(tmp_path):
     assert args["table2-mnist"] == ["-m", "spectral_analysis.cli", "run", "table2-mnist", *common,
                                     "--only", "variant=rnn,ornn", "--retry-failed"]
     assert args["fig3-mnist"][-4:] == ["--only", "variant=spectral", "task=mnist", "--retry-failed"]
+    assert args["fig3-mnist"][args["fig3-mnist"].index("--workers") + 1] == "3"
     assert "--only" not in args["kru-copy"] and args["kru-copy"][-1] == "--retry-failed"
     assert all(int((out / f"{name}.seen").read_text()) >= 2 for name in args)  # side by side
     assert (out / "fig3-mnist.log").read_text() == "ran fig3-mnist\n"
@@ -336,6 +338,12 @@ def test_gpu_run_runs_each_grid_side_by_side_with_its_own_selection(tmp_path):
     refused = subprocess.run(["bash", "scripts/gpu_run.sh", "2", "6", "0.08", "--", "--retry-failed"],
                              cwd=tmp_path, env=env, capture_output=True, text=True)
     assert refused.returncode == 2 and "name at least one grid" in refused.stderr
+    for bad in ("kru-copy@", "kru-copy@0:variant=kru", "kru-copy@two"):
+        refused = subprocess.run(["bash", "scripts/gpu_run.sh", "2", "6", "0.08", "table2-mnist", bad],
+                                 cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert refused.returncode == 2 and "the workers after @ must be a positive whole number" in (
+            refused.stderr), bad
+        assert "stub GPU" not in refused.stdout  # refused before the setup
 
 
 def test_gpu_slim_leaves_the_other_grids_out_of_the_call_and_restore_tracks_them_again(tmp_path):
