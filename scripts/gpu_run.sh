@@ -14,24 +14,29 @@ specs=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do specs+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
 [ ${#specs[@]} -gt 0 ] || { echo "gpu_run.sh: name at least one grid" >&2; exit 2; }
+# each grid's name and processes, read (and a malformed @ refused) before the setup starts anything
+names=() grid_workers=()
 for spec in "${specs[@]}"; do
   head=${spec%%:*}
-  [[ $head != *@* || ${head##*@} =~ ^[1-9][0-9]*$ ]] ||
-    { echo "gpu_run.sh: '$head': the workers after @ must be a positive whole number" >&2; exit 2; }
+  names+=("${head%@*}") grid_workers+=("$workers")
+  if [[ $head == *@* ]]; then
+    [[ ${head##*@} =~ ^[1-9][0-9]*$ ]] ||
+      { echo "gpu_run.sh: '$head': the workers after @ must be a positive whole number" >&2; exit 2; }
+    grid_workers[-1]=${head##*@}
+  fi
 done
 # shellcheck source=scripts/gpu_setup.sh
 source scripts/gpu_setup.sh || exit 1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore::UserWarning
-names=() logs=()
-for spec in "${specs[@]}"; do
-  IFS=: read -r -a parts <<<"$spec"
-  name=${parts[0]%@*} grid_workers=$workers only=()
-  [[ ${parts[0]} == *@* ]] && grid_workers=${parts[0]##*@}
+logs=()
+for i in "${!specs[@]}"; do
+  IFS=: read -r -a parts <<<"${specs[$i]}"
+  name=${names[$i]} only=()
   [ ${#parts[@]} -gt 1 ] && only=(--only "${parts[@]:1}")
-  names+=("$name") logs+=("$OUT/$name.log")
+  logs+=("$OUT/$name.log")
   timeout $((seconds + 60)) python3 -m spectral_analysis.cli run "$name" --scale paper --backend processes \
-    --workers "$grid_workers" --gpus-per-trial "$share" --time-budget "$seconds" --out /tmp/runs \
+    --workers "${grid_workers[$i]}" --gpus-per-trial "$share" --time-budget "$seconds" --out /tmp/runs \
     "${only[@]}" "$@" > "$OUT/$name.log" 2>&1 &
 done
 # how busy the card is halfway through (trials side by side share it; past saturation each slows down)
