@@ -2,7 +2,7 @@
 
 Compares, side by side in one run (medians of interleaved repeats; ratios, not absolute times,
 are what to read on a noisy machine):
-- ``blocked``: the compact-WY product (spectral_analysis.linalg.householder_product);
+- ``blocked``: the compact-WY product (spectral_analysis.linalg.packed_reflector_product);
 - ``sequential``: m rank-one updates (packed_reflector_product_sequential, the reference);
 - ``torch``: torch.linalg.householder_product (LAPACK orgqr and its autograd backward);
 - ``matmul``: one n x n matmul, forward + backward, the unit of the targets.

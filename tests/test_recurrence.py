@@ -85,18 +85,3 @@ def test_routes_are_validated():
     with pytest.raises(ValueError, match="structured transition"):
         model.run(torch.randn(1, 3, 2), recurrence="reflector")
 
-
-def test_renamed_modules_and_functions_keep_deprecated_aliases():
-    import importlib
-    import sys
-
-    import spectral_analysis.linalg as linalg
-    from spectral_analysis.nn import time_loop
-
-    sys.modules.pop("spectral_analysis.nn.recurrence", None)
-    old = importlib.import_module("spectral_analysis.nn.recurrence")
-    with pytest.warns(DeprecationWarning, match="import recurrence_scan from spectral_analysis.nn.time_loop"):
-        assert old.recurrence_scan is time_loop.recurrence_scan
-    with pytest.warns(DeprecationWarning, match="now packed_reflector_product"):
-        assert linalg.householder_product is linalg.packed_reflector_product
-

@@ -43,17 +43,3 @@ __all__ = [
     "svd_compose_packed", "svd_compose_reference", "svd_decompose", "svd_image_membership",
     "trapezoid_mask", "unpack_reflectors",
 ]
-
-_RENAMED = {"householder_product": "packed_reflector_product",
-            "householder_product_sequential": "packed_reflector_product_sequential"}
-
-
-def __getattr__(name: str):  # noqa: ANN202 -- deprecated aliases, one release
-    if name in _RENAMED:
-        import warnings
-
-        warnings.warn(f"spectral_analysis.linalg.{name} is now {_RENAMED[name]} (it took other arguments "
-                      f"than torch.linalg.householder_product); the old name goes in the next release",
-                      DeprecationWarning, stacklevel=2)
-        return globals()[_RENAMED[name]]
-    raise AttributeError(f"module 'spectral_analysis.linalg' has no attribute {name!r}")
