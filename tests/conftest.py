@@ -2,10 +2,33 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.symbolic import run_symbolic_checks
+
+PAPERS_SETTING = "SPECTRAL_ANALYSIS_PAPERS"
+DEFAULT_PAPERS = Path(__file__).resolve().parent.parent.parent / "shared" / "papers"
+
+
+@pytest.fixture(scope="session")
+def papers_text() -> str:
+    """The papers' text, whitespace-normalized, from the folder ``SPECTRAL_ANALYSIS_PAPERS`` names (by
+    default ``../shared/papers/`` beside the checkout). Where the default folder is absent (a fresh clone
+    on its own), the tests that quote the papers skip and say which setting to give; where the setting
+    is given and holds no paper, that is an error, so a run that sets it (CI) cannot skip them."""
+    given = os.environ.get(PAPERS_SETTING)
+    folder = Path(given) if given else DEFAULT_PAPERS
+    texts = sorted(folder.glob("*.txt"))
+    if not texts:
+        if given:
+            pytest.fail(f"{PAPERS_SETTING}={given} holds no paper text (*.txt)")
+        pytest.skip(f"the papers' text is not at {DEFAULT_PAPERS}: set {PAPERS_SETTING} to the folder of "
+                    "the papers' *.txt files to run this test")
+    return " ".join(" ".join(p.read_text().split()) for p in texts)
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ from spectral_analysis.experiments import load_catalog, load_experiment, run_tri
 from spectral_analysis.experiments.runner import TrialSpec
 
 ROOT = Path(__file__).resolve().parent.parent
-PAPERS = ROOT.parent / "shared" / "papers"
 TINY = """
 name = "tiny"
 source = "test"

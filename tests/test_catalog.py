@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from experiment_fixtures import PAPERS, TINY, make_recipe_grids, tiny_catalog
+from experiment_fixtures import TINY, make_recipe_grids, tiny_catalog
 
 from spectral_analysis.cli import main
 from spectral_analysis.experiments import (
@@ -49,11 +49,10 @@ def test_every_catalog_entry_loads_with_both_scales_and_the_same_grid():
         assert all(set(t.config) <= set(CONFIG_FIELDS) for t in experiment.trials("paper"))
 
 
-def test_every_paper_scale_quotes_the_paper_verbatim():
-    papers = _normalized(" ".join(p.read_text() for p in PAPERS.glob("*.txt")))
+def test_every_paper_scale_quotes_the_paper_verbatim(papers_text):
     for experiment in load_catalog().values():
         fragments = [_normalized(f) for f in experiment.scales["paper"]["stated"].split("[...]")]
-        missing = [f for f in fragments if f and f not in papers]
+        missing = [f for f in fragments if f and f not in papers_text]
         assert not missing, (experiment.name, missing)
 
 

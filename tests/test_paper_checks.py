@@ -128,12 +128,11 @@ def _normalized(text: str) -> str:
     return " ".join(text.split())
 
 
-def test_every_claim_quotes_the_paper_and_the_quote_is_in_the_paper_text(all_records):
-    papers = _normalized(" ".join(p.read_text() for p in (ROOT.parent / "shared" / "papers").glob("*.txt")))
+def test_every_claim_quotes_the_paper_and_the_quote_is_in_the_paper_text(papers_text, all_records):
     for record in all_records:
         assert record.quote, f"{record.source}: no quote of the paper's words"
         fragments = [_normalized(f) for f in record.quote.split(QUOTE_GAP)]
-        missing = [f for f in fragments if f and f not in papers]
+        missing = [f for f in fragments if f and f not in papers_text]
         assert not missing, (record.source, missing)
     assert not any("polynomial" in r.claim for r in all_records), "the paper claims no polynomial growth"
 

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from spectral_analysis.plotting.reproduction import (
+    SUMMARY_ROWS,
     experimental_records,
     reproduction_markdown,
+    summary_markdown,
     write_reproduction,
 )
 
@@ -39,16 +41,55 @@ def test_the_docs_block_is_what_the_results_give(records):
     assert _rows(block) == _rows(fresh), "regenerate: spectral-analysis figures --readme docs/figures.md"
 
 
-def test_the_readme_keeps_the_paper_scale_rows_the_results_give(records):
+def test_the_readme_summary_is_the_ten_headline_rows_the_results_give(records):
     readme = (ROOT / "README.md").read_text()
-    block = readme.split("<!-- reproduction-kept:begin -->", 1)[1].split("<!-- reproduction-kept:end -->")[0]
-    fresh = reproduction_markdown(ROOT / "results", records, kept_only=True)
-    rows = _rows(block)
-    assert rows == _rows(fresh), "regenerate: spectral-analysis figures --readme README.md"
-    assert rows and all(row[3].startswith(("paper", "budget")) for row in rows)
-    # the full table less its smoke rows (none are left once every experiment has a kept grid)
-    every = _rows(reproduction_markdown(ROOT / "results", records))
-    assert rows == [row for row in every if row[3].startswith(("paper", "budget"))]
+    block = readme.split("<!-- reproduction-summary:begin -->", 1)[1]
+    block = block.split("<!-- reproduction-summary:end -->")[0]
+    assert block.strip() == summary_markdown(ROOT / "results", records), \
+        "regenerate: spectral-analysis figures --readme README.md"
+    rows = [line.split(" | ") for line in block.strip().splitlines()[2:]]
+    assert [row[0].removeprefix("| ") for row in rows] == list(SUMMARY_ROWS) and len(rows) == 10
+    # each is the full table's row (its first four cells), at the paper scale where the result has two
+    every = reproduction_markdown(ROOT / "results", records, kept_only=True).splitlines()
+    for row in rows:
+        assert any(line.startswith(" | ".join(row[:3])) for line in every), row[0]
+    lstm = next(row for row in rows if row[0] == "| Table 2, lstm (n_h = 128)")
+    assert lstm[3].startswith("paper")
+
+
+def test_a_summary_row_the_results_no_longer_give_is_named(tmp_path, records, monkeypatch):
+    from spectral_analysis.plotting import reproduction
+
+    monkeypatch.setattr(reproduction, "SUMMARY_ROWS", ("Table 9, a row no grid has",))
+    with pytest.raises(ValueError, match="'Table 9, a row no grid has' is not in the reproduction table"):
+        reproduction.summary_markdown(ROOT / "results", records)
+
+
+def test_every_figure_check_is_under_its_figure_on_the_figures_page(records):
+    from spectral_analysis.plotting.docs_blocks import CHECKS_PREFIX, FIGURE_CHECKS, figure_checks_markdown
+
+    page = (ROOT / "docs" / "figures.md").read_text()
+    shown = []
+    for figure in FIGURE_CHECKS:
+        name = CHECKS_PREFIX + figure
+        assert f"<!-- {name}:begin -->" in page, f"docs/figures.md has no {name} block"
+        block = page.split(f"<!-- {name}:begin -->", 1)[1].split(f"<!-- {name}:end -->", 1)[0]
+        assert block.strip() == figure_checks_markdown(records, figure), \
+            "regenerate: spectral-analysis figures --readme docs/figures.md"
+        shown += [line for line in block.strip().splitlines()]
+    # every experimental check is under exactly one figure, so no verdict is stated twice or left out
+    assert len(shown) == len(records)
+
+
+def test_the_demo_numbers_in_the_docs_are_the_kept_demo_run():
+    from spectral_analysis.plotting.docs_blocks import demo_markdown, read_demo_record
+
+    page = (ROOT / "docs" / "howto" / "analyze.md").read_text()
+    block = page.split("<!-- demo:begin -->", 1)[1].split("<!-- demo:end -->", 1)[0]
+    kept = read_demo_record(ROOT / "results")
+    assert block.strip() == demo_markdown(kept), \
+        "regenerate: spectral-analysis figures --readme docs/howto/analyze.md"
+    assert kept["steps"] == 2000 and kept["length"] == 100  # the main job's defaults, as make demo runs it
 
 
 def test_the_kept_table_drops_the_rows_drawn_at_smoke_scale(tmp_path):
@@ -72,13 +113,17 @@ def test_write_reproduction_fills_the_file_and_the_marked_block(tmp_path, record
     front.write_text("<!-- reproduction-kept:begin -->\nOLD\n<!-- reproduction-kept:end -->\n")
     path = write_reproduction(ROOT / "results", tmp_path, [readme, front], records)
     assert "OLD" not in front.read_text() and "smoke" not in front.read_text()
-    with pytest.raises(ValueError, match="no <!-- reproduction:begin"):
+    with pytest.raises(ValueError, match="has no generated block to regenerate"):
         write_reproduction(ROOT / "results", tmp_path, [tmp_path / "reproduction.md"], records)
     text = readme.read_text()
     assert "STALE-BLOCK" not in text and text.startswith("intro") and text.endswith("after\n")
     table4 = [row for row in _rows(path.read_text()) if row[0].startswith("Table 4, Coffee, spectral")]
     paper_value = "1.000 test accuracy (at the best validation)"
     assert table4 == [("Table 4, Coffee, spectral", paper_value, "", "paper, 3", "3/3")]
+    demo = tmp_path / "demo.md"
+    demo.write_text("<!-- demo:begin -->\n<!-- demo:end -->\n")
+    with pytest.raises(ValueError, match="no kept demo run at .*demo --record"):
+        write_reproduction(tmp_path, tmp_path, [demo], records)
 
 
 def test_table2_rows_kept_at_paper_scale_stand_beside_the_budget_grid(tmp_path):

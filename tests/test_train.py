@@ -242,6 +242,25 @@ def test_demo_trains_both_models_and_says_where(tmp_path, capsys):
         assert run["test_mse"] > 0
 
 
+def test_demo_draws_no_progress_bar_into_a_redirected_stderr_and_records_what_the_docs_quote(tmp_path,
+                                                                                            capsys):
+    from spectral_analysis.plotting.docs_blocks import demo_markdown, read_demo_record
+
+    record = tmp_path / "results" / "demo" / "demo.json"
+    assert main(["demo", "--steps", "4", "--length", "8", "--out", str(tmp_path),
+                 "--record", str(record)]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "test MSE" in out  # stderr is not a terminal here: no bars, text mode or not
+    kept = read_demo_record(tmp_path / "results")
+    assert kept["steps"] == 4 and kept["machine"] and kept["torch"] == torch.__version__
+    table = demo_markdown(kept)
+    for run in kept["runs"].values():
+        assert f"test MSE {run['test_mse']:.4f}" in out and f"test MSE {run['test_mse']:.4f}" in table
+        assert all(f"{value:.2f}" in table for value in run["log10_G"].values())
+    with pytest.raises(ValueError, match="demo --record"):
+        read_demo_record(tmp_path)
+
+
 def test_divergence_stops_with_the_failing_step_logged_and_the_last_good_checkpoint_kept(tmp_path,
                                                                                          monkeypatch):
     from spectral_analysis.train import TrainingDivergedError, trainer

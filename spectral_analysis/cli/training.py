@@ -169,7 +169,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         config = TrainConfig(model=model, task="addition", out=str(root / model), hidden=128,
                              model_options=options, task_options={"length": args.length},
                              steps=args.steps, eval_every=max(1, args.steps // 4), record_every=25,
-                             checkpoint_every=max(1, args.steps // 4), progress=not args.json)
+                             checkpoint_every=max(1, args.steps // 4),
+                             progress=show_progress(args) and not args.json)
         summary = train(config)
         runs[model] = {"out": str(root / model), "test_mse": summary["test"]["mse"],
                        "valid_mse": summary["valid"]["mse"],
@@ -182,6 +183,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
         runs[model]["analysis"] = str(root / model / "analysis")
     payload = {"task": "addition", "length": args.length, "steps": args.steps, "baseline_mse": 2.0 / 12.0,
                "runs": runs}
+    if args.record:
+        import json
+
+        import torch
+
+        from spectral_analysis.atomic import atomic_write_text
+        from spectral_analysis.experiments.results import machine_name
+
+        record = {**payload, "machine": machine_name("cpu"), "torch": torch.__version__,
+                  "date": time.strftime("%Y-%m-%d")}
+        Path(args.record).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.record, json.dumps(record, indent=2) + "\n")
 
     def text(p: dict) -> str:
         lines = [f"addition task, T = {p['length']}, {p['steps']} steps each; always predicting 1 "
@@ -217,6 +230,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--length", type=int, default=100, help="sequence length T (default 100)")
     demo.add_argument("--steps", type=int, default=2000, help="training steps per model (default 2000)")
     demo.add_argument("--out", default="runs", help="runs go to OUT/demo-<time>/{rnn,spectral}")
+    demo.add_argument("--record", default=None, metavar="FILE", help="also write the numbers, with the "
+                      "machine and date, to FILE (results/demo/demo.json is the run the docs quote)")
     add_output_arguments(demo)
     demo.set_defaults(func=cmd_demo)
 

@@ -6,8 +6,9 @@ trained to a plateau, the median training seconds per trial (and the GPU, for tr
 One row per figure's headline statement: the paper's words, the paper check's verdict on them, its
 scale and seeds, how many of the grid's trials plateaued.
 Written to ``figures/reproduction.md``; ``spectral-analysis figures --readme docs/figures.md --readme
-README.md`` copies it between docs/figures.md's ``reproduction`` markers, and its paper- and budget-scale
-rows between the README's ``reproduction-kept`` markers. Nothing trains here.
+README.md`` copies it between docs/figures.md's ``reproduction`` markers, and the ten headline rows
+(:data:`SUMMARY_ROWS`) between the README's ``reproduction-summary`` markers, with every other block
+:mod:`.docs_blocks` knows. Nothing trains here.
 """
 
 from __future__ import annotations
@@ -17,9 +18,15 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from spectral_analysis.checks import CheckRecord, replace_marked_block
+from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid, read_grids
 from spectral_analysis.experiments.results import plateau_count
+from spectral_analysis.plotting.docs_blocks import (
+    demo_markdown,
+    figure_checks_markdown,
+    fill_blocks,
+    read_demo_record,
+)
 from spectral_analysis.plotting.results_tables import (
     KRU_TABLE2,
     KRU_TABLE3,
@@ -97,7 +104,8 @@ def table_rows(results: Path) -> list[list[str]]:
     grid = read_grid(results, "kru-music")
     for g in grid.groups if grid else []:
         if g.variant in KRU_TABLE4:
-            rows.append([f"KRU Table 4, JSB Chorales, {g.variant} (n = {g.rows[0]['hidden']})",
+            rows.append([f"KRU Table 4 (JSB Chorales), on music21's Bach chorales, {g.variant} "
+                         f"(n = {g.rows[0]['hidden']})",
                          f"{KRU_TABLE4[g.variant][1]:.2f} test NLL",
                          _spread(g.final("test_metrics", "nll"), 1, 2), _where(grid, g),
                          plateau_count(g.rows), _seconds(g)])
@@ -122,19 +130,54 @@ def figure_rows(records: list[CheckRecord]) -> list[list[str]]:
     return rows
 
 
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 KEPT_SCALES = ("paper", "budget")  # rows the README's table keeps: what was trained at the paper's sizes
 
 
 def reproduction_markdown(results: Path, records: list[CheckRecord], kept_only: bool = False) -> str:
     """The table; ``kept_only``: only the rows drawn from the paper or budget scale (the README's)."""
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
-
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     rows = table_rows(results) + figure_rows(records)
     if kept_only:
         rows = [row for row in rows if row[3].startswith(KEPT_SCALES)]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# The README's ten: the headline row of each paper result, by its source cell in the full table (the
+# paper-scale row where a result has rows at two scales). Tables first, then the figures' claims.
+SUMMARY_ROWS = (
+    "Table 2, spectral (n_h = 128; lr 0.001, decay 0.9, batch 128, unit reflectors, input std 0.125)",
+    "Table 2, spectral (n_h = 128)",
+    "Table 2, lstm (n_h = 128)",
+    "Table 4, ArrowHead, spectral",
+    "KRU Table 4 (JSB Chorales), on music21's Bach chorales, kru (n = 100)",
+    "ICML Section 7.1 (Fig. 1): only ornn and spectral beat the baseline (L = 300)",
+    "ICML Section 7.1 (Fig. 2): Spectral-RNN has the lowest test cross entropy at every time lag",
+    "ICML Section 7.2 (Fig. 5): the SVD-based nets are resilient to increasing depth: they lose no more "
+    "accuracy from L = 30 to L = 100 than MLP and ResNet (every layer SVD-parameterized)",
+    "KRU Section 4.1 (Fig. 1, copy): KRU's test cross entropy ends near zero (below 0.05 x the memoryless "
+    "baseline) at every lag",
+    "KRU Section 4.2 (Fig. 2, adding): KRU and LSTM end below 0.05 x the 0.167 baseline at every T",
+)
+SUMMARY_HEADER = ["result", "the paper", "ours", "scale, seeds"]
+
+
+def summary_markdown(results: Path, records: list[CheckRecord]) -> str:
+    """The README's summary: the rows of :data:`SUMMARY_ROWS` from the full table, without its
+    plateau and time columns. A row the results no longer give is an error that names it."""
+    rows = [row for row in table_rows(results) + figure_rows(records) if row[3].startswith(KEPT_SCALES)]
+    lines = ["| " + " | ".join(SUMMARY_HEADER) + " |", "|" + "---|" * len(SUMMARY_HEADER)]
+    for source in SUMMARY_ROWS:
+        matches = sorted((row for row in rows if row[0] == source),
+                         key=lambda row: not row[3].startswith("paper"))
+        if not matches:
+            raise ValueError(f"the README summary's row {source!r} is not in the reproduction table: "
+                             "change SUMMARY_ROWS in spectral_analysis/plotting/reproduction.py")
+        lines.append("| " + " | ".join(_cell(c) for c in matches[0][:4]) + " |")
     return "\n".join(lines)
 
 
@@ -164,23 +207,24 @@ def experimental_records() -> list[CheckRecord]:
 
 def write_reproduction(results: Path, out: Path, readmes: Sequence[Path] = (),
                        records: list[CheckRecord] | None = None) -> Path:
-    """``out/reproduction.md``, and in each of ``readmes`` the ``reproduction`` block (every row;
-    docs/figures.md) and the ``reproduction-kept`` block (the paper- and budget-scale rows; README.md),
-    whichever it has. ``records``: the figures' checks where the caller has run them already."""
+    """``out/reproduction.md``, and in each of ``readmes`` every generated block it holds (see
+    :mod:`.docs_blocks`): the full table, its kept rows, the README summary, the figures' checks, the
+    demo's numbers. A file that holds none is an error. ``records``: the figures' checks where the
+    caller has run them already."""
     records = experimental_records() if records is None else records
     table = reproduction_markdown(results, records)
     path = out / "reproduction.md"
     path.write_text("# Reproduction: the papers' numbers beside ours\n\nGenerated by `spectral-analysis "
                     "figures` from `results/`; figure rows are the paper checks' verdicts (a verdict needs "
                     "the paper's scale and 3 seeds).\n\n" + table + "\n")
-    blocks = {"reproduction": table, "reproduction-kept": reproduction_markdown(results, records, True)}
+    makers = {"reproduction": lambda: table,
+              "reproduction-kept": lambda: reproduction_markdown(results, records, True),
+              "reproduction-summary": lambda: summary_markdown(results, records),
+              "demo": lambda: demo_markdown(read_demo_record(results))}
     for readme in readmes:
-        text = readme.read_text()
-        present = [name for name in blocks if f"<!-- {name}:begin -->" in text]
-        if not present:
-            raise ValueError(f"{readme} has no <!-- reproduction:begin --> or "
-                             "<!-- reproduction-kept:begin --> block to regenerate")
-        for name in present:
-            text = replace_marked_block(text, name, blocks[name])
+        text, filled = fill_blocks(readme.read_text(), makers, lambda f: figure_checks_markdown(records, f))
+        if not filled:
+            raise ValueError(f"{readme} has no generated block to regenerate (<!-- NAME:begin --> with NAME "
+                             f"one of {sorted(makers)} or checks-FIGURE)")
         readme.write_text(text)
     return path
