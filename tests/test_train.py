@@ -242,6 +242,18 @@ def test_demo_trains_both_models_and_says_where(tmp_path, capsys):
         assert run["test_mse"] > 0
 
 
+def test_a_requested_progress_bar_stays_out_of_a_stderr_that_is_not_a_terminal(tmp_path, capsys,
+                                                                               monkeypatch):
+    import sys
+
+    train(small_config(tmp_path / "quiet", progress=True))
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    train(small_config(tmp_path / "terminal", progress=True, steps=4))
+    err = capsys.readouterr().err
+    assert "it/s" in err or "s/it" in err
+
+
 def test_demo_draws_no_progress_bar_into_a_redirected_stderr_and_records_what_the_docs_quote(tmp_path,
                                                                                             capsys):
     from spectral_analysis.plotting.docs_blocks import demo_markdown, read_demo_record

@@ -336,7 +336,8 @@ class Trainer:
                       "device": str(self.device), "total_steps": self.total_steps}
             (self.out / "config.json").write_text(json.dumps(config, indent=2))
         primary = self.primary
-        bar = tqdm(total=self.last_step, initial=self.step, disable=not cfg.progress,
+        # tqdm's disable=None: no bar where stderr is not a terminal, even when the caller asked for one
+        bar = tqdm(total=self.last_step, initial=self.step, disable=None if cfg.progress else True,
                    desc=f"{cfg.model} on {self.task.name}", dynamic_ncols=True)
         self.model.train()
         if self.finished and not any(line["phase"] == "test" and line["step"] == self.step
