@@ -10,6 +10,22 @@ import pytest
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.symbolic import run_symbolic_checks
 
+# Fixtures that cost seconds to tens of seconds once per module or session: a test that reads one is
+# slow (left out of `make test-fast`) whichever test of its module happens to pay for it. Tests slow on
+# their own carry @pytest.mark.slow (a second or more on the 2-core CPU, from `--durations`).
+SLOW_FIXTURES = {
+    "all_rows": "every paper check of check-paper --quick, about 50 s",
+    "symbolic_rows": "every symbolic derivation, about 40 s",
+    "records": "the figures' checks over results/ (about 15 s), or the symbolic derivations",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 PAPERS_SETTING = "SPECTRAL_ANALYSIS_PAPERS"
 DEFAULT_PAPERS = Path(__file__).resolve().parent.parent.parent / "shared" / "papers"
 

@@ -61,6 +61,7 @@ def _faults(mode: str, where: str = "main", env: dict[str, str] | None = None,
 
 
 @pytest.mark.skipif(not GLIBC, reason="the policy is glibc's mallopt")
+@pytest.mark.slow
 def test_kept_memory_is_reused_without_page_faults_and_released_memory_is_faulted_again():
     kept, released = _faults("keep"), _faults("release")
     assert kept["applied"] is True and released["applied"] is False
@@ -73,6 +74,7 @@ def test_the_policy_says_whether_it_applied():
 
 
 @pytest.mark.skipif(not GLIBC, reason="the policy is glibc's mallopt")
+@pytest.mark.slow
 def test_a_thread_started_after_the_policy_reuses_memory_too():
     """glibc would give the thread its own arena, whose heaps are unmapped when empty whatever the
     thresholds; the policy's cap of one arena keeps the thread on the main heap."""
@@ -82,6 +84,7 @@ def test_a_thread_started_after_the_policy_reuses_memory_too():
 
 
 @pytest.mark.skipif(not GLIBC, reason="the policy is glibc's mallopt")
+@pytest.mark.slow
 def test_the_environment_form_of_the_policy_keeps_memory_in_a_thread_that_predates_it():
     """A Ray worker's trial thread exists before the trial's code can call the policy: the runner
     starts its workers with ALLOCATOR_ENVIRONMENT instead, which glibc reads at process start."""

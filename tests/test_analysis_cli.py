@@ -39,6 +39,7 @@ def run_json(capsys, *args: str) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_bound_json_with_training_margins(runs, capsys):
     ckpt = str(runs / "ucr" / "last.safetensors")
     report = run_json(capsys, "bound", ckpt, "--data", "train", "--margin", "0.05")
@@ -80,6 +81,7 @@ def test_weights_npz_recomputes_the_model_and_the_bound(runs, capsys, tmp_path):
     assert report["log10_G"] == pytest.approx(by_hand, rel=1e-10)
 
 
+@pytest.mark.slow
 def test_analyze_writes_report_and_figures(runs, capsys, tmp_path):
     out = tmp_path / "analysis"
     report = run_json(capsys, "analyze", str(runs / "rnn" / "last.safetensors"), "--out", str(out),
@@ -106,6 +108,7 @@ def test_analyze_writes_report_and_figures(runs, capsys, tmp_path):
     assert f"in the steps up to {top['step']} " in markdown and top["grad_norm_peak"] > 0
 
 
+@pytest.mark.slow
 def test_the_analysis_figure_says_how_many_values_it_could_not_draw(runs, capsys, tmp_path, monkeypatch):
     """A singular J(t) (infinite condition number) or an overflowed state is null in report.json; the
     panel says how many it left out instead of drawing an unexplained gap (or nothing at all)."""
@@ -130,6 +133,7 @@ def test_the_analysis_figure_says_how_many_values_it_could_not_draw(runs, capsys
     assert f"3 of {T1} not drawn: the largest state overflowed float64" in drawn
 
 
+@pytest.mark.slow
 def test_analyze_works_for_an_lstm_and_explains_what_it_skips(runs, capsys, tmp_path):
     report = run_json(capsys, "analyze", str(runs / "lstm" / "last.safetensors"), "--out", str(tmp_path),
                       "--samples", "2", "--trials", "2")

@@ -132,6 +132,7 @@ def test_certify_refuses_tasks_without_classes(tmp_path, capsys):
         certify(subject, torch.randn(4, 5, 2), torch.zeros(4).long(), delta=1.5)
 
 
+@pytest.mark.slow
 def test_bounds_table_rows_for_the_zoo_and_the_refusals(trained, capsys, tmp_path):
     from spectral_analysis.analysis.bounds_table import COLUMNS, bounds_row
 
@@ -174,6 +175,7 @@ def _noisy_posterior(model, log_s=-1.5):
                      torch.tensor(math.log(1e-2)))
 
 
+@pytest.mark.slow
 def test_chunked_monte_carlo_matches_whole_set_networks():
     """The fast estimator (a fresh network per chunk) against its slow twin (every sampled network scores
     the whole set): same expectation e_S(Q), within a few standard errors."""
@@ -237,6 +239,7 @@ def test_a_learned_prior_never_sees_the_certificate_part(trained, monkeypatch):
         certify(subject, x, y, prior="posterior")
 
 
+@pytest.mark.slow
 def test_a_feed_forward_classifier_is_certified_too(tmp_path, capsys):
     """The MLP sanity run's path: a toolkit checkpoint of a feed-forward net on flat MNIST; the
     recurrent analyzers still refuse it."""

@@ -17,6 +17,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_demo_json_is_one_document_with_measured_numbers():
     proc = run("svd-demo", "--size", "12", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -28,6 +29,7 @@ def test_demo_json_is_one_document_with_measured_numbers():
     assert 0.9 - 1e-12 <= low <= high <= 1.1 + 1e-12
 
 
+@pytest.mark.slow
 def test_decompose_member_from_npy_writes_vectors(tmp_path):
     gen = torch.Generator().manual_seed(0)
     W = svd_compose([torch.randn(i, dtype=torch.float64, generator=gen) for i in range(5, 7)],
@@ -43,6 +45,7 @@ def test_decompose_member_from_npy_writes_vectors(tmp_path):
     assert sorted(saved.files) == ["sigma", "u_5", "u_6", "v_6"]
 
 
+@pytest.mark.slow
 def test_decompose_non_member_from_csv_text_output(tmp_path):
     path = tmp_path / "w.csv"
     np.savetxt(path, np.random.default_rng(0).standard_normal((10, 10)), delimiter=",")
@@ -55,6 +58,7 @@ def test_decompose_non_member_from_csv_text_output(tmp_path):
     (["decompose", "/nonexistent/w.npy"], "matrix file not found"),
     (["svd-demo", "--size", "1"], "--size must lie in [2, 512]"),
 ])
+@pytest.mark.slow
 def test_errors_are_one_line_without_traceback(args, needle):
     proc = run(*args)
     assert proc.returncode != 0
@@ -78,11 +82,13 @@ def test_bad_counts_and_foreign_files_are_clear_errors(tmp_path, capsys):
     assert "expected a 2-D numeric matrix" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_debug_shows_the_traceback(tmp_path):
     proc = run("--debug", "decompose", str(tmp_path / "missing.npy"))
     assert proc.returncode != 0 and "Traceback" in proc.stderr
 
 
+@pytest.mark.slow
 def test_params_json_gives_the_section_4_count():
     proc = run("params", "--model", "spectral", "--inputs", "1", "--hidden", "128", "--outputs", "10",
                "--m1", "16", "--m2", "16", "--json")
@@ -149,6 +155,7 @@ def test_the_parser_loads_without_torch_and_answers_version():
     assert version.strip() == f"spectral-analysis {__version__}"
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_quietly():
     """``spectral-analysis zoo --json | head -c 100``: the reader leaves early; no traceback, no error."""
     process = subprocess.Popen([sys.executable, "-m", "spectral_analysis.cli", "zoo", "--json"],

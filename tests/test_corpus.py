@@ -60,6 +60,7 @@ FUZZ_EXAMPLES = 300
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
+@pytest.mark.slow
 def test_fuzzed_checkpoints_load_or_get_the_one_line_error(data, tmp_path_factory):
     """Random bytes, and random byte flips / truncations of a valid checkpoint: the readers return a
     model or raise their ValueError, never anything else."""

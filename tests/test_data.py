@@ -217,6 +217,7 @@ def test_each_task_declares_the_bound_of_its_input_domain():
     assert pytest.approx(max(float(s.inputs.norm(dim=-1).max()) for s in (ucr.train, ucr.test))) == B
 
 
+@pytest.mark.slow
 def test_ptb_at_the_character_level_is_kru_s_reading_of_the_same_text(tmp_path):
     """Words joined by single spaces, character by character, <eos> closing each line; the packaged text
     gives KRU's character counts exactly (Section 4.4: 5017K, 393K, 442K; 50 symbols)."""

@@ -57,6 +57,7 @@ def test_every_python_example_runs(tmp_path):
 
 @pytest.mark.skipif(shutil.which("mkdocs", path=str(Path(sys.executable).parent)) is None,
                     reason="the docs extra (mkdocs) is not installed")
+@pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path):
     """``mkdocs build --strict``: a broken link, a missing API reference or a bad page fails."""
     mkdocs = Path(sys.executable).parent / "mkdocs"
@@ -79,6 +80,7 @@ TUTORIALS = sorted((DOCS / "tutorials").glob("*.py"))
 
 
 @pytest.mark.parametrize("script", TUTORIALS, ids=[t.stem for t in TUTORIALS])
+@pytest.mark.slow
 def test_the_tutorials_execute_and_their_notebooks_hold_their_code(script):
     jupytext = pytest.importorskip("jupytext")
     pytest.importorskip("nbclient")

@@ -142,6 +142,7 @@ def test_a_comparison_over_seeds_is_inconclusive_when_the_spreads_overlap():
     assert mnist_ranking.ranking_verdict(spread) == "holds"
 
 
+@pytest.mark.slow
 def test_experimental_checks_read_the_committed_results_through_the_gate():
     records = (experiments.run() + mnist_ranking.run() + depth.run() + synthetic_tasks.run()
                + svdrnn_leak.run() + dizzy_copy.run())
@@ -314,6 +315,7 @@ def test_committed_smoke_results_cover_the_catalog():
         assert grid is not None and len(grid.groups) == len(experiment.trials("smoke")), name
 
 
+@pytest.mark.slow
 def test_figures_are_drawn_from_kept_results_without_training(tmp_path, monkeypatch):
     def no_training(*args, **kwargs):
         raise AssertionError("a reader trained a model")
@@ -385,6 +387,7 @@ def test_a_grid_validated_only_at_epoch_ends_is_drawn_from_its_training_records(
     assert LEARNING_FIGURES["fig1-addition"].phase == "valid"
 
 
+@pytest.mark.slow
 def test_the_ucr_figure_draws_the_test_curves_that_test_with_valid_kept(tmp_path, monkeypatch):
     panels, kwargs = _drawn_learning_figure("table4-ucr", tmp_path, monkeypatch)
     grid = read_grid(ROOT / "results", "table4-ucr")

@@ -32,6 +32,7 @@ def plain(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("name", ["rnn1", "gru1", "lstm1", "rnn2"])
 @pytest.mark.parametrize("suffix", [".pt", ".safetensors"])
+@pytest.mark.slow
 def test_saved_models_import_with_the_same_outputs(plain, name, suffix):
     subject = load(plain / f"{name}{suffix}", arch="rnn_relu" if name.startswith("rnn") else None)
     x = torch.from_numpy(np.load(plain / "inputs.npy"))[:4]
@@ -43,6 +44,7 @@ def test_saved_models_import_with_the_same_outputs(plain, name, suffix):
         assert "bias_ih and bias_hh summed into one bias per layer" in subject.assumptions
 
 
+@pytest.mark.slow
 def test_every_analyzer_runs_on_plain_models_in_one_command(plain, tmp_path, capsys):
     data = ["--inputs", str(plain / "inputs.npy"), "--labels", str(plain / "labels.npy")]
     model = str(plain / "rnn1.pt")

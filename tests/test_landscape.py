@@ -126,6 +126,7 @@ def test_identity_teacher_counterexample_refutes_theorem5(n, t):
     assert float(inequality_ratios(point.W, found.problem, e)) < 1e-20
 
 
+@pytest.mark.slow
 def test_no_counterexample_where_the_family_has_none():
     assert identity_teacher_counterexample(3, 1, 1.0) is None  # t = 1: R is convex
     assert identity_teacher_counterexample(1, 3, 1.0) is None  # real z, odd t: z^3 = a^3 only at a
@@ -165,6 +166,7 @@ def test_check_record_rejects_unknown_verdicts_and_renders_markdown():
 SMALL = ["--hidden", "2", "--length", "2", "--starts", "3", "--samples", "40", "--iterations", "60"]
 
 
+@pytest.mark.slow
 def test_landscape_report_verdicts_on_a_small_problem():
     report = landscape_report(LandscapeConfig(hidden=2, length=2, starts=3, samples=40, iterations=60,
                                               monte_carlo=20_000))
@@ -187,6 +189,7 @@ def test_landscape_report_verdicts_on_a_small_problem():
     json.dumps(report)
 
 
+@pytest.mark.slow
 def test_landscape_command_writes_report_and_figures(tmp_path, capsys):
     assert main(["landscape", *SMALL, "--json", "--out", str(tmp_path)]) == 0
     payload = json.loads(capsys.readouterr().out)
@@ -223,21 +226,3 @@ def test_inequality_ratio_uses_the_realizable_optimum():
         float(torch.linalg.eigvalsh(problem.Sigma).min()) ** 2 * gap)
     assert torch.allclose(inequality_ratios(W, problem, 1.0), expected)
     assert stacked_powers(W, 2).shape == (5, 2, 4)
-
-
-@pytest.mark.parametrize("old, name, new", [
-    ("landscape", "landscape_report", "spectral_analysis.paper.landscape"),
-    ("corollary1", "corollary1_check", "spectral_analysis.paper.linear_rnn_descent"),
-    ("theorem5", "identity_teacher_counterexample", "spectral_analysis.analysis.linear_rnn.counterexample"),
-    ("critical_points", "search_critical_points", "spectral_analysis.analysis.linear_rnn.critical_points"),
-    ("svd_descent", "svd_transition", "spectral_analysis.analysis.linear_rnn.svd_descent"),
-])
-def test_the_old_module_paths_warn_and_forward(old, name, new):
-    """Issue 25 moved the Section 6 measurements into analysis.linear_rnn and their verdicts into paper/;
-    the old paths stay one release, with a DeprecationWarning."""
-    import importlib
-
-    module = importlib.import_module(f"spectral_analysis.analysis.{old}")
-    with pytest.warns(DeprecationWarning, match=f"import {name} from {new}"):
-        forwarded = getattr(module, name)
-    assert forwarded is getattr(importlib.import_module(new), name)

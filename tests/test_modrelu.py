@@ -132,6 +132,7 @@ def test_kru_modrelu_refusals_name_the_problem():
         kronecker_scan(xp, factors, h0, "relu", 0.0, bias=torch.zeros(8))
 
 
+@pytest.mark.slow
 def test_frozen_kru_with_modrelu_learns_copy_and_its_checkpoint_reloads(tmp_path):
     """KRU Section 4.1: with the recurrent matrix a fixed random unitary one and only the input, the bias
     and the read-out trained, modReLU units learn the copy problem. The recall accuracy (the 10 symbols

@@ -26,12 +26,14 @@ def _by_source(records):
     return {r.source: r for r in records}
 
 
+@pytest.mark.slow
 def test_unmutated_checks_hold(trained):
     records = _by_source(bounds.records_from_checkpoints(trained))
     assert records["ICML Lemma 3"].verdict == records["ICML Theorem 5 (RNN)"].verdict == "holds"
     assert _by_source(baselines.run())["ICML Section 7.1 (addition baseline)"].verdict == "holds"
 
 
+@pytest.mark.slow
 def test_a_sign_flipped_in_eq13_is_caught(monkeypatch):
     printed = householder.eq13_printed
 
@@ -43,6 +45,7 @@ def test_a_sign_flipped_in_eq13_is_caught(monkeypatch):
     assert records["ICML Eq. 13"].verdict in BAD
 
 
+@pytest.mark.slow
 def test_a_wrong_factor_in_g_is_caught(monkeypatch, trained):
     """G(w) with ||W||^(T-1) instead of ||W||^(2T-2): Theorem 5's slope is no longer 2 log10 ||W||."""
     real = bound_report_module.complexity_term
@@ -57,6 +60,7 @@ def test_a_wrong_factor_in_g_is_caught(monkeypatch, trained):
     assert records["ICML Theorem 5 (RNN)"].verdict in BAD
 
 
+@pytest.mark.slow
 def test_a_wrong_printed_count_is_caught(monkeypatch):
     rows = [("spectral", 9, 128, {"m1": 16, "m2": 16}), *parameter_counts.TABLE2[1:]]
     monkeypatch.setattr(parameter_counts, "TABLE2", rows)
@@ -70,6 +74,7 @@ def test_a_wrong_baseline_is_caught(monkeypatch):
 
 
 @pytest.mark.parametrize("divisor, caught", [(2.0, False), (5.0, True)])
+@pytest.mark.slow
 def test_a_lemma3_bound_made_smaller(monkeypatch, trained, divisor, caught):
     """Halved, the bound still holds on everything measured (the tightest case found, W = M = Y = I, sits
     at 0.25 of it), so that mutation survives; divided by 5 it is caught."""

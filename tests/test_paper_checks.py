@@ -36,6 +36,7 @@ def cheap_records(all_rows):
     return {record.source: record for name, record in all_rows if name in groups}
 
 
+@pytest.mark.slow
 def test_svd_map_theorems_check_verdicts(cheap_records):
     assert cheap_records["ICML Theorems 1-2"].verdict == "holds"
     assert cheap_records["ICML Theorem 3"].verdict == "holds"
@@ -65,6 +66,7 @@ def test_the_committed_quick_report_matches_a_fresh_run(cheap_records):
         assert rows[source] == record.verdict, source
 
 
+@pytest.mark.slow
 def test_check_paper_command_and_a_script_run_alone(tmp_path, capsys):
     args = ["--quick", "--only", "baselines", "--json", "--md", str(tmp_path / "r.md")]
     assert main(["check-paper", *args]) == 0
@@ -160,6 +162,7 @@ def test_bounds_on_trained_checkpoints(all_records):
     assert corollary.verdict == "holds" and corollary.numbers["norm_W"] <= 1.1 + 1e-6
 
 
+@pytest.mark.slow
 def test_paper_figure_functions_write_pngs(tmp_path):
     import matplotlib.pyplot as plt
     import numpy as np

@@ -141,6 +141,7 @@ def test_thestart_model_is_the_net_the_trainer_started_from(tmp_path):
     assert forward_gain(start_model({**row, "seed": 4}, task), probe) != pytest.approx(trained_gain, abs=1e-3)
 
 
+@pytest.mark.slow
 def test_plain_failure_depths_read_every_kept_seed_while_an_svd_cell_has_one(tmp_path, monkeypatch):
     """The kept paper-scale grid with one SVD cell cut to seed 0: the grid is read with 1 seed, yet MLP
     and ResNet, complete with 3 seeds, are judged on all 3 (read from a copy of results/fig5-depth)."""

@@ -7,6 +7,7 @@ import os
 import shutil
 import time
 
+import pytest
 from experiment_fixtures import TINY, make_recipe_grids, tiny_catalog
 
 from spectral_analysis.cli import main
@@ -235,6 +236,7 @@ def test_an_unreadable_parked_run_fails_its_trial_with_the_file_named_and_stays_
     assert (entry["failed"], entry["parked"]) == (1, 0)  # but the trial is failed, not unfinished
 
 
+@pytest.mark.slow
 def test_gpu_unpack_lays_the_machines_grids_over_these_and_drops_the_runs_it_kept(tmp_path):
     """scripts/gpu_unpack.sh: the tarball's paper-scale grids over this checkout's, files of this
     checkout's own left as they are, and a parked run the machine no longer holds (it kept the trial)
@@ -287,6 +289,7 @@ def test_gpu_unpack_lays_the_machines_grids_over_these_and_drops_the_runs_it_kep
     assert refused.returncode == 1 and "holds no results/<experiment>/paper/ directory" in refused.stderr
 
 
+@pytest.mark.slow
 def test_gpu_run_runs_each_grid_side_by_side_with_its_own_selection(tmp_path):
     """scripts/gpu_run.sh: one paper-scale `run` per named grid, all started before any ends, each with
     the `--only` pairs of its GRID:KEY=VALUE spec (none for a bare name), its own workers after `@` (the

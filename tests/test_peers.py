@@ -271,6 +271,7 @@ def test_registry_options_and_structured_route(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name, options", [("kru", {"complex": True}), ("dizzy", {"svd": True}),
                                            ("urnn", {}), ("kru", {"complex": True, "activation": "modrelu"})])
+@pytest.mark.slow
 def test_peers_train_and_the_analyzers_run_on_their_checkpoints(name, options, tmp_path, capsys):
     out = tmp_path / name
     train(TrainConfig(model=name, task="copy", out=str(out), hidden=4, steps=10, model_options=options,

@@ -233,6 +233,7 @@ steps = 8
 """
 
 
+@pytest.mark.slow
 def test_a_sweep_given_max_steps_keeps_the_plateaued_trials_and_trains_the_others_on(tmp_path):
     pytest.importorskip("ray.tune")
     from spectral_analysis.experiments import load_experiment, run_sweep

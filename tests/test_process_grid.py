@@ -37,6 +37,7 @@ def _allocator_policy(spec: dict) -> dict:
     return {"status": ",".join(os.environ.get(name, "unset") for name in sorted(ALLOCATOR_ENVIRONMENT))}
 
 
+@pytest.mark.slow
 def test_workers_start_with_the_memory_policy_and_the_parent_environment_is_left_as_it_was(tmp_path,
                                                                                          monkeypatch):
     experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
@@ -52,6 +53,7 @@ def test_workers_start_with_the_memory_policy_and_the_parent_environment_is_left
     assert os.environ[name] == "7" and not any(other in os.environ for other in others)
 
 
+@pytest.mark.slow
 def test_the_processes_backend_keeps_what_an_in_process_trial_keeps_and_a_rerun_skips(tmp_path):
     experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
     lines: list[str] = []
@@ -74,6 +76,7 @@ def test_the_processes_backend_keeps_what_an_in_process_trial_keeps_and_a_rerun_
     assert not again.ran and sorted(again.skipped) == sorted(t.key for t in trials)
 
 
+@pytest.mark.slow
 def test_a_dead_worker_ends_the_pool_and_leaves_the_rest_unfinished(tmp_path):
     experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
     specs = [TrialSpec(t.__dict__.copy(), str(tmp_path / "runs" / t.key), str(tmp_path / "results"), "cpu",
@@ -94,6 +97,7 @@ def test_the_processes_backend_refuses_a_cluster_and_an_unknown_backend_is_named
         run_sweeps([experiment], "smoke", backend="dask", out=tmp_path)
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_running_trial_and_never_starts_the_queued_one(tmp_path):
     catalog = tiny_catalog(tmp_path, LONG)
     runs = tmp_path / "runs" / "tiny" / "smoke"
@@ -113,6 +117,7 @@ def test_ctrl_c_stops_the_running_trial_and_never_starts_the_queued_one(tmp_path
     assert not (tmp_path / "results" / "tiny").exists()
 
 
+@pytest.mark.slow
 def test_stop_parks_the_running_trial_starts_no_other_and_an_older_request_is_ignored(tmp_path, capsys):
     from spectral_analysis.cli import main
     from spectral_analysis.experiments.parking import checkpoint_step, parked_dir
@@ -141,6 +146,7 @@ def test_stop_parks_the_running_trial_starts_no_other_and_an_older_request_is_ig
     assert step is not None and 4 <= step < 50000
 
 
+@pytest.mark.slow
 def test_the_run_command_names_trials_a_time_budget_stopped_and_how_to_resume_them(tmp_path, capsys):
     from spectral_analysis.cli import main
 

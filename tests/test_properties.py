@@ -1,5 +1,6 @@
 """Property tests (hypothesis) over shapes and reflector counts."""
 
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -65,6 +66,7 @@ def test_full_decomposition_round_trips_any_matrix(case):
 
 @settings(max_examples=40, deadline=None)
 @given(shapes_and_counts())
+@pytest.mark.slow
 def test_members_built_with_counts_are_found_with_those_counts(case):
     r, c, m1, m2, seed = case
     u, v, sigma = _args(r, c, m1, m2, seed)

@@ -34,6 +34,7 @@ def records():
     return experimental_records()
 
 
+@pytest.mark.slow
 def test_the_docs_block_is_what_the_results_give(records):
     readme = (ROOT / "docs" / "figures.md").read_text()
     block = readme.split("<!-- reproduction:begin -->", 1)[1].split("<!-- reproduction:end -->", 1)[0]

@@ -42,6 +42,7 @@ def test_resume_after_an_interruption_repeats_the_uninterrupted_run(tmp_path):
     assert steps == [(line["phase"], line["step"]) for line in log_lines(tmp_path / "full")]
 
 
+@pytest.mark.slow
 def test_killed_process_resumes_to_the_same_final_metrics(tmp_path):
     """A real SIGKILL mid-run (after the first checkpoint), then --resume from the command line."""
     args = ["train", "--model", "spectral", "--task", "addition", "--length", "40", "--train-size", "512",
@@ -69,6 +70,7 @@ def test_killed_process_resumes_to_the_same_final_metrics(tmp_path):
 KILL_TRIALS = 6
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_moments_then_resume_is_bit_identical(tmp_path):
     """SIGKILL at seeded random moments in the 4 s after the run directory appears, one in each of
     KILL_TRIALS equal slices of it (before the first checkpoint, mid-run, near the end on this machine:

@@ -120,6 +120,7 @@ def test_each_experiment_uses_what_its_committed_validation_grid_chose():
                 f"({validation.name}: {chosen.scores[variant]})")
 
 
+@pytest.mark.slow
 def test_the_runner_holds_back_the_validated_variant_until_its_grid_chose_what_the_catalog_uses(
         tmp_path, monkeypatch, capsys):
     from spectral_analysis.cli import main

@@ -61,6 +61,7 @@ def _cli(*args: str, **kwargs) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow
 def test_the_whole_catalog_runs_at_smoke_scale_through_ray_and_a_rerun_skips_it(tmp_path, capsys):
     args = [
         "run",
@@ -116,6 +117,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_a_head_node_started_with_ray_start_runs_the_grid_by_address(tmp_path, long_catalog, ray_temp_dir):
     port = _free_port()
     start = [
@@ -171,6 +173,7 @@ def _kept_state(results: Path) -> tuple[dict, dict]:
     return model, {phase: {k: v for k, v in c.items() if k != "time"} for phase, c in curves.items()}
 
 
+@pytest.mark.slow
 def test_a_sweep_killed_mid_trial_resumes_to_the_uninterrupted_result(tmp_path, long_catalog, ray_temp_dir):
     args = ["run", "long", "--catalog", str(long_catalog), "--only", "variant=spectral", "--workers", "1"]
     # the uninterrupted run trains beside the killed one (its own local Ray), on the second core
@@ -218,6 +221,7 @@ def test_a_sweep_killed_mid_trial_resumes_to_the_uninterrupted_result(tmp_path, 
             assert values.tobytes() == curves_a[phase][column].tobytes(), (phase, column)
 
 
+@pytest.mark.slow
 def test_a_trial_thread_on_the_runners_ray_worker_reuses_freed_memory():
     """Tune trains in a thread the worker made before the trial ran, out of reach of mallopt's arena
     cap; the runner's workers start with the policy in their environment, so that thread's steps reuse

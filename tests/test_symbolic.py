@@ -69,6 +69,7 @@ def test_judge_separates_holds_differs_and_unverified():
 
 
 @pytest.mark.parametrize("n", [2, 4])
+@pytest.mark.slow
 def test_wrong_householder_formulas_differ(n):
     u, h, g = householder.vectors(n)
     d_h, d_u = householder.derived_gradients(n)
@@ -98,6 +99,7 @@ def test_wrong_sigma_map_derivative_differs():
     assert judge(sp.diff(sigma, sh), r * f * (1 - f), [sh, r, star]).verdict == "differs"
 
 
+@pytest.mark.slow
 def test_claim1_derived_gradient_is_the_toolkit_gradient():
     s = linear_rnn.setting()
     gradient = sp.Matrix([sp.diff(linear_rnn.derived_risk(), w) for w in s["W"]])

@@ -233,6 +233,7 @@ def test_train_flag_errors(tmp_path, capsys):
     assert "learning rate must be > 0" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_demo_trains_both_models_and_says_where(tmp_path, capsys):
     assert main(["demo", "--steps", "4", "--length", "8", "--out", str(tmp_path), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
@@ -254,6 +255,7 @@ def test_a_requested_progress_bar_stays_out_of_a_stderr_that_is_not_a_terminal(t
     assert "it/s" in err or "s/it" in err
 
 
+@pytest.mark.slow
 def test_demo_draws_no_progress_bar_into_a_redirected_stderr_and_records_what_the_docs_quote(tmp_path,
                                                                                             capsys):
     from spectral_analysis.plotting.docs_blocks import demo_markdown, read_demo_record

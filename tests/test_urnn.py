@@ -60,6 +60,7 @@ def test_urnn_run_matches_a_complex_recurrence_and_is_refused_by_the_bound(tmp_p
         eq17_network(model)
 
 
+@pytest.mark.slow
 def test_the_urnn_scan_gradchecks_against_finite_differences():
     """The one-node time loop's hand-written backward, in torch's complex convention, for every input."""
     torch.manual_seed(5)

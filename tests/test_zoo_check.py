@@ -5,6 +5,8 @@ import math
 import shutil
 from pathlib import Path
 
+import pytest
+
 from spectral_analysis.analysis.zoo_check import check_zoo
 from spectral_analysis.cli import main
 
@@ -19,6 +21,7 @@ def _copy_entries(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_every_kind_of_kept_entry_loads_and_is_analyzed(tmp_path):
     rows = {r["name"].split("/", 2)[-1]: r for r in check_zoo(_copy_entries(tmp_path))}
     assert all(r["ok"] for r in rows.values()) and len(rows) == len(KEPT)
@@ -32,6 +35,7 @@ def test_every_kind_of_kept_entry_loads_and_is_analyzed(tmp_path):
     assert rows["kru_penalty0.0001_s0"]["analyzed"] == "analyze"
 
 
+@pytest.mark.slow
 def test_a_broken_entry_fails_with_its_error_line_and_the_rest_go_on(tmp_path, capsys):
     root = _copy_entries(tmp_path)
     model = root / KEPT[0] / "model.safetensors"
@@ -45,6 +49,7 @@ def test_a_broken_entry_fails_with_its_error_line_and_the_rest_go_on(tmp_path, c
     assert "1 of 1 entries load and analyze" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_an_entry_whose_bound_came_out_non_finite_fails(tmp_path, monkeypatch):
     """The report writes a non-finite G(w) as null; a computed bound that is null fails the entry."""
     import spectral_analysis.analysis.zoo_check as zoo_check
