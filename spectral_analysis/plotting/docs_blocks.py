@@ -8,17 +8,26 @@ is not what the results give. The blocks:
   and budget-scale rows, and the README's ten headline rows (:mod:`.reproduction`);
 - ``checks-FIGURE``: the verdicts and evidence of the paper checks that read one figure, in a fold
   beneath it on the Figures page (:data:`FIGURE_CHECKS` says which checks read which figure);
-- ``demo``: the main job's numbers (``make demo``) from the run kept in ``results/demo/demo.json``.
+- ``demo``: the main job's numbers (``make demo``) from the run kept in ``results/demo/demo.json``;
+- ``grid=EXPERIMENT@SCALE``: every configuration of a kept grid, seed by seed (:func:`grid_markdown`);
+- ``bounds-table-fig2r``: every bound on the row-MNIST zoo, from ``figures/bounds_table_fig2r.csv``
+  (:func:`bounds_table_markdown`).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
+import statistics
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from spectral_analysis.checks import CheckRecord, replace_marked_block
+from spectral_analysis.experiments.catalog import configuration_key
+from spectral_analysis.experiments.reading import Group, read_grid
+from spectral_analysis.experiments.results import plateaued
 
 # Which paper checks read which figure: the figure's stem -> the starts of the checks' sources.
 FIGURE_CHECKS: dict[str, tuple[str, ...]] = {
@@ -40,6 +49,7 @@ FIGURE_CHECKS: dict[str, tuple[str, ...]] = {
     "kru_amplitude": ("KRU Section 4.7",),
 }
 CHECKS_PREFIX = "checks-"
+GRID_PREFIX = "grid="
 DEMO_RECORD = Path("demo") / "demo.json"
 
 
@@ -93,6 +103,87 @@ def demo_markdown(record: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _value(metric: str, value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:.3f}" if metric == "accuracy" else f"{value:#.4g}"
+
+
+def _configuration(group: Group) -> str:
+    axes = ", ".join(f"{k.rsplit('.', 1)[-1]} {v}" for k, v in group.axes.items())
+    return f"{group.variant}" + (f" ({axes})" if axes else "")
+
+
+def _stopped(row: Mapping[str, Any]) -> str:
+    cap = row["config"].get("max_steps")
+    how = "plateau" if plateaued(row) else ("cap" if cap and row["steps"] >= cap else "end")
+    return f"{row['steps']:,} ({how})"
+
+
+def grid_markdown(results: Path, experiment: str, scale: str) -> str:
+    """Every configuration of ``experiment``'s kept grid at ``scale``: each seed's final test value of the
+    primary metric, their mean [min, max], the mean best validation value, each seed's last step and why
+    it stopped (plateau, the ``max_steps`` cap, or the end of a fixed length), the median training
+    seconds; a diverged seed is named with its step. What the docs' tables of a grid are generated from.
+
+    >>> grid_markdown(Path("results"), "table2-grid", "paper").splitlines()[0].split(" | ")[:3]
+    ['| configuration', "seeds' test accuracy", 'mean [min, max]']
+    """
+    grid = read_grid(results, experiment, scale)
+    if grid is None or grid.scale != scale:
+        raise ValueError(f"no kept {scale} grid of {experiment!r} in {results}")
+    metric = grid.groups[0].rows[0]["metric"]
+    lines = [f"| configuration | seeds' test {metric} | mean [min, max] | best validation, mean | "
+             "steps (why stopped) | training s, median |", "|---|---|---|---|---|---|"]
+    for group in grid.groups:
+        rows = sorted(group.rows, key=lambda r: r["seed"])
+        tests = [(r.get("test_metrics") or {}).get(metric) for r in rows]
+        finite = [t for t in tests if t is not None and math.isfinite(t)]
+        key = configuration_key(rows[0]["trial"])
+        diverged = [f"seed {r['seed']} diverged" for r in grid.failed if configuration_key(r["trial"]) == key]
+        seeds = ", ".join(_value(metric, t) for t in tests) + "".join(f"; {d}" for d in diverged)
+        spread = (f"{_value(metric, statistics.fmean(finite))} [{_value(metric, min(finite))}, "
+                  f"{_value(metric, max(finite))}]" if len(finite) > 1 else "-")
+        best = [r["best_valid"] for r in rows if r.get("best_valid") is not None]
+        gpus = sorted({r["machine"].removesuffix(" (CUDA)") for r in rows if r.get("device") == "cuda"})
+        lines.append(f"| {_configuration(group)} | {seeds} | {spread} | "
+                     f"{_value(metric, statistics.fmean(best)) if best else '-'} | "
+                     f"{', '.join(_stopped(r) for r in rows)} | "
+                     f"{statistics.median(r['seconds'] for r in rows):.0f}"
+                     + (f" on {', '.join(gpus)}" if gpus else "") + " |")
+    return "\n".join(lines)
+
+
+def _fixed(value: str, digits: int) -> str:
+    return f"{float(value):.{digits}f}" if value not in ("", None) else "-"
+
+
+def bounds_table_markdown(csv_path: Path) -> str:
+    """The ``bounds-table`` CSV as the docs show it: test error, log10 G of Theorem 5 and Corollary 1,
+    log10 of Bartlett et al.'s unrolled bound, and each certificate with Q's test error and KL."""
+    import csv
+
+    if not csv_path.is_file():
+        raise ValueError(f"no bounds table at {csv_path}: spectral-analysis bounds-table --out {csv_path} "
+                         "writes it")
+    names = {"ornn": "oRNN", "rnn": "RNN", "spectral": "svdRNN"}
+    lines = ["| model (largest sigma allowed) | test error | log10 G (Thm 5) | log10 G (Cor. 1) | log10 "
+             "unrolled (Bartlett) | certificate, prior at init (Q's test error, KL) | certificate, learned "
+             "prior (Q's test error, KL) |", "|---|---:|---:|---:|---:|---|---|"]
+    with csv_path.open() as file:
+        for row in csv.DictReader(file):
+            bound = row["sigma_bound"]
+            r = "" if row["model"] != "spectral" else f" r = {float(bound) - 1:g}"
+            name = f"{names.get(row['model'], row['model'])}{r} ({f'{float(bound):g}' if bound else 'free'})"
+            certificates = [f"{_fixed(row[f'certified_error_{p}'], 3)} "
+                            f"({_fixed(row[f'q_test_error_{p}'], 3)}, {float(row[f'kl_{p}']):.0f})"
+                            if row[f"certified_error_{p}"] else "-" for p in ("init", "learned")]
+            bounds = [_fixed(row[k], 1) for k in ("log10_G", "log10_G_corollary1", "log10_unrolled_bound")]
+            lines.append(f"| {name} | {_fixed(row['test_error'], 3)} | " + " | ".join(bounds + certificates)
+                         + " |")
+    return "\n".join(lines)
+
+
 def read_demo_record(results: Path) -> dict[str, Any]:
     path = results / DEMO_RECORD
     if not path.is_file():
@@ -101,9 +192,11 @@ def read_demo_record(results: Path) -> dict[str, Any]:
 
 
 def fill_blocks(text: str, makers: Mapping[str, Callable[[], str]],
-                figure_checks: Callable[[str], str] | None = None) -> tuple[str, list[str]]:
-    """``text`` with every block it holds that ``makers`` names (or, with ``figure_checks``, every
-    ``checks-FIGURE`` block) regenerated, and the names of the blocks filled."""
+                figure_checks: Callable[[str], str] | None = None,
+                results: Path | None = None) -> tuple[str, list[str]]:
+    """``text`` with every block it holds that ``makers`` names (with ``figure_checks``, every
+    ``checks-FIGURE`` block; with ``results``, every ``grid=EXPERIMENT@SCALE`` block) regenerated, and the
+    names of the blocks filled."""
     filled = []
     names = list(makers)
     if figure_checks is not None:
@@ -112,5 +205,10 @@ def fill_blocks(text: str, makers: Mapping[str, Callable[[], str]],
         if f"<!-- {name}:begin -->" in text:
             body = makers[name]() if name in makers else figure_checks(name.removeprefix(CHECKS_PREFIX))
             text = replace_marked_block(text, name, body)
+            filled.append(name)
+    if results is not None:
+        for name in dict.fromkeys(re.findall(rf"<!-- ({GRID_PREFIX}[\w.-]+@\w+):begin -->", text)):
+            experiment, scale = name.removeprefix(GRID_PREFIX).split("@")
+            text = replace_marked_block(text, name, grid_markdown(results, experiment, scale))
             filled.append(name)
     return text, filled

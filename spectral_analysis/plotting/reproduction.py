@@ -22,6 +22,7 @@ from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid, read_grids
 from spectral_analysis.experiments.results import plateau_count
 from spectral_analysis.plotting.docs_blocks import (
+    bounds_table_markdown,
     demo_markdown,
     figure_checks_markdown,
     fill_blocks,
@@ -220,11 +221,13 @@ def write_reproduction(results: Path, out: Path, readmes: Sequence[Path] = (),
     makers = {"reproduction": lambda: table,
               "reproduction-kept": lambda: reproduction_markdown(results, records, True),
               "reproduction-summary": lambda: summary_markdown(results, records),
-              "demo": lambda: demo_markdown(read_demo_record(results))}
+              "demo": lambda: demo_markdown(read_demo_record(results)),
+              "bounds-table-fig2r": lambda: bounds_table_markdown(out / "bounds_table_fig2r.csv")}
     for readme in readmes:
-        text, filled = fill_blocks(readme.read_text(), makers, lambda f: figure_checks_markdown(records, f))
+        text, filled = fill_blocks(readme.read_text(), makers, lambda f: figure_checks_markdown(records, f),
+                                   results)
         if not filled:
             raise ValueError(f"{readme} has no generated block to regenerate (<!-- NAME:begin --> with NAME "
-                             f"one of {sorted(makers)} or checks-FIGURE)")
+                             f"one of {sorted(makers)}, checks-FIGURE or grid=EXPERIMENT@SCALE)")
         readme.write_text(text)
     return path
