@@ -126,7 +126,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     figures.add_argument("--experiment", default=None, help="only the figure of this experiment")
     figures.add_argument("--out", default="figures", help="output directory (default figures/)")
     figures.add_argument("--readme", action="append", default=None, metavar="FILE",
-                         help="also regenerate this file's <!-- reproduction:begin/end --> block (every row) "
-                         "or <!-- reproduction-kept:begin/end --> block (paper and budget scale); repeatable")
+                         help="also regenerate every generated block of this page (<!-- NAME:begin/end -->: "
+                         "the reproduction table and its README summary, each figure's checks, grid tables, "
+                         "the demo's numbers; spectral_analysis.plotting.docs_blocks); repeatable")
     results_arguments(figures)
     figures.set_defaults(func=cmd_figures)
