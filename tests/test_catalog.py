@@ -357,3 +357,12 @@ def test_make_paper_runs_every_catalog_grid_at_a_scale_it_has():
             assert catalog[name].trials(scale, only=only), (name, scale, only)
             covered.add(name)
     assert covered == set(catalog)
+
+
+def test_a_stand_in_dataset_is_named_in_words(tmp_path):
+    path = tmp_path / "tiny.toml"
+    path.write_text('stand_in = "a corpus that ships, not the paper\'s"\n' + TINY)
+    assert load_experiment(path).stand_in == "a corpus that ships, not the paper's"
+    path.write_text('stand_in = " "\n' + TINY)
+    with pytest.raises(ValueError, match="'stand_in' says in words which dataset stands in"):
+        load_experiment(path)

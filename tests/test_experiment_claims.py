@@ -20,16 +20,24 @@ def test_the_r_claims_of_the_earlier_fig2a():
 
     spread = {"rnn": (0.85, 0.84, 0.86), "ornn": (0.88, 0.87, 0.89), "spectral-r0.01": (0.905, 0.90, 0.91),
               "spectral-r1": (0.90, 0.895, 0.905)}
-    assert svdrnn_r.best_verdict(spread) == "holds" and svdrnn_r.r_verdict(spread) == "holds"
-    spread["spectral-r1"] = (0.85, 0.845, 0.855)  # r = 1 loses 5 points, well outside the seeds
-    assert svdrnn_r.r_verdict(spread) == "differs"
-    spread["spectral-r1"] = (0.885, 0.86, 0.91)  # 2 points, but within its own seed range
-    assert svdrnn_r.r_verdict(spread) == "holds"
-    spread["spectral-r1"] = (0.88, 0.875, 0.899)  # 2.5 points, seeds 1 point apart: not separated by more
-    assert svdrnn_r.r_verdict(spread) == "inconclusive"
+    assert svdrnn_r.best_verdict(spread) == "holds"
     spread["ornn"] = (0.95, 0.94, 0.96)
     assert svdrnn_r.best_verdict(spread) == "differs"
-    assert svdrnn_r.r_verdict({"spectral-r1": (0.9, 0.9, 0.9), "rnn": (0.8, 0.8, 0.8)}) == "unverified"
+    seeds = {"rnn": [0.84, 0.85, 0.86], "spectral-r0.01": [0.90, 0.905, 0.91],
+             "spectral-r1": [0.895, 0.90, 0.905]}
+    assert svdrnn_r.r_verdict(seeds)[0] == "holds"  # half a point apart
+    seeds["spectral-r1"] = [0.845, 0.85, 0.855]  # r = 1 loses 5.5 points, the seeds 0.5 apart: resolved
+    verdict, spread_of_means, tolerance = svdrnn_r.r_verdict(seeds)
+    assert verdict == "differs" and spread_of_means == pytest.approx(0.055) and tolerance < 0.02
+    # 2 points apart with one r's seeds spread over 5: more than a point, and more than the seeds resolve.
+    # The old reading took the largest seed-to-seed range as the tolerance and said 'holds'.
+    seeds["spectral-r1"] = [0.86, 0.885, 0.91]
+    verdict, spread_of_means, tolerance = svdrnn_r.r_verdict(seeds)
+    assert verdict == "inconclusive" and spread_of_means < 0.05 < tolerance + 0.02
+    assert svdrnn_r.r_verdict({"spectral-r1": [0.9, 0.9, 0.9], "rnn": [0.8, 0.8, 0.8]})[0] == "unverified"
+    # the tolerance is Tukey's honest significant difference: q(0.95; 2, 4) x pooled sd / sqrt(3)
+    assert svdrnn_r.seed_tolerance({"a": [0.90, 0.91, 0.92], "b": [0.89, 0.90, 0.91]}) == pytest.approx(
+        3.9265 * 0.01 / 3 ** 0.5, rel=1e-3)
 
 
 def test_the_baseline_claims_of_section_7_1():
@@ -643,3 +651,35 @@ hidden = 4
 [scales.smoke]
 hidden = 4
 """
+
+
+def test_fig2s_outperformance_is_read_lag_by_lag_and_says_which_lag_carries_a_differs():
+    from spectral_analysis.paper.kept import kept_grid
+
+    grid = kept_grid("fig2-copy")
+    panels, _, _ = synthetic_tasks.panels_of(grid)
+    per_lag, text = synthetic_tasks.lag_readings(grid, panels)
+    assert set(per_lag) == {50, 100, 200}
+    against = [lag for lag, verdict in per_lag.items() if verdict == "differs"]
+    # the kept grid: the LSTM beats Spectral-RNN at T = 50 only, so the verdict rests on that lag alone
+    assert against == [50] and "rests on T = 50 alone, lags this project chose" in text
+    assert all(f"T = {lag} {per_lag[lag]} (" in text and "trials plateaued" in text for lag in per_lag)
+    # with the T = 50 panel gone, nothing carries a differs and the sentence says none
+    _, without = synthetic_tasks.lag_readings(grid, {lag: p for lag, p in panels.items() if lag != 50})
+    assert "rests on" not in without
+
+
+def test_a_grid_on_a_stand_in_dataset_is_not_the_paper_scale_and_carries_no_verdict():
+    from spectral_analysis.experiments.reading import read_grid
+    from spectral_analysis.paper import kru_amplitude, kru_music
+
+    grid = read_grid("results", "kru-music", "paper")
+    assert grid.scale == "paper" and not grid.is_paper_experiment
+    assert grid.reported_scale == "paper sizes, another dataset" and "Bach chorales" in grid.scale_label
+    chorales = [r for r in kru_music.run() + kru_amplitude.run() if "JSB Chorales" in r.source]
+    assert len(chorales) == 4
+    for record in chorales:  # the claims are about JSB Chorales; these runs are on Bach chorales
+        assert record.verdict == "unverified" and record.scale == "paper sizes, another dataset"
+        assert "would read '" in record.evidence and "not JSB Chorales" in record.evidence
+    # a paper grid on the paper's own data is still judged
+    assert read_grid("results", "fig1-addition", "paper").is_paper_experiment

@@ -336,3 +336,24 @@ def test_near_unitary_kronecker_factors_bound_the_products_deviation(monkeypatch
     real = kru_theory.kron_matrix
     monkeypatch.setattr(kru_theory, "kron_matrix", lambda factors: 1.01 * real(factors))
     assert kru_theory.check_soft_unitary(draws=4, factor_counts=(2, 6)).verdict == "differs"
+
+
+def test_theorem3_needs_sigma_one_an_orthogonal_matrix_rebuilt_with_sigma_minus_one_is_no_evidence(
+        monkeypatch):
+    """Theorem 3 is about U V^T: a decomposition that reaches Q only by Sigma = -I (U V^T = -Q) must not
+    count, which the old reading (rebuild with whatever sigma came back) let through."""
+    import torch
+
+    from spectral_analysis.paper import svd_map
+
+    real = svd_map.svd_decompose
+    honest = svd_map.check_theorem_3(torch.Generator().manual_seed(0))[0]
+    assert honest.verdict == "holds" and honest.numbers["max_sigma_deviation"] < 1e-10
+
+    def through_minus_one(Q, m1, m2):
+        u, v, sigma = real(-Q, m1, m2)
+        return u, v, -sigma  # rebuilds Q exactly, with every singular value -1
+
+    monkeypatch.setattr(svd_map, "svd_decompose", through_minus_one)
+    cheat = svd_map.check_theorem_3(torch.Generator().manual_seed(0))[0]
+    assert cheat.verdict == "differs" and cheat.numbers["max_sigma_deviation"] == pytest.approx(2.0)

@@ -13,6 +13,11 @@ it cross-validated): its one axis is that setting, and the value with the best v
 one its variants use in the selected experiment (:func:`~spectral_analysis.experiments.reading.selection`
 reads it). Like the paper's own validation, it may keep fewer seeds than a grid a verdict is drawn from.
 
+An experiment that runs on another dataset than the paper's, because the paper's does not ship, says so
+in ``stand_in`` (e.g. "music21's 371 Bach chorales in place of the paper's JSB Chorales"): its paper
+scale is then the paper's sizes on that dataset, not the paper's experiment, and no verdict on the
+paper's claim is drawn from it (:func:`~spectral_analysis.paper.kept.gate`).
+
 An experiment whose paper scale needs a GPU may add ``[scales.budget]``: the paper's sizes trained for a
 stated CPU budget. It names the budget in ``budget`` (e.g. "4 of the paper's 20 epochs, on the CPU")
 and gives the training length (``steps`` or ``epochs``); every other field comes from the paper scale
@@ -94,6 +99,7 @@ class Experiment:
     figure: str | None = None
     notes: list[str] = field(default_factory=list)
     selects: str | None = None  # the experiment this validation grid chooses its axis's value for
+    stand_in: str | None = None  # the dataset that stands in for the paper's, in words
 
     def seeds(self, scale: str) -> int:
         return int(self.scales[scale].get("seeds", 1))
@@ -275,6 +281,10 @@ def _parsed_experiment(path: Path, text: str) -> Experiment:
     if selects is not None and (not isinstance(selects, str) or len(axes) != 1):
         raise ValueError(f"{path}: 'selects' names one experiment, and its grid has one axis (the setting "
                          f"it validates); got selects = {selects!r} with axes {list(axes)}")
+    stand_in = data.get("stand_in")
+    if stand_in is not None and (not isinstance(stand_in, str) or not stand_in.strip()):
+        raise ValueError(f"{path}: 'stand_in' says in words which dataset stands in for the paper's; "
+                         f"got {stand_in!r}")
     budget = scales.get("budget")
     if budget is not None and (not isinstance(budget.get("budget"), str)
                                or not any(k in budget for k in ("steps", "epochs"))):
@@ -292,6 +302,7 @@ def _parsed_experiment(path: Path, text: str) -> Experiment:
         data.get("figure"),
         list(data.get("notes", [])),
         selects,
+        stand_in,
     )
     for scale in scales:
         experiment.trials(scale)  # resolves and validates every trial of the grid

@@ -233,6 +233,18 @@ class KeptGrid:
         """The scale in words: ``paper scale``, the budget scale with its stated budget, or smoke."""
         return scale_label(self.experiment, self.scale)
 
+    @property
+    def is_paper_experiment(self) -> bool:
+        """At paper scale on the paper's own data: the grid a verdict on the paper's claim may read."""
+        return self.scale == "paper" and stand_in(self.experiment) is None
+
+    @property
+    def reported_scale(self) -> str:
+        """The scale as the tables report it: ``paper`` becomes ``paper sizes, another dataset`` where a
+        stand-in dataset replaces the paper's."""
+        return "paper sizes, another dataset" if self.scale == "paper" and not self.is_paper_experiment \
+            else self.scale
+
     def stale_text(self) -> str:
         """The stale trials in words (empty when there are none)."""
         if not self.stale:
@@ -257,10 +269,21 @@ def seeds_text(counts: Iterable[int]) -> str:
     return f"{seeds} seed{'s' if seeds != '1' else ''}"
 
 
+def stand_in(experiment: str) -> str | None:
+    """The dataset that stands in for the paper's in ``experiment`` (the catalog's ``stand_in``), if any."""
+    try:
+        return find_experiment(experiment).stand_in
+    except ValueError:
+        return None
+
+
 def scale_label(experiment: str, scale: str) -> str:
-    """``scale`` of ``experiment`` in words, naming a budget scale's stated CPU budget."""
+    """``scale`` of ``experiment`` in words, naming a budget scale's stated CPU budget and a paper scale's
+    stand-in dataset."""
     if scale == "paper":
-        return "paper scale"
+        other = stand_in(experiment)
+        return (f"the paper's sizes on another dataset ({other})" if other
+                else "paper scale")
     if scale == "budget":
         try:
             budget = find_experiment(experiment).budget

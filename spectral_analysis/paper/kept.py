@@ -97,9 +97,9 @@ def gate(grid: KeptGrid, verdict: str, evidence: str, seeds: int | None = None,
     stamp = f"{grid.scale_label}; {seeds_text([seeds])}"
     if first_steps and seeds >= MIN_SEEDS and not grid.stale:
         return verdict, f"{stamp}; {first_steps}: {evidence}"
-    if grid.scale == "paper" and seeds >= MIN_SEEDS and not grid.stale:
+    if grid.is_paper_experiment and seeds >= MIN_SEEDS and not grid.stale:
         return verdict, f"{stamp}: {evidence}"
-    if grid.scale != "paper":
+    if not grid.is_paper_experiment:
         why = stamp
     elif seeds < MIN_SEEDS:
         why = f"{stamp}, fewer than the {MIN_SEEDS} paper-scale seeds a verdict needs"
@@ -116,7 +116,7 @@ def judged(grid: KeptGrid, record: CheckRecord, seeds: int | None = None,
     """``record`` with its verdict and evidence passed through :func:`gate` and the scale and seeds
     noted (``seeds``: of the configurations the claim reads, default the grid's fewest)."""
     record.verdict, record.evidence = gate(grid, record.verdict, record.evidence, seeds, first_steps)
-    record.scale, record.seeds = grid.scale, grid.seeds if seeds is None else seeds
+    record.scale, record.seeds = grid.reported_scale, grid.seeds if seeds is None else seeds
     record.plateaued = plateau_count([row for group in grid.groups for row in group.rows])
     record.stale = f"{len(grid.stale)}/{grid.kept}" if grid.stale else None
     return record

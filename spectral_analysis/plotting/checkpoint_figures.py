@@ -97,7 +97,8 @@ def kru_amplitude(results: Path, out: Path) -> list[Drawn]:
     }
     row = grid.groups[0].rows[0]
     title = (
-        f"KRU Fig. 6 on {row['task']}: n = {row['hidden']} (seed {', '.join(map(str, sorted(seeds)))}; "
+        f"KRU Fig. 6, its JSB Chorales column: n = {row['hidden']} "
+        f"(seed {', '.join(map(str, sorted(seeds)))}; "
         f"final validation {row['metric']} "
         + ", ".join(f"{m:.3g}" for m in validation)
         + f"; {grid.stamp()})"

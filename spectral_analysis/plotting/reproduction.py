@@ -56,14 +56,15 @@ def _seconds(group: Group) -> str:
 
 def _scale_cell(scale: str | None, stale: str | None = None) -> str:
     """The scale in words, with ``stale`` (``k/n``) trials that the current catalog entry would retrain."""
-    notes = {"paper": "", "budget": " (the paper's sizes, a stated CPU budget)", None: ""}
+    notes = {"paper": "", "budget": " (the paper's sizes, a stated CPU budget)", None: "",
+             "paper sizes, another dataset": " (the paper's dataset does not ship)"}
     return f"{scale or '-'}{notes.get(scale, ' (not the paper scale)')}" + (
         f" ({stale} trials stale)" if stale else "")
 
 
 def _where(grid: KeptGrid, group: Group) -> str:
     stale = sum(row["trial"] in grid.stale for row in group.rows)
-    return f"{_scale_cell(grid.scale, f'{stale}/{group.seeds}' if stale else None)}, {group.seeds}"
+    return f"{_scale_cell(grid.reported_scale, f'{stale}/{group.seeds}' if stale else None)}, {group.seeds}"
 
 
 def table_rows(results: Path) -> list[list[str]]:
