@@ -79,6 +79,14 @@ def test_depth_verdicts_follow_the_accuracies_over_seeds():
     assert records_from_runs(as_claimed, "made up")[1].verdict == "holds"
     as_claimed["spectral-mlp"][40].accuracies = [0.9 - 0.7 - 0.03] * 3
     assert records_from_runs(as_claimed, "made up")[1].verdict == "differs"
+    # a net that explodes at initialization (forward gain 10^12 through the depth, Fig. 5's Spectral-ResNet
+    # under this grid's unstated block and initialization) cannot carry the differs: it reads inconclusive
+    as_claimed["spectral-mlp"][40].log10_gain_at_init = 12.2
+    exploding = records_from_runs(as_claimed, "made up")[1]
+    assert exploding.verdict == "inconclusive" and exploding.numbers["exploding_at_init"] == {
+        "spectral-mlp": 12.2}
+    assert "spectral-mlp's differs does not count: its forward gain at initialization is 10^12.2" in \
+        exploding.evidence
 
 
 def test_a_spectral_net_at_chance_does_not_train_even_when_it_beats_the_plain_one():
