@@ -104,6 +104,14 @@ def test_table_counts_are_rebuilt_and_the_reproducing_configuration_found(all_ro
     assert all(row["reproduced_by"] is not None for row in rows.values())
     lstm_ptb = next(r for k, r in records.items() if k.startswith("ICML Table 3 (PTB)lstm, n_h = 128: "))
     assert lstm_ptb.verdict == "holds" and lstm_ptb.numbers["count"] == 4 * 128 * 128
+    # one convention a table: Table 2's LSTM row reads as its recurrent weights only, its Spectral-RNN row
+    # as all weights; no one convention fits both, so the LSTM row differs under the table's best one
+    table2 = [r for k, r in records.items() if k.startswith("ICML Table 2 (pixel MNIST)")]
+    assert len({r.numbers["table_convention"] for r in table2}) == 1
+    lstm = next(r for r in table2 if r.claim.startswith("lstm"))
+    assert lstm.verdict == "differs" and lstm.numbers["reproduced_by"]  # another convention would pass it
+    assert lstm.numbers["left_out"] == ["rnn", "lstm"] and "(not: rnn, lstm)" in lstm.evidence
+    assert next(r for r in table2 if r.claim.startswith("spectral")).verdict == "holds"
     kru_copy = next(r for k, r in records.items() if k.startswith("KRU Section 4.1 (copy)kru"))
     # modReLU KRU, N = 128 complex: 7 factors of 4 complex entries, input 10 x 2N, read-out 2N x 10 + 10,
     # modReLU bias N
