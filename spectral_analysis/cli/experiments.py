@@ -17,7 +17,26 @@ from spectral_analysis.cli.common import (
 from spectral_analysis.vocabulary import SCALES, SWEEP_BACKENDS
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from spectral_analysis.experiments import Experiment
+
+
+def _record_fitness(args: argparse.Namespace, catalog: dict[str, Experiment], results: Path) -> int:
+    from spectral_analysis.experiments.fitness import record_fitness
+
+    names = args.fitness or list(catalog)
+    unknown = [name for name in names if name not in catalog]
+    if unknown:
+        raise CommandError(f"unknown experiment(s) {unknown}; the catalog has {sorted(catalog)}")
+    for name in names:
+        for scale in SCALES:
+            rows = record_fitness(results, name, scale)
+            if rows:
+                unfit = [r["trial"] for r in rows if not r["fitness"]["fit"]]
+                print(f"{name} {scale}: {len(rows) - len(unfit)} of {len(rows)} kept trials fit"
+                      + (f"; unfit: {', '.join(unfit)}" if unfit else ""), flush=True)
+    return 0
 
 
 def cmd_experiments(args: argparse.Namespace) -> int:
@@ -31,6 +50,8 @@ def cmd_experiments(args: argparse.Namespace) -> int:
 
         print(f"wrote {write_ledger(results, catalog)}", flush=True)
         return 0
+    if args.fitness is not None:
+        return _record_fitness(args, catalog, results)
     if args.estimate is not None:
         for name in args.estimate or list(catalog):
             if name not in catalog:
@@ -268,6 +289,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     listing.add_argument("--device", default="cpu", help="where --estimate times the steps: cpu or cuda")
     listing.add_argument("--ledger", action="store_true",
                          help="only write results/LEDGER.md again from the kept summaries (as run does)")
+    listing.add_argument("--fitness", nargs="*", metavar="NAME", default=None,
+                         help="only measure whether each kept trial is fit evidence (not diverged, not at "
+                         "chance, not collapsed) and record it in its row and the summaries (all when none "
+                         "named)")
     catalog_arguments(listing)
     listing.set_defaults(func=cmd_experiments)
 

@@ -33,6 +33,13 @@ class Split:
         return int(self.inputs.shape[0])
 
 
+def majority_class_accuracy(train: Split, test: Split) -> float:
+    """The test accuracy of always guessing the training set's most common class (a classification
+    task's chance level)."""
+    counts = torch.bincount(train.targets.flatten())
+    return float((test.targets == counts.argmax()).float().mean())
+
+
 @dataclass
 class TaskData:
     """A loaded task. ``options`` are the resolved arguments that reload it exactly."""

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from spectral_analysis.data.base import Split, TaskData
+from spectral_analysis.data.base import Split, TaskData, majority_class_accuracy
 from spectral_analysis.vocabulary import MNIST_VARIANTS
 
 PIXELS, CLASSES, VALID_SIZE = 784, 10, 10000
@@ -137,10 +137,12 @@ def mnist_task(variant: str = "mnist", pixels_per_step: int = 1, seed: int = 0,
         splits = [Split(s.inputs[:, perm], s.targets) for s in splits]
     options = {"pixels_per_step": pixels_per_step, "seed": seed,
                "data_dir": data_dir, "train_size": train_size}
+    baselines = {"accuracy_majority_class": majority_class_accuracy(splits[0], splits[2])}
     if variant == "mnist-flat":
-        return TaskData(variant, "classification", PIXELS, CLASSES, 1, *splits, options=options)
+        return TaskData(variant, "classification", PIXELS, CLASSES, 1, *splits, options=options,
+                        baselines=baselines)
     steps = PIXELS // pixels_per_step
     splits = [Split(s.inputs.view(-1, steps, pixels_per_step), s.targets) for s in splits]
     return TaskData(variant, "classification-last", pixels_per_step, CLASSES, steps, *splits, options=options,
-                    domain_bound=math.sqrt(pixels_per_step),
+                    baselines=baselines, domain_bound=math.sqrt(pixels_per_step),
                     domain=f"{pixels_per_step} pixel(s) in [0, 1] per step")

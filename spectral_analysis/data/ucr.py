@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from spectral_analysis.data.base import Split, TaskData, holdout
+from spectral_analysis.data.base import Split, TaskData, holdout, majority_class_accuracy
 
 VALID_FRACTION = 0.2
 
@@ -128,7 +128,6 @@ def ucr_task(dataset: str, data_dir: str | None = None, input_size: int | None =
     train, valid = holdout(train.inputs, train.targets, VALID_FRACTION, seed)
     splits = [Split(s.inputs.view(len(s), length // n_i, n_i), s.targets) for s in (train, valid, test)]
     options = {"dataset": dataset, "data_dir": data_dir, "input_size": n_i, "seed": seed}
-    counts = torch.bincount(splits[0].targets, minlength=len(classes))
     return TaskData("ucr", "classification-last", n_i, len(classes), length // n_i, *splits,
-                    options=options, baselines={"accuracy_majority_class": float(
-                        (splits[2].targets == counts.argmax()).float().mean())})
+                    options=options,
+                    baselines={"accuracy_majority_class": majority_class_accuracy(splits[0], splits[2])})

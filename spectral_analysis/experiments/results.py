@@ -71,6 +71,7 @@ SUMMARY_COLUMNS = (
     "torch_version",
     "finished_at",
     "axes",
+    "fit",
     "error",
 )
 
@@ -281,6 +282,9 @@ def keep_trial(
                 "parameters": checkpoint.model.parameter_counts()["total"],
             }
         )
+    from spectral_analysis.experiments.fitness import trial_fitness  # it reads kept rows: imported late
+
+    row["fitness"] = trial_fitness(row, last if status == "done" and last.is_file() else None)
     atomic_write_text(out / RESULT_NAME, json.dumps(row, indent=1))
     return row
 
@@ -369,6 +373,7 @@ def write_summary(results: str | Path, experiment: str, scale: str) -> list[dict
                 "plateau_step": counted_step(r),
                 "final_valid": (r.get("final_valid") or {}).get(metric) if metric else None,
                 "test": (r.get("test_metrics") or {}).get(metric) if metric else None,
+                "fit": (r.get("fitness") or {}).get("fit"),
             }
         )
     with atomic_target(root / "summary.csv") as tmp, tmp.open("w", newline="") as f:

@@ -27,6 +27,7 @@ from spectral_analysis.paper.kept import (
     kept_variants,
     missing_record,
     seed_by_seed,
+    unfit_trials,
 )
 
 VANISHED = 1e-8  # ||dL/dh0|| below this counts as vanished
@@ -233,8 +234,10 @@ def fig4_gradient_records() -> list[CheckRecord]:
                              {"as_claimed": outcomes, "vanished_below": VANISHED, "exploded_above": EXPLODED},
                              quote=FIG4_GRADIENT_QUOTE)
         seeds = min(g.seeds + (len(g.failed_dirs) if models == "rnn" else 0) for g in groups)
+        # the LSTM claim is about a model that learns: a seed at chance or collapsed is no evidence of it
+        unfit = unfit_trials(grid, {"lstm": groups}) if models == "lstm" else None
         records.append(judged_on_first_steps(grid, record, groups, epochs, seeds) if models == "rnn"
-                       else judged(grid, record, seeds))
+                       else judged(grid, record, seeds, unfit=unfit))
     return records
 
 

@@ -6,7 +6,9 @@ and no stale trial (a kept row the catalog's current entry would retrain); other
 ``unverified`` and the evidence says what the kept runs show and which command would produce the evidence.
 One exception (:func:`judged_on_first_steps`): a claim about the first steps of training only is judged on a
 budget grid whose runs are the paper's configurations and seeds cut short, since their first steps are the
-paper runs' first steps.
+paper runs' first steps. A check that names the trials its verdict rests on (``unfit``, from
+:func:`unfit_trials`) is also ``unverified`` when any of them is not fit evidence: diverged, at chance, or
+collapsed to one output (:mod:`spectral_analysis.experiments.fitness`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.catalog import find_experiment
+from spectral_analysis.experiments.catalog import configuration_key, find_experiment
 from spectral_analysis.experiments.reading import (
     Group,
     KeptGrid,
@@ -23,7 +25,7 @@ from spectral_analysis.experiments.reading import (
     read_variants,
     seeds_text,
 )
-from spectral_analysis.experiments.results import plateau_count
+from spectral_analysis.experiments.results import diverged, plateau_count
 from spectral_analysis.io import default_results_dir
 
 MIN_SEEDS = 3
@@ -87,24 +89,48 @@ def records_from_readers(readers) -> list[CheckRecord]:  # noqa: ANN001 (experim
     return records
 
 
+def unfit_trials(grid: KeptGrid, groups: dict[str, list[Group]], stays_at_chance: set[str] | None = None,
+                 every_configuration: bool = False) -> list[str]:
+    """The trials of ``groups`` (by model; the diverged seeds of their configurations too) that are not fit
+    evidence, as ``"<model> seed <s>: <reasons>"``. ``every_configuration``: the check reads every
+    configuration of these models, so the failed trials of a configuration none of whose seeds finished
+    count too. For a model the claim says does not learn (``stays_at_chance``), being at chance or
+    collapsed is the claim itself and does not count; diverging does. A row kept before fitness was
+    recorded counts as fit unless it diverged."""
+    unfit = []
+    for model, model_groups in groups.items():
+        keys = {configuration_key(r["trial"]) for g in model_groups for r in g.rows}
+        failed = [r for r in grid.failed if configuration_key(r["trial"]) in keys
+                  or (every_configuration and r["variant"] == model)]
+        for row in [r for g in model_groups for r in g.rows] + failed:
+            fitness = row.get("fitness") or {"reasons": ["diverged"] if diverged(row) else []}
+            reasons = [reason for reason in fitness["reasons"]
+                       if not (model in (stays_at_chance or set()) and reason.startswith(("at chance",
+                                                                                         "collapsed")))]
+            if reasons:
+                unfit.append(f"{model} seed {row['seed']}: {'; '.join(reasons)}")
+    return unfit
+
+
 def gate(grid: KeptGrid, verdict: str, evidence: str, seeds: int | None = None,
-         first_steps: str | None = None) -> tuple[str, str]:
+         first_steps: str | None = None, unfit: list[str] | None = None) -> tuple[str, str]:
     """``(verdict, evidence)``: the verdict when the grid is at paper scale (or, ``first_steps`` saying
     why, stands for its first steps: :func:`judged_on_first_steps`) with enough seeds (``seeds``: those of
-    the configurations the claim reads, default every configuration's) and no stale trial, else
-    ``unverified`` with the evidence prefixed by why."""
+    the configurations the claim reads, default every configuration's), no stale trial and no ``unfit``
+    trial among those it rests on, else ``unverified`` with the evidence prefixed by why."""
     seeds = grid.seeds if seeds is None else seeds
     stamp = f"{grid.scale_label}; {seeds_text([seeds])}"
-    if first_steps and seeds >= MIN_SEEDS and not grid.stale:
-        return verdict, f"{stamp}; {first_steps}: {evidence}"
-    if grid.is_paper_experiment and seeds >= MIN_SEEDS and not grid.stale:
-        return verdict, f"{stamp}: {evidence}"
-    if not grid.is_paper_experiment:
+    standing = seeds >= MIN_SEEDS and not grid.stale and (bool(first_steps) or grid.is_paper_experiment)
+    if standing and not unfit:
+        return verdict, (f"{stamp}; {first_steps}: {evidence}" if first_steps else f"{stamp}: {evidence}")
+    if standing or not grid.is_paper_experiment:
         why = stamp
     elif seeds < MIN_SEEDS:
         why = f"{stamp}, fewer than the {MIN_SEEDS} paper-scale seeds a verdict needs"
     else:
         why = f"{stamp}, but {grid.stale_text()}"
+    if unfit:
+        why += f"; the evidence includes trials that are not fit evidence ({'; '.join(unfit)})"
     return "unverified", (
         f"{why}; would read '{verdict}' from these runs, which are not evidence about the "
         f"paper's experiment: {evidence}"
@@ -112,10 +138,13 @@ def gate(grid: KeptGrid, verdict: str, evidence: str, seeds: int | None = None,
 
 
 def judged(grid: KeptGrid, record: CheckRecord, seeds: int | None = None,
-           first_steps: str | None = None) -> CheckRecord:
+           first_steps: str | None = None, unfit: list[str] | None = None) -> CheckRecord:
     """``record`` with its verdict and evidence passed through :func:`gate` and the scale and seeds
-    noted (``seeds``: of the configurations the claim reads, default the grid's fewest)."""
-    record.verdict, record.evidence = gate(grid, record.verdict, record.evidence, seeds, first_steps)
+    noted (``seeds``: of the configurations the claim reads, default the grid's fewest; ``unfit``: the
+    trials it rests on that are not fit evidence, :func:`unfit_trials`)."""
+    record.verdict, record.evidence = gate(grid, record.verdict, record.evidence, seeds, first_steps, unfit)
+    if unfit:
+        record.numbers = {**record.numbers, "unfit_trials": unfit}
     record.scale, record.seeds = grid.reported_scale, grid.seeds if seeds is None else seeds
     record.plateaued = plateau_count([row for group in grid.groups for row in group.rows])
     record.stale = f"{len(grid.stale)}/{grid.kept}" if grid.stale else None

@@ -22,6 +22,7 @@ from spectral_analysis.paper.kept import (
     missing_record,
     overfitting_gaps,
     spread_text,
+    unfit_trials,
 )
 
 SOURCE = "KRU Section 4.5 (Table 4, JSB Chorales)"
@@ -61,7 +62,9 @@ def records_from_grid(grid: KeptGrid | None) -> list[CheckRecord]:
             f"{g.variant} {spread_text(read(g), NLL)} ({outcomes[g.variant]})" for g in others))
         record = CheckRecord(SOURCE, f"KRU {claim}", every(list(outcomes.values())), evidence,
                              {g.variant: read(g) for g in grid.groups}, quote=QUOTE)
-        records.append(judged(grid, record, seeds))
+        # a comparison: an unfit trial of any of the three models leaves nothing to compare
+        unfit = unfit_trials(grid, {g.variant: [g] for g in grid.groups})
+        records.append(judged(grid, record, seeds, unfit=unfit))
     return records
 
 

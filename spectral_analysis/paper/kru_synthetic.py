@@ -28,6 +28,7 @@ from spectral_analysis.paper.kept import (
     kept_variants,
     missing_record,
     so_far,
+    unfit_trials,
 )
 from spectral_analysis.paper.synthetic_tasks import (
     ADDITION_BASELINE,
@@ -101,7 +102,13 @@ def _stuck(grid: KeptGrid) -> CheckRecord:
         "; ".join(f"T = {lag}, baseline {copy_baseline(lag):.4f}: "
                   + listing(p, copy_baseline(lag), seeds[lag], lost[lag]) for lag, p in others.items()),
         {"test_cross_entropy": others}, quote=STUCK_QUOTE)
-    return judged(grid, stuck, _fewest_seeds(seeds, BASELINES))
+    # staying at the memoryless cross entropy is the claim, so chance does not count against a baseline's
+    # trial; a baseline that diverged was not stuck, it failed. A differs (a baseline that learned) rests on
+    # the trials that learned, which are fit, and stands whatever else diverged.
+    groups = {m: [g for g in grid.groups if g.variant == m] for m in BASELINES}
+    unfit = (unfit_trials(grid, groups, stays_at_chance=set(BASELINES), every_configuration=True)
+             if verdict != "differs" else None)
+    return judged(grid, stuck, _fewest_seeds(seeds, BASELINES), unfit=unfit)
 
 
 def copy_records(grid: KeptGrid) -> list[CheckRecord]:
