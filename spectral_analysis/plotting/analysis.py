@@ -8,9 +8,8 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
-import seaborn as sns
 
-from spectral_analysis.plotting.paper_figures import key_zero_marks, save_figure, semilogy_gradient
+from spectral_analysis.plotting.paper_figures import key_zero_marks, save_figure, semilogy_gradient, styled
 
 
 def _finite(values: list[Any]) -> np.ndarray:
@@ -25,11 +24,11 @@ def _note_left_out(ax: plt.Axes, values: np.ndarray, what: str) -> None:
         ax.set_title(textwrap.fill(f"{left_out} of {values.size} not drawn: {what}", 48), fontsize=8)
 
 
+@styled()
 def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
     """Write the report's figures into ``out``; returns their paths."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    sns.set_theme(style="whitegrid", context="notebook")
     name = report["model"]["name"]
     paths = []
     norms = _finite(report["jacobian_log10_norms"])
@@ -91,11 +90,11 @@ def plot_analysis(report: dict[str, Any], out: str | Path) -> list[Path]:
     return paths
 
 
+@styled("white")
 def plot_singular_value_heatmap(steps: np.ndarray, singular_values: np.ndarray, title: str,
                                 ax: plt.Axes | None = None) -> plt.Axes:
     """Singular values of W (rows: index, columns: training step) as a heat map on ``ax`` (default: a new
     figure)."""
-    sns.set_theme(style="white", context="notebook")
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 4))
     fig = ax.figure

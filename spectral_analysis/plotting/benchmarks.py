@@ -8,7 +8,10 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from spectral_analysis.plotting.paper_figures import styled
 
+
+@styled()
 def plot_householder_benchmark(report: str | Path, ax: plt.Axes | None = None) -> plt.Axes:
     """Bars of forward + backward time relative to one n x n matmul, per (n, m) and method, on ``ax``
     (default: a new figure)."""

@@ -8,6 +8,8 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
+from spectral_analysis.plotting.paper_figures import styled
+
 # (column, label, is log10 of the value)
 BOUND_SERIES = (("log10_G", "Theorem 5: G(w) (O-form)", True),
                 ("log10_G_corollary1", "Corollary 1: G(w) at the structural sigma bound", True),
@@ -26,6 +28,7 @@ def _group(row: dict[str, Any]) -> tuple[float, str]:
     return (bound, f"{row['model']}\nsigma <= {bound:g}")
 
 
+@styled()
 def plot_bounds_against_error(rows: list[dict[str, Any]], title: str) -> plt.Figure:
     """Left: each bound (colour) of each checkpoint (marker: model) against its test error, log y; the
     line y = 1 separates vacuous bounds, the dotted diagonal is the test error itself. Right: per model,

@@ -8,10 +8,9 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
-import seaborn as sns
 from matplotlib.ticker import NullFormatter
 
-from spectral_analysis.plotting.paper_figures import save_figure
+from spectral_analysis.plotting.paper_figures import save_figure, styled
 
 KIND_COLORS = {"minimum": "tab:green", "saddle": "tab:orange", "maximum": "tab:red",
                "degenerate": "tab:purple"}
@@ -95,10 +94,10 @@ def _descent_figure(report: dict[str, Any], out: Path) -> Path:
     return save_figure(fig, out / "landscape_descent.png")
 
 
+@styled()
 def plot_landscape(report: dict[str, Any], out: str | Path) -> list[Path]:
     """Write ``landscape_inequality.png``, ``landscape_critical_points.png``, ``landscape_descent.png``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    sns.set_theme(style="whitegrid", context="notebook")
     return [_inequality_figure(report, out), _critical_points_figure(report, out),
             _descent_figure(report, out)]

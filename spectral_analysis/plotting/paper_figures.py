@@ -2,17 +2,21 @@
 axes with units, log scales where values span decades. Each function takes plain data (lists, arrays,
 dicts by model name) and returns the matplotlib ``Axes`` (one panel; drawn on ``ax`` when given) or
 ``Figure`` (several panels); :func:`save_figure` writes one to a PNG. Nothing here picks a backend:
-a notebook shows the figures inline, the command line writes files."""
+a notebook shows the figures inline, the command line writes files. The style is a context around each
+drawing (:func:`styled`), never the session's global state."""
 
 from __future__ import annotations
 
+import functools
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
+from cycler import cycler
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
@@ -20,10 +24,31 @@ if TYPE_CHECKING:
     from spectral_analysis.experiments.reading import KeptGrid
 
 Drawn = dict[str, Any]
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def _style() -> None:
-    sns.set_theme(style="whitegrid", context="notebook", palette="tab10")
+def styled(style: str = "whitegrid") -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Draw inside seaborn's theme (``style``, the notebook context, the tab10 palette) as a matplotlib rc
+    context, so that the caller's rcParams are as they were afterwards: a plot never restyles the session.
+
+    >>> import matplotlib.pyplot as plt
+    >>> before = dict(plt.rcParams)
+    >>> @styled()
+    ... def figure():
+    ...     return plt.rcParams["axes.grid"]
+    >>> figure(), dict(plt.rcParams) == before
+    (True, True)
+    """
+    def wrap(draw: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(draw)
+        def themed(*args: P.args, **kwargs: P.kwargs) -> R:
+            rc = {**sns.axes_style(style), **sns.plotting_context("notebook"),
+                  "axes.prop_cycle": cycler(color=sns.color_palette("tab10"))}
+            with plt.rc_context(rc):
+                return draw(*args, **kwargs)
+        return themed
+    return wrap
 
 
 def _wrapped(title: str, fig: plt.Figure) -> str:
@@ -46,11 +71,11 @@ def drawn_record(path: Path, grid: KeptGrid, note: str = "") -> Drawn:
             "note": note}
 
 
+@styled()
 def line_chart(series: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, ylabel: str, title: str,
                ax: plt.Axes | None = None, style: str = "-", log_x: bool = False, zero_line: bool = False,
                symlog_y: float | None = None) -> plt.Axes:
     """One line per model from ``series[model] = (x, y)``, labelled, on ``ax`` (default: a new figure)."""
-    _style()
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4.5))
     fig = ax.figure
@@ -146,10 +171,10 @@ def key_zero_marks(ax: plt.Axes) -> None:
         ax.legend(handles=zero_key, fontsize=7, loc="upper right")
 
 
+@styled()
 def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.ndarray],
                            gradients: dict[str, np.ndarray], title: str) -> plt.Figure:
     """Fig. 4's two panels: the spectral margin max_i |sigma_i - 1| and ||dL/dh^(0)|| over training."""
-    _style()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     for model in steps:
         axes[0].plot(steps[model], margins[model], label=model)
@@ -163,6 +188,7 @@ def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.n
     return fig
 
 
+@styled()
 def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], metric: str,
                          baseline: float | dict[int, float] | None, title: str,
                          length_name: str = "L", log_scale: bool | None = None,
@@ -179,7 +205,6 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
     column's legend keys them all; a column's two panels share their step axis. ``column_notes[L]``,
     where given, is a second line of column L's title (what its curves leave out, such as a seed that
     diverged)."""
-    _style()
     lengths = list(curves)
     models = list(dict.fromkeys(model for panel in curves.values() for model in panel))
     colour = dict(zip(models, sns.color_palette("tab10", len(models)), strict=True))
@@ -220,6 +245,7 @@ def plot_learning_curves(curves: dict[int, dict[str, dict[str, np.ndarray]]], me
     return fig
 
 
+@styled()
 def plot_depth_sweep(accuracy: dict[str, dict[int, list[float]]],
                      curves: dict[str, tuple[np.ndarray, np.ndarray]], deepest: int,
                      title: str) -> plt.Figure:
@@ -227,7 +253,6 @@ def plot_depth_sweep(accuracy: dict[str, dict[int, list[float]]],
     each seed as a dot, nudged sideways per model so that seeds at the same accuracy stay apart) and the
     validation accuracy over training at the deepest L (right), one line per model. A variant
     ``"name (...)"`` is drawn dashed in the colour of ``name``."""
-    _style()
     bases = list(dict.fromkeys(model.split(" (")[0] for model in accuracy))
     colour = dict(zip(bases, sns.color_palette("tab10", len(bases)), strict=True))
     fig, axes = plt.subplots(1, 2, figsize=(13.5, 4.6))

@@ -41,6 +41,7 @@ from spectral_analysis.plotting.paper_figures import (
     plot_learning_curves,
     plot_training_dynamics,
     save_figure,
+    styled,
 )
 from spectral_analysis.plotting.results_tables import TABLES
 
@@ -336,6 +337,7 @@ def _figure_and_table(name: str) -> Callable[[Path, Path], list[Drawn]]:
 READERS = {name: _figure_and_table(name) for name in {**FIGURES, **TABLES}}
 
 
+@styled()
 def draw_figures(results: str | Path, out: str | Path, experiments: list[str] | None = None,
                  progress: bool = False) -> list[Drawn]:
     """Every figure and table (or those of ``experiments``) from ``results`` into ``out``; ``progress``:
