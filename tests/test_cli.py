@@ -185,3 +185,29 @@ def test_train_reruns_a_run_from_its_own_config(tmp_path, capsys):
     assert "is not a run's config.json" in capsys.readouterr().err
     assert main(["train", "--model", "rnn", "--out", str(tmp_path / "y")]) == 1
     assert "needs --model, --task and --out" in capsys.readouterr().err
+
+
+def test_every_real_valued_option_refuses_nan_inf_and_overflow_at_the_edge(capsys):
+    import argparse
+
+    from spectral_analysis.cli import build_parser, main
+    from spectral_analysis.cli.common import real
+
+    def actions(parser: argparse.ArgumentParser):
+        for action in parser._actions:
+            yield action
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield from actions(sub)
+
+    typed = [a for a in actions(build_parser()) if a.type in (float, real)]
+    assert len(typed) >= 25 and all(a.type is real for a in typed), [a.dest for a in typed if a.type is float]
+    for args, option in ((["train", "--model", "rnn", "--task", "addition", "--lr", "nan"], "--lr"),
+                         (["certify", "x.pt", "--delta", "inf"], "--delta"),
+                         (["train", "--model", "spectral", "--task", "addition", "--r", "1e999"], "--r"),
+                         (["bound", "x.pt", "--margin=-inf"], "--margin")):
+        with pytest.raises(SystemExit) as exit_:
+            main(args)
+        assert exit_.value.code == 2
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert f"argument {option}: must be a finite number" in last and "Traceback" not in last

@@ -12,6 +12,7 @@ from spectral_analysis.cli.common import (
     add_output_arguments,
     checkpoint_arg,
     emit,
+    real,
     show_progress,
 )
 from spectral_analysis.vocabulary import ARCHITECTURES, DEFAULT_DELTA, OBJECTIVES, PRIORS
@@ -235,12 +236,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     bound.add_argument("--data", choices=("train", "test"), default=None,
                        help="compute margins on this split (classification tasks); the bound uses train")
     gamma = bound.add_mutually_exclusive_group()
-    gamma.add_argument("--margin", type=float, default=None, help="the margin gamma")
-    gamma.add_argument("--margin-quantile", type=float, default=None,
+    gamma.add_argument("--margin", type=real, default=None, help="the margin gamma")
+    gamma.add_argument("--margin-quantile", type=real, default=None,
                        help="gamma = this quantile of the training margins (default 0.1 with --data)")
-    bound.add_argument("--delta", type=float, default=DEFAULT_DELTA,
+    bound.add_argument("--delta", type=real, default=DEFAULT_DELTA,
                        help="confidence 1 - delta (default 0.05)")
-    bound.add_argument("--data-bound", type=float, default=None, help="B, the bound on ||x_t|| (before the "
+    bound.add_argument("--data-bound", type=real, default=None, help="B, the bound on ||x_t|| (before the "
                        "constant input of the bias is added)")
     bound.add_argument("--length", type=int, default=None, help="T (default: the trained length)")
     bound.add_argument("--samples", type=int, default=None, help="use a random subset of this many samples")
@@ -251,20 +252,20 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     cert = sub.add_parser("certify",
                           help="a non-vacuous PAC-Bayes certificate of the 0-1 error (Dziugaite-Roy)")
     add_subject_arguments(cert)
-    cert.add_argument("--delta", type=float, default=0.025, help="confidence of the PAC-Bayes-kl bound")
-    cert.add_argument("--delta-prime", type=float, default=0.01, help="confidence of the Monte Carlo bound")
+    cert.add_argument("--delta", type=real, default=0.025, help="confidence of the PAC-Bayes-kl bound")
+    cert.add_argument("--delta-prime", type=real, default=0.01, help="confidence of the Monte Carlo bound")
     cert.add_argument("--mc-samples", type=int, default=20000, help="sampled networks for Q's error, each "
                       "scoring one chunk of the training set (default 20000)")
     cert.add_argument("--chunk-size", type=int, default=50, help="training examples per sampled network")
     cert.add_argument("--epochs", type=int, default=20, help="epochs of posterior optimization")
     cert.add_argument("--objective", choices=OBJECTIVES, default="quadratic",
                       help="PAC-Bayes training objective (default quadratic, Pérez-Ortiz et al.)")
-    cert.add_argument("--lr", type=float, default=1e-4, help="Adam learning rate of the posterior mean")
-    cert.add_argument("--init-std", type=float, default=0.02,
+    cert.add_argument("--lr", type=real, default=1e-4, help="Adam learning rate of the posterior mean")
+    cert.add_argument("--init-std", type=real, default=0.02,
                       help="initial standard deviation of the posterior and the prior")
     cert.add_argument("--prior", choices=PRIORS, default="init", help="init: the seed's initialization "
                       "(data-independent); learned: trained on a held-out part of the training set")
-    cert.add_argument("--prior-fraction", type=float, default=0.5,
+    cert.add_argument("--prior-fraction", type=real, default=0.5,
                       help="with --prior learned: the part of the training set the prior learns from")
     cert.add_argument("--prior-epochs", type=int, default=20, help="with --prior learned: its epochs")
     cert.add_argument("--seed", type=int, default=0)

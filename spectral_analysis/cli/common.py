@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,26 @@ if TYPE_CHECKING:
 
 class CommandError(Exception):
     """A failure to report as one line on stderr."""
+
+
+def real(text: str) -> float:
+    """The argparse type of every real-valued option: a finite number, so that ``nan``, ``inf`` and
+    ``1e999`` are refused at the edge in one line rather than deep inside a computation.
+
+    >>> real("1e-3")
+    0.001
+    >>> real("nan")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a finite number, got 'nan'
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
 
 
 def load_matrix(path: str) -> torch.Tensor:

@@ -11,6 +11,7 @@ from spectral_analysis.cli.common import (
     CommandError,
     add_output_arguments,
     emit,
+    real,
     results_arguments,
     results_dir,
 )
@@ -309,7 +310,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument(
         "--workers", type=int, default=1, help="trials at a time on a local Ray (CPUs it may use)"
     )
-    run.add_argument("--gpus-per-trial", type=float, default=0.0, help="GPU share of each trial (e.g. 0.25)")
+    run.add_argument("--gpus-per-trial", type=real, default=0.0, help="GPU share of each trial (e.g. 0.25)")
     run.add_argument(
         "--address",
         default=None,
@@ -320,7 +321,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--out", default="runs", help="run directories go to OUT/<experiment>/<scale>/<trial>")
     run.add_argument(
         "--time-budget",
-        type=float,
+        type=real,
         default=None,
         metavar="SECONDS",
         help="checkpoint and stop every trial after this many seconds; rerun to resume",

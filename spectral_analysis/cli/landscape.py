@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from spectral_analysis.cli.common import add_output_arguments, show_progress
+from spectral_analysis.cli.common import add_output_arguments, real, show_progress
 from spectral_analysis.vocabulary import LANDSCAPE_DEFAULTS
 
 
@@ -44,9 +44,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     landscape.add_argument("--starts", type=int, default=defaults.starts,
                            help="random starts per search and per descent")
     landscape.add_argument("--seed", type=int, default=defaults.seed)
-    landscape.add_argument("--e", type=float, default=defaults.e,
+    landscape.add_argument("--e", type=real, default=defaults.e,
                            help="Theorem 5's lower bound on sigma_min(W)")
-    landscape.add_argument("--high", type=float, default=defaults.high,
+    landscape.add_argument("--high", type=real, default=defaults.high,
                            help="upper end of the singular-value range (teacher, starts, Eq. 8)")
     landscape.add_argument("--iterations", type=int, default=defaults.iterations,
                            help="gradient-descent iterations per run")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from spectral_analysis.cli.common import CommandError, add_output_arguments, emit, load_matrix
+from spectral_analysis.cli.common import CommandError, add_output_arguments, emit, load_matrix, real
 
 MAX_ENTRY = 1e150  # beyond this, squares and norms overflow float64
 
@@ -138,8 +138,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     dec.add_argument("matrix", help=".npy file or text/CSV file holding a 2-D matrix")
     dec.add_argument("--m1", type=int, default=None, help="reflectors for U (default: min(r, c))")
     dec.add_argument("--m2", type=int, default=None, help="reflectors for V (default: min(r, c))")
-    dec.add_argument("--tol", type=float, default=None, help="decision tolerance (default sqrt(eps))")
-    dec.add_argument("--search-limit", type=float, default=2e8, help="search work budget")
+    dec.add_argument("--tol", type=real, default=None, help="decision tolerance (default sqrt(eps))")
+    dec.add_argument("--search-limit", type=real, default=2e8, help="search work budget")
     dec.add_argument("--out", default=None, help="write u_i, v_i, sigma to this .npz file")
     add_output_arguments(dec)
     dec.set_defaults(func=cmd_decompose)

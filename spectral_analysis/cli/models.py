@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from spectral_analysis.cli.common import add_output_arguments, emit
+from spectral_analysis.cli.common import add_output_arguments, emit, real
 from spectral_analysis.vocabulary import (
     ACTIVATIONS,
     DENSE_INITS,
@@ -23,21 +23,21 @@ from spectral_analysis.vocabulary import (
 MODEL_FLAGS: dict[str, dict[str, Any]] = {
     "activation": {"choices": (*ACTIVATIONS, MODRELU), "help": "phi of Eq. 4 (default leaky_relu); modrelu: "
                    "complex KRU's units as its paper has them (Arjovsky et al.'s)"},
-    "leak": {"type": float, "help": "leaky_relu leak in [0, 1] (default 0.2)"},
+    "leak": {"type": real, "help": "leaky_relu leak in [0, 1] (default 0.2)"},
     "m": {"type": int, "help": "oRNN reflectors (default n)"},
     "m1": {"type": int, "help": "Spectral reflectors for U (default n)"},
     "m2": {"type": int, "help": "Spectral reflectors for V (default n)"},
-    "r": {"type": float, "help": "singular values in [sigma* - r, sigma* + r] (default 0.1)"},
-    "sigma_star": {"type": float, "help": "centre sigma* of the singular values (default 1)"},
+    "r": {"type": real, "help": "singular values in [sigma* - r, sigma* + r] (default 0.1)"},
+    "sigma_star": {"type": real, "help": "centre sigma* of the singular values (default 1)"},
     "sigma_map": {"choices": SIGMA_MAP_KINDS, "help": "Eq. 7 sigmoid, clip or none"},
     "unit_reflectors": {"action": argparse.BooleanOptionalAction, "help": "Spectral and oRNN: Householder "
                         "vectors back to unit length after each optimizer step (the authors' code)"},
-    "input_std": {"type": float, "help": "std of the input weight M's Gaussian entries (default "
+    "input_std": {"type": real, "help": "std of the input weight M's Gaussian entries (default "
                   "1/sqrt(fan-in))"},
     "num_layers": {"type": int, "help": "stacked recurrent layers / hidden layers of an MLP"},
     "recurrence": {"choices": RECURRENCES, "help": "time-loop route (default auto)"},
     "init": {"choices": DENSE_INITS, "help": "RNN/IRNN transition init"},
-    "forget_bias": {"type": float, "help": "LSTM forget-gate bias init (default 1)"},
+    "forget_bias": {"type": real, "help": "LSTM forget-gate bias init (default 1)"},
     "output_bias": {"action": argparse.BooleanOptionalAction, "help": "bias on the read-out Y"},
     "factor_sizes": {"type": int, "nargs": "+", "help": "KRU factor sizes p_f, product = hidden size "
                      "(default all 2)"},

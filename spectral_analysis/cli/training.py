@@ -12,6 +12,7 @@ from spectral_analysis.cli.common import (
     add_output_arguments,
     checkpoint_arg,
     emit,
+    real,
     show_progress,
 )
 from spectral_analysis.vocabulary import OPTIMIZER_NAMES, PTB_LEVELS, TASK_NAMES
@@ -245,9 +246,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         tr.add_argument("--" + flag.replace("_", "-"), dest=flag, default=None, **spec)
     tr.add_argument("--hidden", type=int, default=128, help="hidden size n (default 128)")
     tr.add_argument("--optimizer", choices=OPTIMIZER_NAMES, default="adam")
-    tr.add_argument("--lr", type=float, default=1e-3)
-    tr.add_argument("--lr-decay", type=float, default=1.0, help="learning rate factor per epoch")
-    tr.add_argument("--lr-cut", type=float, default=1.0,
+    tr.add_argument("--lr", type=real, default=1e-3)
+    tr.add_argument("--lr-decay", type=real, default=1.0, help="learning rate factor per epoch")
+    tr.add_argument("--lr-cut", type=real, default=1.0,
                     help="learning rate factor after each epoch without validation improvement (KRU's PTB)")
     tr.add_argument("--batch-size", type=int, default=50)
     budget = tr.add_mutually_exclusive_group()
@@ -256,10 +257,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--max-steps", type=int, default=None, help="train on past --steps/--epochs until the "
                     "validation metric plateaus (no improvement over the last 20%% of the steps), at most "
                     "this many steps; with --config --resume it extends a finished run")
-    tr.add_argument("--plateau-min-delta", type=float, default=None, help="with --max-steps: a validation "
+    tr.add_argument("--plateau-min-delta", type=real, default=None, help="with --max-steps: a validation "
                     "gain counts as an improvement only when larger than this (default 0: any gain)")
-    tr.add_argument("--clip", type=float, default=None, help="clip the gradient norm to this value")
-    tr.add_argument("--penalty", type=float, default=0.0, help="weight of ||sigma - sigma*||^2 (map none)")
+    tr.add_argument("--clip", type=real, default=None, help="clip the gradient norm to this value")
+    tr.add_argument("--penalty", type=real, default=0.0, help="weight of ||sigma - sigma*||^2 (map none)")
     tr.add_argument("--freeze", action="append", metavar="PATTERN", help="keep the parameters whose names "
                     "match PATTERN (fnmatch, e.g. 'transitions.*') at their initial values; repeatable")
     tr.add_argument("--seed", type=int, default=0, help="model init seed (and batch order)")
