@@ -115,7 +115,11 @@ def results_dir(args: argparse.Namespace) -> Path:
     """``--results``, else the repository's ``results/`` (or ``$SPECTRAL_ANALYSIS_RESULTS``)."""
     from spectral_analysis.io import default_results_dir
 
-    return Path(args.results) if args.results else default_results_dir()
+    results = Path(args.results) if args.results else default_results_dir()
+    if results.exists() and not results.is_dir():
+        raise CommandError(f"--results {results} is not a directory: the results tree is a folder of "
+                           "<experiment>/<scale>/<trial> folders")
+    return results
 
 
 def results_arguments(parser: argparse.ArgumentParser) -> None:

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from spectral_analysis.io.zoo import PLAIN_NAME
 from spectral_analysis.train import TrainConfig
 from spectral_analysis.vocabulary import REQUIRED_SCALES, SCALES
 
@@ -255,6 +256,9 @@ def _parsed_experiment(path: Path, text: str) -> Experiment:
     for key in ("name", "source", "description"):
         if not isinstance(data.get(key), str):
             raise ValueError(f"{path}: {key!r} must be a string")
+    if not PLAIN_NAME.fullmatch(data["name"]):
+        raise ValueError(f"{path}: the experiment name {data['name']!r} must be a plain name (letters, "
+                         "digits and _ . = + -): it names folders under --out and --results")
     variants = data.get("variants")
     if not isinstance(variants, list) or not variants:
         raise ValueError(f"{path}: needs at least one [[variants]] entry")

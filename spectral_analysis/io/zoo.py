@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,30 @@ def default_results_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2] / "results"
 
 
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.=+-]*")  # an experiment, scale or trial key: no path in it
+
+
+def inside_results(root: str | Path, path: str | Path, what: str) -> Path:
+    """``path``, when it lies inside the results tree ``root`` with every symlink followed; else a
+    ``ValueError`` naming where it leads (the tree is a boundary: nothing is read or written past it)."""
+    real_root, real = Path(root).resolve(), Path(path).resolve()
+    if real != real_root and real_root not in real.parents:
+        raise ValueError(f"{what} {path} leads out of the results tree {root} (to {real}): refused")
+    return Path(path)
+
+
 def trial_results_dir(root: str | Path, experiment: str, scale: str, trial: str) -> Path:
-    return Path(root) / experiment / scale / trial
+    """Where a kept trial lives: ``root/<experiment>/<scale>/<trial>``, each a plain name (no ``/`` or
+    ``..``) and the folder inside ``root`` with its symlinks followed.
+
+    >>> trial_results_dir("results", "fig1-addition", "paper", "rnn_length30_s0").as_posix()
+    'results/fig1-addition/paper/rnn_length30_s0'
+    """
+    for part, what in ((experiment, "experiment"), (scale, "scale"), (trial, "trial")):
+        if not isinstance(part, str) or not PLAIN_NAME.fullmatch(part):
+            raise ValueError(f"{what} name {part!r} is not a plain name (letters, digits and _ . = + -): "
+                             "it could lead out of the results tree")
+    return inside_results(root, Path(root) / experiment / scale / trial, f"trial folder of {experiment}")
 
 
 def resolve_checkpoint(name: str | Path, results: str | Path | None = None) -> Path:
@@ -54,7 +77,7 @@ def resolve_checkpoint(name: str | Path, results: str | Path | None = None) -> P
         )
     for directory in candidates:
         if (directory / CHECKPOINT_NAME).is_file():
-            return directory / CHECKPOINT_NAME
+            return inside_results(root, directory / CHECKPOINT_NAME, f"zoo entry {text!r}")
         if (directory / RESULT_NAME).is_file():  # the trial is kept at this scale, its model is not
             raise ValueError(_kept_without_model(text, directory, candidates))
     known = sorted(e["name"] for e in zoo_entries(root) if e["name"].startswith(f"{ZOO_PREFIX}{parts[0]}/"))
@@ -91,6 +114,10 @@ def zoo_entries(results: str | Path | None = None) -> list[dict[str, Any]]:
     root = Path(results) if results else default_results_dir()
     entries = []
     for checkpoint in sorted(root.glob(f"*/*/*/{CHECKPOINT_NAME}")):
+        try:  # a symlink out of the tree is no entry of it
+            inside_results(root, checkpoint, "zoo entry")
+        except ValueError:
+            continue
         trial_dir = checkpoint.parent
         experiment, scale, trial = trial_dir.parent.parent.name, trial_dir.parent.name, trial_dir.name
         row_file = trial_dir / RESULT_NAME
