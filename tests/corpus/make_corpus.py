@@ -312,4 +312,14 @@ def cases(root: Path) -> list[Case]:
         result.append(Case(f"train-resume-{name}", (*base, "--resume", "--out", str(run)), 1, fragment))
     result.append(Case("train-resume-nothing", (*base, "--resume", "--out", str(root / "no-run")), 1,
                        "nothing to resume"))
-    return result
+    return [_parsed_at_the_edge(case) for case in result]
+
+
+def _parsed_at_the_edge(case: Case) -> Case:
+    """A real-valued flag given nan or inf is refused by the parser itself (exit 2), naming the flag,
+    before the command's own range check would run."""
+    for flag, value in zip(case.argv, case.argv[1:], strict=False):
+        if flag.startswith("--") and value in ("nan", "inf", "-inf"):
+            return Case(case.name, case.argv, 2, f"argument {flag}: must be a finite number, got '{value}'")
+    return case
+
