@@ -11,8 +11,9 @@ from train_fixtures import small_config
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.data import load_task
-from spectral_analysis.experiments.fitness import chance_level, record_fitness, trial_fitness
+from spectral_analysis.experiments.fitness import chance_level, trial_fitness
 from spectral_analysis.experiments.reading import read_grid
+from spectral_analysis.experiments.results import record_fitness
 from spectral_analysis.paper import dizzy_copy
 from spectral_analysis.paper.experiments import fig4_gradient_records
 from spectral_analysis.paper.kept import judged, unfit_trials

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def _record_fitness(args: argparse.Namespace, catalog: dict[str, Experiment], results: Path) -> int:
-    from spectral_analysis.experiments.fitness import record_fitness
+    from spectral_analysis.experiments.results import record_fitness
 
     names = args.fitness or list(catalog)
     unknown = [name for name in names if name not in catalog]

@@ -3,8 +3,9 @@ task's chance level, and its kept model's output depends on its input.
 
 A trial that fails any of the three cannot carry a verdict about how well its model learns: a diverged run
 failed for numbers, not for the model; a run at chance or collapsed to one output learned nothing the
-claim could be about. :func:`trial_fitness` measures the three and :func:`record_fitness` writes the
-result into each kept row (``result.json``) and the summaries, as ``fitness``:
+claim could be about. :func:`trial_fitness` measures the three; the runner records the result in each kept
+row (``result.json``) and the summaries as ``fitness``
+(:func:`~spectral_analysis.experiments.results.record_fitness` measures rows kept before):
 ``{"fit": bool, "reasons": [...], "chance": ..., "modal_share": ...}``. The paper checks' gate
 (:func:`spectral_analysis.paper.kept.gate`) reads it.
 
@@ -17,23 +18,24 @@ Example::
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from spectral_analysis.atomic import atomic_write_text
 from spectral_analysis.data import TaskData, load_task
-from spectral_analysis.experiments.results import diverged, read_rows, write_summary
-from spectral_analysis.io.zoo import CHECKPOINT_NAME, RESULT_NAME, trial_results_dir
 
 CHANCE_SIGMAS = 3.0  # an accuracy within this many binomial standard errors of chance is at chance
 BASELINE_TOLERANCE = 0.02  # a loss within this fraction of its task's baseline (or above it) is at it
 COLLAPSED_SHARE = 0.99  # one prediction for this share of the test inputs: an output independent of input
 REGRESSION_COLLAPSE = 0.05  # predictions whose spread is below this fraction of the targets' spread
 SAMPLES = 256  # test inputs the collapse is measured on
+
+
+def diverged(row: dict[str, Any]) -> bool:
+    """Whether a kept trial failed by diverging (the trainer's ``TrainingDivergedError``), not otherwise."""
+    return row.get("status") == "failed" and (row.get("error") or "").startswith("TrainingDivergedError")
 
 
 def chance_level(task: TaskData, metric: str) -> tuple[float, bool] | None:
@@ -115,18 +117,3 @@ def trial_fitness(row: dict[str, Any], checkpoint: Path | None,
     reasons += [collapse_reason] if collapse_reason else []
     return {"fit": not reasons, "reasons": reasons, "chance": chance, "modal_share": modal,
             "collapse_measured": kept_model and modal is not None}
-
-
-def record_fitness(results: str | Path, experiment: str, scale: str) -> list[dict[str, Any]]:
-    """Measure every kept trial of ``experiment`` at ``scale`` and write its ``fitness`` into its
-    ``result.json`` and the summaries; returns the rows."""
-    tasks: dict[str, TaskData] = {}
-    for row in read_rows(results, experiment, scale):
-        directory = trial_results_dir(results, experiment, scale, row["trial"])
-        config = row["config"]
-        key = json.dumps([config["task"], config.get("task_options", {})], sort_keys=True)
-        if row.get("status") != "failed" and key not in tasks:
-            tasks[key] = load_task(config["task"], **config.get("task_options", {}))
-        row["fitness"] = trial_fitness(row, directory / CHECKPOINT_NAME, tasks.get(key))
-        atomic_write_text(directory / RESULT_NAME, json.dumps(row, indent=1))
-    return write_summary(results, experiment, scale)

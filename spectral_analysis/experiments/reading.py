@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from spectral_analysis.experiments.catalog import Trial, configuration_key, find_experiment
+from spectral_analysis.experiments.fitness import diverged
 from spectral_analysis.experiments.results import (
     CURVES_NAME,
-    diverged,
     kept_row_stands,
     read_curves,
     read_rows,

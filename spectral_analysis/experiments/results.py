@@ -36,8 +36,10 @@ from safetensors.torch import load_file, save_file
 
 from spectral_analysis import __version__
 from spectral_analysis.atomic import atomic_target, atomic_write_text
+from spectral_analysis.data import TaskData, load_task
 from spectral_analysis.data.objectives import PRIMARY_METRIC
 from spectral_analysis.experiments.catalog import Trial
+from spectral_analysis.experiments.fitness import trial_fitness
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, RESULT_NAME, trial_results_dir
 from spectral_analysis.train import Checkpoint, load_checkpoint, save_checkpoint
 from spectral_analysis.train.evaluation import RunLog
@@ -96,11 +98,6 @@ def plateau_count(rows: list[dict[str, Any]]) -> str:
     """``k/n``: how many of the done trials among ``rows`` trained to a plateau."""
     done = [row for row in rows if row.get("status") == "done"]
     return f"{sum(bool(plateaued(row)) for row in done)}/{len(done)}"
-
-
-def diverged(row: dict[str, Any]) -> bool:
-    """Whether a kept trial failed by diverging (the trainer's ``TrainingDivergedError``), not otherwise."""
-    return row.get("status") == "failed" and (row.get("error") or "").startswith("TrainingDivergedError")
 
 
 def outcome_text(row: dict[str, Any]) -> str:
@@ -282,8 +279,6 @@ def keep_trial(
                 "parameters": checkpoint.model.parameter_counts()["total"],
             }
         )
-    from spectral_analysis.experiments.fitness import trial_fitness  # it reads kept rows: imported late
-
     row["fitness"] = trial_fitness(row, last if status == "done" and last.is_file() else None)
     atomic_write_text(out / RESULT_NAME, json.dumps(row, indent=1))
     return row
@@ -381,3 +376,18 @@ def write_summary(results: str | Path, experiment: str, scale: str) -> list[dict
         writer.writeheader()
         writer.writerows(flat)
     return rows
+
+
+def record_fitness(results: str | Path, experiment: str, scale: str) -> list[dict[str, Any]]:
+    """Measure every kept trial of ``experiment`` at ``scale`` and write its ``fitness`` into its
+    ``result.json`` and the summaries; returns the rows."""
+    tasks: dict[str, TaskData] = {}
+    for row in read_rows(results, experiment, scale):
+        directory = trial_results_dir(results, experiment, scale, row["trial"])
+        config = row["config"]
+        key = json.dumps([config["task"], config.get("task_options", {})], sort_keys=True)
+        if row.get("status") != "failed" and key not in tasks:
+            tasks[key] = load_task(config["task"], **config.get("task_options", {}))
+        row["fitness"] = trial_fitness(row, directory / CHECKPOINT_NAME, tasks.get(key))
+        atomic_write_text(directory / RESULT_NAME, json.dumps(row, indent=1))
+    return write_summary(results, experiment, scale)

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from spectral_analysis.experiments.catalog import Experiment, Trial, find_experiment
+from spectral_analysis.experiments.fitness import diverged
 from spectral_analysis.experiments.reading import read_grid
-from spectral_analysis.experiments.results import diverged
 from spectral_analysis.train.plateau import LOWER_IS_BETTER
 
 HELD_SCALES = ("paper", "budget")  # the paper's sizes: the scales a validation grid chooses for

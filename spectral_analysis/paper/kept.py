@@ -17,6 +17,7 @@ from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.catalog import configuration_key, find_experiment
+from spectral_analysis.experiments.fitness import diverged
 from spectral_analysis.experiments.reading import (
     Group,
     KeptGrid,
@@ -25,7 +26,7 @@ from spectral_analysis.experiments.reading import (
     read_variants,
     seeds_text,
 )
-from spectral_analysis.experiments.results import diverged, plateau_count
+from spectral_analysis.experiments.results import plateau_count
 from spectral_analysis.io import default_results_dir
 
 MIN_SEEDS = 3

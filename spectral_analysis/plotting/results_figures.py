@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from spectral_analysis.experiments.fitness import diverged
 from spectral_analysis.experiments.reading import (
     Group,
     KeptGrid,
@@ -31,7 +32,6 @@ from spectral_analysis.experiments.reading import (
     seeds_text,
     unkept_trials,
 )
-from spectral_analysis.experiments.results import diverged
 from spectral_analysis.plotting.benchmarks import plot_householder_benchmark
 from spectral_analysis.plotting.checkpoint_figures import analyzers, kru_amplitude
 from spectral_analysis.plotting.paper_figures import (
