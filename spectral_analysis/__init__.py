@@ -8,7 +8,7 @@ spectral_analysis`` stays light (PEP 562):
 ```python
 >>> import spectral_analysis as sa
 >>> model = sa.build_model("spectral", 1, 16, 1, m1=4, m2=4, r=0.01)   # a Spectral-RNN
->>> table = sa.tables.frame(sa.spectra(model))
+>>> table = sa.spectra(model)                                        # a DataFrame, one row per matrix
 >>> bool(table["sigma_max"].iloc[0] <= 1.01 + 1e-6)                  # W's singular values in [0.99, 1.01]
 True
 

@@ -35,18 +35,23 @@ torch.save(model.state_dict(), "rnn1.pt")
 print(f"training loss {loss.item():.3f}")
 
 # %% [markdown]
-# `spectral_analysis.load` reads the state_dict (`weights_only`: no code runs), finds the recurrent
-# weights and the head, and says what it assumed.
+# The per-matrix spectra of the module itself, one row per weight matrix under its own parameter name
+# (WeightWatcher's columns beside the toolkit's: `spectral_norm` is WeightWatcher's `lambda_max`,
+# `sigma_max^2`).
 
 # %%
 import spectral_analysis
-from spectral_analysis import tables
-from spectral_analysis.analysis.spectra import spectral_table
 
+spectral_analysis.spectra(model)[["name", "kind", "N", "M", "sigma_max", "sigma_min", "stable_rank",
+                                  "spectral_margin"]]
+
+# %% [markdown]
+# `spectral_analysis.load` reads the saved state_dict (`weights_only`: no code runs), finds the
+# recurrent weights and the head, and says what it assumed; the bounds and certificates read it.
+
+# %%
 subject = spectral_analysis.load("rnn1.pt", arch="rnn_relu")
 print(subject.describe())
-tables.frame(spectral_table(subject.model))[["name", "N", "M", "sigma_max", "sigma_min", "stable_rank",
-                                             "spectral_margin"]]
 
 # %% [markdown]
 # Theorem 5's complexity term on the training sequences: the sizes, the data bound B and the margin

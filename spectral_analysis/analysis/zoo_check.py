@@ -26,7 +26,7 @@ def check_entry(path: str | Path, samples: int = 2, trials: int = 2) -> dict[str
     out."""
     subject = load(path, feedforward=True)
     table = spectral_table(subject.model)
-    row: dict[str, Any] = {"matrices": len(table), "sigma_max": max(r["sigma_max"] for r in table)}
+    row: dict[str, Any] = {"matrices": len(table), "sigma_max": float(table["sigma_max"].max())}
     if not isinstance(subject.model, RecurrentModel):
         row["analyzed"] = "spectra (feed-forward)"
         return row

@@ -180,8 +180,8 @@ def cmd_spectra(args: argparse.Namespace) -> int:
     from spectral_analysis.tables import render
 
     subject, _ = subject_and_data(args, feedforward=True)
-    rows = spectral_table(subject.model)
-    columns = ("name", "N", "M", "sigma_max", "sigma_min", "condition_number", "stable_rank",
+    rows = spectral_table(subject.model).to_dict("records")
+    columns = ("name", "gate", "N", "M", "sigma_max", "sigma_min", "condition_number", "stable_rank",
                "spectral_margin", "alpha")
     emit(args, {"subject": subject.describe(), "matrices": rows},
          lambda p: render(p["matrices"], "md", columns), lambda p: p["matrices"])
