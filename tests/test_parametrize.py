@@ -1,5 +1,7 @@
 """The one SVD mechanism: ``svd_parametrize`` on any module weight, and the models built on it."""
 
+import warnings
+
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -82,19 +84,44 @@ def test_forward_equals_the_dense_weight_and_gradcheck_on_rnn_lstm_linear():
         assert torch.autograd.gradcheck(param, originals)
 
 
-def test_saved_names_say_what_they_hold_and_old_names_still_load():
-    layer = svd_parametrize(nn.Linear(5, 4), m1=4, m2=4, sigma=(1.0, 0.5))
-    keys = set(layer.state_dict())
-    assert keys == {"bias", "parametrizations.weight.u_reflectors", "parametrizations.weight.v_reflectors",
-                    "parametrizations.weight.sigma_raw"}
+def test_state_dicts_use_torchs_names_and_old_names_still_load():
+    torch.manual_seed(5)
+    layer = svd_parametrize(nn.Linear(5, 4), m1=4, m2=4, sigma=(1.0, 0.5), init="random")
+    assert list(layer.state_dict()) == [name for name, _ in layer.named_parameters()]
     expected = load_file(f"{LEGACY}/expected.safetensors")
     old = load_file(f"{LEGACY}/svd_linear_state.safetensors")  # written with original0..2
-    assert "parametrizations.weight.original0" in old
     layer.load_state_dict(old)
     assert torch.equal(layer.weight.detach(), expected["svd_linear_W"])
-    fresh = svd_parametrize(nn.Linear(5, 4), m1=4, m2=4, sigma=(1.0, 0.5))
-    fresh.load_state_dict(layer.state_dict())  # the new names round-trip
+    renamed = {k.replace("original0", "u_reflectors").replace("original1", "v_reflectors")
+               .replace("original2", "sigma_raw"): v for k, v in old.items()}  # as version 0.1 saved
+    fresh = svd_parametrize(nn.Linear(5, 4), m1=4, m2=4, sigma=(1.0, 0.5), init="random")
+    fresh.load_state_dict(renamed)
     assert torch.equal(fresh.weight, layer.weight)
+
+
+def test_a_state_dict_drives_functional_call_and_round_trips_through_safetensors():
+    from safetensors.torch import load, save
+    from torch.func import functional_call
+
+    torch.manual_seed(6)
+    live = svd_parametrize(nn.Linear(6, 4), m1=3, m2=3, init="random")
+    other = svd_parametrize(nn.Linear(6, 4), m1=3, m2=3, init="random")
+    x = torch.randn(5, 6)
+    out = functional_call(live, other.state_dict(), (x,))
+    assert torch.equal(out, other(x)) and not torch.allclose(out, live(x))
+    live.load_state_dict(load(save({k: v.contiguous() for k, v in other.state_dict().items()})))
+    assert torch.equal(live(x), other(x))
+
+
+def test_a_band_that_moves_an_existing_weight_warns():
+    torch.manual_seed(7)
+    moved = r"changed Linear.weight by 0\.\d+ .*clamped into the band \[0.9, 1.1\]"
+    with pytest.warns(UserWarning, match=moved):
+        svd_parametrize(nn.Linear(6, 4), sigma=(1.0, 0.1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        svd_parametrize(nn.Linear(6, 4), sigma=None)  # the full factorization: the weight as it was
+        svd_parametrize(nn.Linear(6, 4), init="random")  # asks for a new weight
 
 
 def test_checkpoints_written_before_the_refactor_load_unchanged():

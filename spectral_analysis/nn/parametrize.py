@@ -6,10 +6,12 @@ reflectors, ``sigma = sigma_map(sigma_raw)`` in ``[sigma* - r, sigma* + r]`` (Eq
 default). The weight is rebuilt from its factors at every access (blocked compact-WY product,
 backward by autograd); the Spectral-RNN transition and the Spectral-MLP layers are this mechanism.
 
-The three raw tensors are saved under names that say what they hold, ``u_reflectors`` (U's packed
-reflectors, r x m1), ``v_reflectors`` (V's, c x m2) and ``sigma_raw`` (length min(r, c)); in memory
-they are ``parametrizations.<name>.original0..2`` (PyTorch's names), and files that use those names
-still load. :func:`svd_factors` reads them by name.
+The three raw tensors are ``parametrizations.<name>.original0`` (U's packed reflectors, r x m1),
+``original1`` (V's, c x m2) and ``original2`` (``sigma_raw``, length min(r, c)), PyTorch's own names, in
+memory and in the state dict alike, so ``load_state_dict``, ``torch.func.functional_call`` and
+safetensors see the parameters ``named_parameters()`` lists. Files written by spectral-analysis 0.1,
+which saved them as ``u_reflectors``, ``v_reflectors``, ``sigma_raw``, still load.
+:func:`svd_factors` reads them by what they hold.
 
 Initialization (``init``):
 - ``"truncate"`` (default): the full decomposition of the current weight with only the first m1
@@ -19,7 +21,9 @@ Initialization (``init``):
   is not in the image of ``M_{k1,k2}`` or its singular values fall outside the map's range.
 - ``"random"``: Section 4's initialization, N(0, 1) reflector entries and every singular value at
   ``sigma*``; the current weight is ignored.
-Assigning ``module.<name> = W`` later decomposes ``W`` by ``truncate`` (``exact`` if chosen).
+Assigning ``module.<name> = W`` later decomposes ``W`` by ``truncate`` (``exact`` if chosen). Where
+``truncate`` changes an existing weight (singular values outside the band, fewer reflectors than a full
+factorization needs), :func:`svd_parametrize` warns with the relative change.
 
 Constraints: the sigmoid map keeps sigma in range by construction; the ``clip`` map needs
 :func:`constrain_` after each optimizer step (the trainer calls it); the ``none`` map adds
@@ -35,6 +39,7 @@ direction, which grows as ``1 / ||u||`` (a reflector drawn with N(0, 1) entries 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 import torch
@@ -159,14 +164,8 @@ class SVDParametrization(nn.Module):
         return Yu, Yv, sigma_raw
 
 
-def _save_with_names(plist: nn.Module, state_dict: dict, prefix: str, local_metadata: dict) -> None:
-    for i, name in enumerate(SAVED_NAMES):
-        key = f"{prefix}original{i}"
-        if key in state_dict:
-            state_dict[prefix + name] = state_dict.pop(key)
-
-
 def _load_with_names(plist: nn.Module, state_dict: dict, prefix: str, *_: object) -> None:
+    """Read a file of spectral-analysis 0.1, whose state dicts named the raw tensors ``SAVED_NAMES``."""
     for i, name in enumerate(SAVED_NAMES):
         if prefix + name in state_dict:
             state_dict[f"{prefix}original{i}"] = state_dict.pop(prefix + name)
@@ -200,13 +199,38 @@ def svd_parametrize(module: nn.Module, name: str = "weight", m1: int | None = No
         raise ValueError(f"{type(module).__name__}.{name} is already parametrized")
     param = SVDParametrization(tuple(weight.shape), m1, m2, as_sigma_map(sigma), init, block_size,
                                unit_reflectors)
+    before = weight.detach().clone()
     parametrize.register_parametrization(module, name, param)
     if init == "random":
         param.init = "truncate"
-    plist = module.parametrizations[name]
-    plist.register_state_dict_post_hook(_save_with_names)
-    plist.register_load_state_dict_pre_hook(_load_with_names)
+    else:
+        _warn_if_moved(module, name, param, before)
+    module.parametrizations[name].register_load_state_dict_pre_hook(_load_with_names)
     return module
+
+
+MOVED_TOLERANCE = 1e-4  # relative Frobenius change a float32 round trip stays well under
+
+
+def _warn_if_moved(module: nn.Module, name: str, param: SVDParametrization, before: Tensor) -> None:
+    """Warn when the SVD form is not the weight it replaced, and say why."""
+    after = getattr(module, name).detach()
+    scale = float(before.norm())
+    change = float((after - before).norm()) / scale if scale > 0 else float(after.norm())
+    if change <= MOVED_TOLERANCE:
+        return
+    sigma = torch.linalg.svdvals(before.double())
+    low, high = param.sigma_map.bounds
+    reasons = []
+    if param.sigma_map.kind != "none" and (sigma.min() < low or sigma.max() > high):
+        reasons.append(f"its singular values [{float(sigma.min()):.3g}, {float(sigma.max()):.3g}] were "
+                       f"clamped into the band [{low:.3g}, {high:.3g}] (sigma=None keeps them)")
+    if min(param.m1, param.m2) < min(param.shape):
+        reasons.append(f"m1={param.m1}, m2={param.m2} reflectors, fewer than min(r, c) = {min(param.shape)}, "
+                       "keep only the leading singular vectors (Lemma 1)")
+    owner = type(module).__name__.removeprefix("Parametrized")
+    warnings.warn(f"svd_parametrize changed {owner}.{name} by {change:.3g} (relative "
+                  f"Frobenius norm): {'; '.join(reasons) or 'its SVD form differs'}", stacklevel=3)
 
 
 def _svd_parametrization(module: nn.Module, name: str) -> tuple[SVDParametrization, nn.Module]:
