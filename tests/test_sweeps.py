@@ -261,3 +261,62 @@ def test_a_trial_thread_on_the_runners_ray_worker_reuses_freed_memory():
     # heap grew more often); ~36,000 with the runtime_env left out (a thread arena's heap of ~7,200 pages
     # mapped afresh every other step). The bound sits halfway to the latter.
     assert faults < 18000
+
+
+ASHA_GRID = """
+name = "asha"
+source = "test"
+description = "one configuration that learns first, three that cannot (lr 1e-9) after it"
+[base]
+task = "addition"
+task_options = { length = 5, train_size = 64, valid_size = 32, test_size = 32 }
+batch_size = 16
+record_every = 4
+eval_every = 4
+checkpoint_every = 4
+model = "rnn"
+[[variants]]
+label = "learns"
+lr = 3e-2
+[[variants]]
+label = "still"
+lr = 1e-9
+[axes]
+hidden = [6, 7, 8]
+[scales.paper]
+stated = "unused"
+steps = 48
+[scales.smoke]
+steps = 48
+"""
+
+
+def test_an_asha_sweep_stops_its_weak_trials_early_through_tune(tmp_path, capsys):
+    """`run --scheduler asha`: every trial reports each evaluation to Tune, ASHA ends the trials that
+    trail at a rung, they are kept as stopped (not done: no verdict reads them) and a rerun skips them."""
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "asha.toml").write_text(ASHA_GRID)
+    args = ["--quiet", "run", "asha", "--json", "--scale", "smoke", "--catalog", str(catalog), "--out",
+            str(tmp_path / "runs"), "--results", str(tmp_path / "results"), "--scheduler", "asha",
+            "--grace-period", "2", "--reduction-factor", "2"]
+    assert main(args) == 0
+    (sweep,) = json.loads(capsys.readouterr().out)["sweeps"]
+    rows = {r["trial"]: r for r in read_rows(tmp_path / "results", "asha", "smoke")}
+    stopped = {key for key, row in rows.items() if row["status"] == "stopped"}
+    assert set(sweep["stopped"]) == stopped and stopped, rows
+    assert {key for key in rows if key.startswith("still")} <= stopped  # none that cannot learn survives
+    assert rows["learns_hidden6_s0"]["status"] == "done"  # the first to reach each rung passes it
+
+    def valid_mse(key: str) -> dict[int, float]:
+        lines = (tmp_path / "runs" / "asha" / "smoke" / key / "metrics.jsonl").read_text().splitlines()
+        return {x["step"]: x["mse"] for x in map(json.loads, lines) if x["phase"] == "valid"}
+
+    best = valid_mse("learns_hidden6_s0")
+    for key in stopped:  # each ended before its last step, at a rung where it trailed
+        step = rows[key]["last_recorded_step"]
+        assert step < 48 and valid_mse(key)[step] > best[step], key
+        assert f"stopped by the Tune scheduler at step {step}" in rows[key]["error"]
+    assert not rows[min(stopped)]["fitness"]["fit"]
+    assert main(args) == 0  # a rerun leaves them as a failed trial is left
+    assert json.loads(capsys.readouterr().out)["sweeps"][0]["ran"] == []

@@ -164,6 +164,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog)
     sweeps = named_sweeps(catalog, args.names, args.scale)
     report = (lambda _line: None) if args.json else (lambda line: print(line, flush=True))
+    scheduler = None
+    if args.scheduler == "asha":
+        from spectral_analysis.experiments.ray_grid import asha
+
+        scheduler = asha(args.grace_period, args.reduction_factor)
     outcomes = run_sweeps(
         [(catalog[name], scale) for name, scale in sweeps],
         args.scale,
@@ -178,6 +183,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         time_budget=args.time_budget,
         retry_failed=args.retry_failed,
         tensorboard=args.tensorboard,
+        scheduler=scheduler,
         report=report,
     )
     sweeps = [
@@ -189,6 +195,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "held": outcome.held,
             "unfinished": outcome.unfinished,
             "failed": {r["trial"]: r["error"] for r in outcome.rows if r["status"] == "failed"},
+            "stopped": {r["trial"]: r["error"] for r in outcome.rows if r["status"] == "stopped"},
             "promoted": outcome.promoted,
             "kept": len(outcome.rows),
             "seconds": round(outcome.seconds, 1),
@@ -202,7 +209,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         for s in p["sweeps"]:
             lines += [
                 f"{s['experiment']} ({s['scale']}): ran {len(s['ran'])}, skipped {len(s['skipped'])} "
-                f"already kept, {len(s['unfinished'])} unfinished, {len(s['failed'])} failed",
+                f"already kept, {len(s['unfinished'])} unfinished, {len(s['failed'])} failed"
+                + (f", {len(s['stopped'])} stopped early by the scheduler" if s["stopped"] else ""),
                 f"  results: {s['results']} (summary.csv, summary.json; {s['kept']} trials kept)",
             ]
             lines += [f"  failed {trial}: {error}" for trial, error in s["failed"].items()]
@@ -329,6 +337,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--retry-failed", action="store_true", help="run the trials kept as failed again")
     run.add_argument("--tensorboard", action="store_true", help="every trial also writes TensorBoard event "
                      "files into its run directory (tensorboard --logdir OUT/NAME)")
+    run.add_argument("--scheduler", choices=("asha",), default=None,
+                     help="asha: Tune's ASHA ends the weak trials early, ranked at each rung by valid_score "
+                     "(the primary validation metric, higher is better); kept as stopped, rerun with "
+                     "--retry-failed to resume them")
+    run.add_argument("--grace-period", type=int, default=1, metavar="EVALUATIONS",
+                     help="ASHA's first rung, in validation evaluations (default 1)")
+    run.add_argument("--reduction-factor", type=int, default=3,
+                     help="ASHA keeps the top 1/N of each rung (default 3)")
     catalog_arguments(run)
     run.set_defaults(func=cmd_run)
 

@@ -106,6 +106,8 @@ def trial_fitness(row: dict[str, Any], checkpoint: Path | None,
             step = row.get("last_recorded_step")
             return {"fit": False, "reasons": [f"diverged (the last record before it at step {step})"]}
         return {"fit": False, "reasons": [f"failed: {row.get('error')}"]}
+    if row.get("status") == "stopped":
+        return {"fit": False, "reasons": [row.get("error") or "stopped early by a Tune scheduler"]}
     if task is None:
         config = row["config"]
         task = load_task(config["task"], **config.get("task_options", {}))

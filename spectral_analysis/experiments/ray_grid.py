@@ -1,5 +1,8 @@
 """The runner's Ray Tune side: a Ray for the sweeps (:func:`ray_session`), one Tune grid of trials run as
 workers free up (:func:`run_grid`), and each trial's status read back from Tune (:func:`tune_statuses`).
+Each trial reports every validation evaluation to Tune (:func:`report_evaluation`), so a Tune scheduler
+(ASHA, :func:`asha`) ranks the trials by :data:`SCORE` and ends the weak ones early, and Tune's callbacks
+(its loggers, TensorBoard, W&B, MLflow) see every evaluation.
 What a trial does (:func:`~spectral_analysis.experiments.runner.run_trial`) and what is kept of it stay
 in :mod:`~spectral_analysis.experiments.runner`.
 
@@ -19,6 +22,11 @@ from typing import Any
 import torch
 
 from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT
+from spectral_analysis.train.plateau import LOWER_IS_BETTER
+
+# what a Tune scheduler ranks trials by: the task's primary validation metric, negated where lower is
+# better (mse, loss, perplexity), so that higher is better for every task of a grid
+SCORE = "valid_score"
 
 
 @contextmanager
@@ -56,6 +64,49 @@ def ray_session(workers: int = 1, gpus_per_trial: float = 0.0, address: str | No
         ray.shutdown()
 
 
+def evaluation_metrics(line: dict[str, Any], primary: str) -> dict[str, float]:
+    """A validation line of the trainer as Tune metrics: ``step``, each number as ``valid_<name>``, and
+    :data:`SCORE` from ``primary``.
+
+    ```python
+    >>> evaluation_metrics({"step": 40, "phase": "valid", "mse": 0.25, "time": 3.0}, "mse")
+    {'step': 40, 'valid_mse': 0.25, 'valid_score': -0.25}
+
+    ```
+    """
+    metrics: dict[str, float] = {"step": line["step"]}
+    metrics.update({f"valid_{name}": float(value) for name, value in line.items()
+                    if name not in ("step", "phase", "time") and isinstance(value, int | float)
+                    and not isinstance(value, bool)})
+    if isinstance(line.get(primary), int | float):
+        metrics[SCORE] = -float(line[primary]) if primary in LOWER_IS_BETTER else float(line[primary])
+    return metrics
+
+
+def report_evaluation(line: dict[str, Any], primary: str) -> dict[str, float]:
+    """Report a validation line to the Tune trial this runs in; the metrics reported. When a scheduler
+    ends the trial, Tune raises ``SystemExit`` here, and the trial's thread ends at this evaluation."""
+    from ray import tune
+
+    metrics = evaluation_metrics(line, primary)
+    tune.report(metrics)
+    return metrics
+
+
+def asha(grace_period: int = 1, reduction_factor: int = 3) -> Any:
+    """Tune's ASHA scheduler over a sweep: trials ranked by :data:`SCORE` at rungs of ``grace_period``,
+    ``grace_period * reduction_factor``, ... evaluations (Tune's ``training_iteration``), the lower
+    ``1 - 1 / reduction_factor`` of each rung stopped. No rung caps a trial's length: a trial that passes
+    every rung trains to its own end."""
+    from ray.tune.schedulers import ASHAScheduler
+
+    if grace_period < 1 or reduction_factor < 2:
+        raise ValueError(f"ASHA needs grace_period >= 1 and reduction_factor >= 2, got {grace_period} and "
+                         f"{reduction_factor}")
+    return ASHAScheduler(time_attr="training_iteration", metric=SCORE, mode="max", max_t=10 ** 6,
+                         grace_period=grace_period, reduction_factor=reduction_factor)
+
+
 def spec_id(spec: dict[str, Any]) -> str:
     """``experiment/key``: a trial's name across the experiments of one grid (keys repeat between them)."""
     return f"{spec['trial']['experiment']}/{spec['trial']['key']}"
@@ -64,13 +115,20 @@ def spec_id(spec: dict[str, Any]) -> str:
 def run_grid(
     specs: list[dict[str, Any]], trainable: Callable[[dict[str, Any]], dict[str, Any]], gpus_per_trial: float,
     storage: Path, name: str, report: Callable[[str], None], finished: Callable[[str], None],
+    scheduler: Any = None, callbacks: Iterable[Any] = (),
+    stopped: Callable[[dict[str, Any], dict[str, Any]], str] | None = None,
 ) -> dict[str, str]:
     """Run ``trainable`` on each spec (called with ``{"spec": spec}``) as one Tune grid on the running Ray,
     in their order as workers free up, one CPU each; returns each trial's status by ``experiment/key``.
-    ``finished(experiment)`` is called as each trial ends. When Ray's memory monitor kills a worker, Tune
-    ends the whole grid (its actor manager raises on Ray's ``OutOfMemoryError``): the trials that ended
-    keep their status, the others count unfinished and a rerun resumes them from their last checkpoint."""
+    ``finished(experiment)`` is called as each trial ends. ``scheduler``: a Tune scheduler (:func:`asha`)
+    that may end trials at an evaluation, each then kept by ``stopped(spec, last_result)``, which returns
+    its status; ``callbacks``: Tune callbacks beside the runner's own. When Ray's memory monitor kills a
+    worker, Tune ends the whole grid (its actor manager raises on Ray's ``OutOfMemoryError``): the trials
+    that ended keep their status, the others count unfinished and a rerun resumes them from their last
+    checkpoint."""
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # Tune's own tables off: Progress reports each trial
+    # a trial that fails or parks before its first evaluation has no score for a scheduler to rank
+    os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
     from ray import tune
     from ray.exceptions import OutOfMemoryError
 
@@ -79,15 +137,20 @@ def run_grid(
             self.count = 0
             self.statuses: dict[str, str] = {}  # what tune_statuses reads, for the trials that ended
 
-        def _ended(self, trial, status: str) -> None:  # noqa: ANN001 (a Tune trial)
+        def _ended(self, trial, status: str, kept: str | None = None) -> None:  # noqa: ANN001 (a Tune trial)
             self.count += 1
             spec, result = trial.config["spec"], trial.last_result or {}
-            self.statuses[spec_id(spec)] = result.get("trial_status") or f"error: {status}"
+            self.statuses[spec_id(spec)] = kept or result.get("trial_status") or f"error: {status}"
             report(f"[{self.count}/{len(specs)}] {spec_id(spec)}: {status}")
             finished(spec["trial"]["experiment"])
 
         def on_trial_complete(self, iteration, trials, trial, **info):  # noqa: ANN001 (Tune's signature)
             result = trial.last_result or {}
+            if "trial_status" not in result and SCORE in result and stopped is not None:
+                # the scheduler ended it at an evaluation: its thread is gone, its run directory stays
+                status = stopped(trial.config["spec"], result)
+                self._ended(trial, f"{status} by the scheduler at step {result.get('step')}", status)
+                return
             self._ended(trial, result.get("trial_outcome") or result.get("trial_status") or "error")
 
         def on_trial_error(self, iteration, trials, trial, **info):  # noqa: ANN001
@@ -98,17 +161,17 @@ def run_grid(
     tuner = tune.Tuner(
         tune.with_resources(trainable, resources),
         param_space={"spec": tune.grid_search(specs)},
-        tune_config=tune.TuneConfig(reuse_actors=True),
+        tune_config=tune.TuneConfig(reuse_actors=True, scheduler=scheduler),
         run_config=tune.RunConfig(
             storage_path=str(storage),
             name=name,
             verbose=0,
-            callbacks=[progress],
+            callbacks=[progress, *callbacks],
             failure_config=tune.FailureConfig(max_failures=0),
         ),
     )
     try:
-        return tune_statuses(tuner.fit())
+        return {**progress.statuses, **tune_statuses(tuner.fit())}
     except RuntimeError as error:
         if not isinstance(error.__cause__, OutOfMemoryError):
             raise

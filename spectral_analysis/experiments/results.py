@@ -119,13 +119,14 @@ def outcome_text(row: dict[str, Any]) -> str:
 
 def kept_row_stands(kept: dict[str, Any], trial: Trial, retry_failed: bool = False) -> bool:
     """Whether a kept row stands for ``trial``, so that a sweep skips it: with the same configuration, a
-    done row or (unless retried) a failed one. With the same configuration but for ``max_steps``, which
-    only lengthens a run past its minimum: a done row that plateaued within the trial's ``max_steps``
-    (the trial stops at the same step) or a failed row that had no or a smaller ``max_steps`` (the trial
-    fails at the same step); a row that stopped at a smaller cap without plateauing trains on."""
+    done row or (unless retried) a failed one or one a scheduler stopped. With the same configuration but
+    for ``max_steps``, which only lengthens a run past its minimum: a done row that plateaued within the
+    trial's ``max_steps`` (the trial stops at the same step) or a failed row that had no or a smaller
+    ``max_steps`` (the trial fails at the same step); a row that stopped at a smaller cap without
+    plateauing trains on."""
     config = kept.get("config") or {}
     if config == trial.config:
-        return kept["status"] == "done" or (kept["status"] == "failed" and not retry_failed)
+        return kept["status"] == "done" or (kept["status"] in ("failed", "stopped") and not retry_failed)
     without_cap = {k: v for k, v in config.items() if k != "max_steps"}
     cap = trial.config.get("max_steps")
     if cap is None or without_cap != {k: v for k, v in trial.config.items() if k != "max_steps"}:
@@ -251,7 +252,7 @@ def keep_trial(
         if trial.seed == zoo:
             _write_singular_values(lines, out / SINGULAR_VALUES_NAME)
         _write_curves(lines, out / CURVES_NAME)
-    if status == "failed" and lines:
+    if status in ("failed", "stopped") and lines:
         row["last_recorded_step"] = max(x["step"] for x in lines)
     last = run_dir / "last.safetensors"
     if status == "done" and last.is_file():

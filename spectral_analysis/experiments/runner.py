@@ -53,7 +53,7 @@ from spectral_analysis.experiments.parking import (
     restore_parked,
 )
 from spectral_analysis.experiments.process_grid import run_processes
-from spectral_analysis.experiments.ray_grid import ray_session, run_grid, spec_id
+from spectral_analysis.experiments.ray_grid import SCORE, ray_session, report_evaluation, run_grid, spec_id
 from spectral_analysis.experiments.results import (
     keep_trial,
     kept_row_stands,
@@ -97,6 +97,7 @@ class SweepOutcome:
     held: dict[str, str] = field(default_factory=dict)  # trial key -> why a validation grid holds it back
     unfinished: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)  # ended early by a Tune scheduler (ASHA)
     promoted: list[str] = field(default_factory=list)  # trials the zoo keeps the model of now (seed 0 failed)
     seconds: float = 0.0  # wall time of the whole run (one grid for every experiment of a call)
 
@@ -208,8 +209,10 @@ def _stop_now(spec: TrialSpec) -> bool:
         return False
 
 
-def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
-    """Run (or resume) one trial and keep its results; the same on a Ray worker or in this process."""
+def run_trial(spec: TrialSpec | dict[str, Any],
+              on_evaluation: Callable[[dict[str, Any], str], None] | None = None) -> dict[str, Any]:
+    """Run (or resume) one trial and keep its results; the same on a Ray worker or in this process.
+    ``on_evaluation(line, primary)`` gets each validation line and the task's primary metric."""
     spec = spec if isinstance(spec, TrialSpec) else TrialSpec(**spec)
     torch.set_num_threads(spec.threads)
     keep_freed_memory()  # a Ray worker is its own process: the memory policy is set in each
@@ -227,7 +230,8 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
             shutil.rmtree(run_dir, ignore_errors=True)
             drop_parked(parked)  # else its later step would keep the new run from parking over it
         trainer = Trainer(config, resume=resume)
-        trainer.run(stop=lambda _step: _stop_now(spec))
+        report = (lambda line: on_evaluation(line, trainer.primary)) if on_evaluation else None
+        trainer.run(stop=lambda _step: _stop_now(spec), on_evaluation=report)
         status, error = ("done" if trainer.finished else "unfinished"), None
     except Exception as exc:  # noqa: BLE001 (any failure of one trial is recorded; the grid goes on)
         status, error = "failed", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -249,8 +253,27 @@ def run_trial(spec: TrialSpec | dict[str, Any]) -> dict[str, Any]:
 
 
 def _ray_trainable(config: dict[str, Any]) -> dict[str, Any]:
-    row = run_trial(config["spec"])
-    return {"trial_status": row["status"], "trial_key": row["trial"], "trial_outcome": outcome_text(row)}
+    """A Tune trial: each evaluation reported as it comes, the last one again with the trial's status."""
+    last: dict[str, float] = {}
+
+    def report(line: dict[str, Any], primary: str) -> None:
+        last.update(report_evaluation(line, primary))
+
+    row = run_trial(config["spec"], on_evaluation=report)
+    return {**last, "trial_status": row["status"], "trial_key": row["trial"],
+            "trial_outcome": outcome_text(row)}
+
+
+def _keep_stopped(spec: dict[str, Any], result: dict[str, Any]) -> str:
+    """Keep a trial that a Tune scheduler ended at an evaluation, as ``stopped`` (its run directory stays:
+    ``--retry-failed`` resumes it)."""
+    spec_ = TrialSpec(**spec)
+    score = result.get(SCORE)
+    keep_trial(Trial(**spec_.trial), spec_.run_dir, spec_.results, status="stopped",
+               error=f"stopped by the Tune scheduler at step {result.get('step')} ({SCORE} {score:.4g})",
+               device=spec_.device, git_revision=spec_.git_revision,
+               wall_seconds=float(result.get("time_total_s") or 0.0))
+    return "stopped"
 
 
 def _kept_row(results: Path, trial: Trial) -> dict[str, Any] | None:
@@ -299,13 +322,25 @@ def run_sweeps(
     time_budget: float | None = None,
     retry_failed: bool = False,
     tensorboard: bool = False,
+    scheduler: Any = None,
+    tune_callbacks: Sequence[Any] = (),
     report: Callable[[str], None] = print,
 ) -> list[SweepOutcome]:
     """Run the grids of ``experiments`` on Ray Tune as one grid (see the module docstring), each at
     ``scale`` or, given as an ``(experiment, scale)`` pair, at its own: the experiments in the order
     given, each one's trials longest first, so a worker that finishes the last trials of one experiment
     goes straight on to the next. Each experiment's summary and the ledger are rewritten as each of its
-    trials ends."""
+    trials ends. ``scheduler``: a Tune scheduler ranking the trials' evaluations by ``valid_score``
+    (``ray_grid.asha()``); a trial it ends is kept as ``stopped``, which a rerun leaves as it leaves a
+    failed one (``retry_failed`` resumes both). ``tune_callbacks``: Tune callbacks (loggers) beside the
+    runner's own.
+
+    ```python
+    from spectral_analysis.experiments import find_experiment, run_sweep
+    from spectral_analysis.experiments.ray_grid import asha
+    run_sweep(find_experiment("fig1-addition"), "smoke", scheduler=asha(grace_period=1), workers=2)
+    ```
+    """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     if not 0 <= gpus_per_trial <= 1 and not (gpus_per_trial > 1 and float(gpus_per_trial).is_integer()):
@@ -319,6 +354,8 @@ def run_sweeps(
     if backend == "processes" and (address or os.environ.get("RAY_ADDRESS")):
         raise ValueError("a cluster address needs the ray backend: the processes backend runs on this "
                          "machine alone")
+    if backend == "processes" and (scheduler is not None or tune_callbacks):
+        raise ValueError("a Tune scheduler or Tune callbacks need the ray backend")
     if time_budget is not None and not time_budget > 0:
         raise ValueError(f"time budget must be > 0 seconds, got {time_budget}")
     clock = time.perf_counter()
@@ -374,13 +411,15 @@ def run_sweeps(
         ):
             name = "sweep" if len(pairs) > 1 else f"{pairs[0][0].name}-{pairs[0][1]}"
             statuses = run_grid([asdict(s) for s in specs], _ray_trainable, gpus_per_trial, Path(tune_dir),
-                                name, report, finished)
+                                name, report, finished, scheduler, tune_callbacks, _keep_stopped)
     for spec in specs:
         outcome, key = outcomes[spec.trial["experiment"]], spec.trial["key"]
         outcome.ran.append(key)
         status = statuses.get(spec_id(asdict(spec)), "unfinished")
         if status == "unfinished":
             outcome.unfinished.append(key)
+        elif status == "stopped":
+            outcome.stopped.append(key)
         elif status != "done":
             outcome.failed.append(key)
     for outcome in outcomes.values():

@@ -182,7 +182,7 @@ def svd_parametrize(module: nn.Module, name: str = "weight", m1: int | None = No
 
     ```python
     >>> import torch
-    >>> layer = svd_parametrize(torch.nn.Linear(6, 4), sigma=(1.0, 0.05))
+    >>> layer = svd_parametrize(torch.nn.Linear(6, 4), sigma=(1.0, 0.05), init="random")
     >>> s = torch.linalg.svdvals(layer.weight.detach())
     >>> bool(s.min() >= 0.95 - 1e-6 and s.max() <= 1.05 + 1e-6)
     True

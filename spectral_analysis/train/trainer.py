@@ -318,17 +318,19 @@ class Trainer:
         return improved is not None and is_plateau(improved, self.step)
 
     def run(self, callback: Callable[[int], None] | None = None,
-            stop: Callable[[int], bool] | None = None) -> dict[str, Any]:
+            stop: Callable[[int], bool] | None = None,
+            on_evaluation: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """Train until :attr:`finished`; ``callback(step)`` runs after each step (a test can stop the run
         there as a kill would). When ``stop(step)`` returns true the run checkpoints and returns early
-        (a time budget); :attr:`finished` tells which. Returns the last train, valid and test lines."""
+        (a time budget); :attr:`finished` tells which. ``on_evaluation(line)`` gets each validation line
+        as it is logged (a Tune trial reports it). Returns the last train, valid and test lines."""
         try:
-            return self._run(callback, stop)
+            return self._run(callback, stop, on_evaluation)
         finally:
             self._lock.close()  # the run directory is free again (also after an error)
 
-    def _run(self, callback: Callable[[int], None] | None,
-             stop: Callable[[int], bool] | None) -> dict[str, Any]:
+    def _run(self, callback: Callable[[int], None] | None, stop: Callable[[int], bool] | None,
+             on_evaluation: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
         cfg = self.config
         self.out.mkdir(parents=True, exist_ok=True)
         if not (self.out / "config.json").exists():
@@ -360,7 +362,9 @@ class Trainer:
             epoch_end = cfg.lr_cut < 1 and self.step % self.batches.steps_per_epoch == 0  # for lr_cut
             ends = (self.total_steps, self.last_step)
             if epoch_end or self.step % cfg.eval_every == 0 or self.step in ends:
-                self._evaluate("valid")
+                valid = self._evaluate("valid")
+                if on_evaluation:
+                    on_evaluation(valid)
                 if cfg.test_with_valid and not self.finished:
                     self._evaluate("test")  # a point of the test curve (the end's test line follows below)
             if self.finished:
