@@ -18,6 +18,7 @@ True
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any
 
 __version__ = "0.1.0"
@@ -34,6 +35,8 @@ _LAZY = {
     "tables": ("spectral_analysis.tables", None),
 }
 __all__ = ["__version__", "load", *_LAZY]
+# the library logs under "spectral_analysis" and leaves the handlers to the application
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
 def load(source, arch=None, head_prefix=None, device="cpu"):  # noqa: ANN001, ANN201

@@ -8,6 +8,7 @@ give the toolkit's own tables directly.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,8 @@ def frame(rows: Iterable[dict[str, Any]], columns: Iterable[str] | None = None) 
 
 
 def render(rows: Iterable[dict[str, Any]], fmt: str, columns: Iterable[str] | None = None) -> str:
-    """``csv`` (RFC 4180, header first) or ``md`` (a GitHub Markdown table) text of the rows.
+    """``csv`` (RFC 4180, header first) or ``md`` (a GitHub Markdown table) text of the rows; a cell
+    holding a list or a dict is written as JSON.
 
     ```python
     >>> print(render([{"model": "rnn", "mse": 0.5}], "csv"), end="")
@@ -44,7 +46,7 @@ def render(rows: Iterable[dict[str, Any]], fmt: str, columns: Iterable[str] | No
     """
     if fmt not in TABLE_FORMATS:
         raise ValueError(f"unknown table format {fmt!r}; expected one of {TABLE_FORMATS}")
-    table = frame(rows, columns)
+    table = frame(rows, columns).map(lambda v: json.dumps(v) if isinstance(v, list | dict) else v)
     if fmt == "csv":
         return table.to_csv(index=False)
     escaped = table.map(lambda v: v.replace("|", "\\|") if isinstance(v, str) else v)  # a cell's |: no border

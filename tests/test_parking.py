@@ -132,7 +132,7 @@ def test_a_parked_run_of_an_older_catalog_entry_gives_way_to_the_trial_started_a
     spec.deadline = time.time() + 3600
     stops = iter([False] * 4 + [True] * 1000)  # stopped by the budget a few steps in, as a session ends
     run = Trainer.run
-    monkeypatch.setattr(Trainer, "run", lambda self, stop=None: run(self, stop=lambda _: next(stops)))
+    monkeypatch.setattr(Trainer, "run", lambda self, stop=None, **_: run(self, stop=lambda _: next(stops)))
     row = run_trial(spec)
     assert row["status"] == "unfinished" and 0 < row["step"] < 12
     assert row["parked"].startswith(f"parked {new.key} at step {row['step']}")
@@ -156,7 +156,7 @@ def test_a_stale_parked_run_does_not_overwrite_the_trials_own_run_behind_it(tmp_
     spec.deadline = time.time() + 3600
     stops = iter([False] * 2 + [True] * 1000)
     run = Trainer.run
-    monkeypatch.setattr(Trainer, "run", lambda self, stop=None: run(self, stop=lambda _: next(stops)))
+    monkeypatch.setattr(Trainer, "run", lambda self, stop=None, **_: run(self, stop=lambda _: next(stops)))
     row = run_trial(spec)
     assert row["status"] == "unfinished" and 4 < row["step"] < 12  # a few steps beyond its own 4
     assert (run_dir / "metrics.jsonl").read_text().splitlines()[:len(before)] == before  # resumed

@@ -119,7 +119,7 @@ def test_resume_and_overwrite_guards(tmp_path):
     assert longer["test"]["step"] == 10
 
 
-def test_a_second_writer_is_refused_and_a_torn_log_line_is_repaired(tmp_path):
+def test_a_second_writer_is_refused_and_a_torn_log_line_is_repaired(tmp_path, caplog):
 
     config = TrainConfig(model="rnn", task="addition", out=str(tmp_path / "run"), hidden=4, steps=4,
                          task_options={"length": 5, "train_size": 40, "valid_size": 8, "test_size": 8},
@@ -131,8 +131,9 @@ def test_a_second_writer_is_refused_and_a_torn_log_line_is_repaired(tmp_path):
     log = tmp_path / "run" / "metrics.jsonl"
     rows = log.read_text()
     log.write_text(rows + '{"step": 5, "pha')  # what a kill during a write leaves
-    with pytest.warns(UserWarning, match="torn last line"):
+    with caplog.at_level("WARNING", logger="spectral_analysis"):
         resumed = train(config, resume=True)
+    assert "dropped a torn last line" in caplog.text
     assert resumed and log.read_text().endswith("\n") and '"step": 5' not in log.read_text()
     log.write_text('{"step": "two", "phase": "train"}\n')
     with pytest.raises(ValueError, match="line 1: field step"):

@@ -8,9 +8,11 @@ nothing else there; otherwise readable text. A bad input or a failure is one lin
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from spectral_analysis import __version__
 from spectral_analysis.allocator import keep_freed_memory
@@ -26,6 +28,7 @@ from spectral_analysis.cli import (
     training,
 )
 from spectral_analysis.cli.common import CommandError
+from spectral_analysis.cli.examples import epilog
 from spectral_analysis.threads import set_threads
 
 # the optional dependencies, by the extra that brings them (pyproject.toml)
@@ -48,7 +51,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for module in (matrix, models, training, analysis, experiments, kept, landscape, symbolic, paper):
         module.add_parsers(sub)
+    for command, command_parser in sub.choices.items():
+        command_parser.epilog = epilog(command)
+        command_parser.formatter_class = argparse.RawDescriptionHelpFormatter
     return parser
+
+
+@contextmanager
+def library_log(quiet: bool) -> Iterator[None]:
+    """The library's log (``logging.getLogger("spectral_analysis")``) on stderr while a command runs:
+    warnings, and with ``--quiet`` off what it reports as it goes."""
+    library, handler = logging.getLogger("spectral_analysis"), logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("spectral-analysis: %(levelname)s: %(message)s"))
+    level = library.level
+    library.setLevel(logging.WARNING if quiet else logging.INFO)
+    library.addHandler(handler)
+    try:
+        yield
+    finally:
+        library.removeHandler(handler)
+        library.setLevel(level)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         set_threads(args.threads)
         keep_freed_memory()
-        return args.func(args)
+        with library_log(args.quiet):
+            return args.func(args)
     except BrokenPipeError:  # the reader went away (``| head``): end quietly, as a filter does
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -269,7 +269,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                       help="with --prior learned: the part of the training set the prior learns from")
     cert.add_argument("--prior-epochs", type=int, default=20, help="with --prior learned: its epochs")
     cert.add_argument("--seed", type=int, default=0)
-    add_output_arguments(cert, tabular=True)
+    add_output_arguments(cert)
     cert.set_defaults(func=cmd_certify)
 
     table = sub.add_parser("bounds-table",
@@ -286,13 +286,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     table.add_argument("--epochs", type=int, default=20)
     table.add_argument("--out", default=None, help="also write the rows to this CSV file")
     table.add_argument("--figure", default=None, help="also draw the bounds against the test error (PNG)")
-    add_output_arguments(table, tabular=True)
+    add_output_arguments(table)
     table.set_defaults(func=cmd_bounds_table)
 
     spectra = sub.add_parser("spectra", help="per-matrix spectra of every weight matrix, recurrent ones "
                              "included: norms, stable rank, condition, spectral margin, power-law alpha")
     add_subject_arguments(spectra)
-    add_output_arguments(spectra, tabular=True)
+    add_output_arguments(spectra)
     spectra.set_defaults(func=cmd_spectra)
 
     analyze = sub.add_parser("analyze", help="bound, Lemma 3, state norms, Jacobians, Lyapunov exponents, "

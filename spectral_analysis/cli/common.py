@@ -66,12 +66,13 @@ def load_matrix(path: str) -> torch.Tensor:
 OUTPUT_FORMATS = ("text", "json", "csv", "md")
 
 
-def add_output_arguments(parser: argparse.ArgumentParser, tabular: bool = False) -> None:
-    """``--json`` on every command; ``--format text|json|csv|md`` on the tabular ones."""
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--json`` and ``--format text|json|csv|md`` on every command: a table's rows, or a record as one
+    row, as CSV or Markdown."""
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout (= --format json)")
-    if tabular:
-        parser.add_argument("--format", choices=OUTPUT_FORMATS, default="text",
-                            help="text (default), json, csv or md (a Markdown table)")
+    parser.add_argument("--format", choices=OUTPUT_FORMATS, default="text",
+                        help="text (default), json, csv or md (a Markdown table: the command's table, or "
+                        "its record as one row)")
 
 
 def show_progress(args: argparse.Namespace) -> bool:
@@ -82,19 +83,20 @@ def show_progress(args: argparse.Namespace) -> bool:
 
 
 def output_format(args: argparse.Namespace) -> str:
-    return "json" if args.json else getattr(args, "format", "text")
+    return "json" if args.json else args.format
 
 
 def emit(args: argparse.Namespace, payload: dict, text: Callable[[dict], str],
          rows: Callable[[dict], list[dict]] | None = None) -> None:
-    """Print ``payload`` as JSON, as text, or (``rows`` given) its rows as CSV or a Markdown table."""
+    """Print ``payload`` as JSON, as text, or as CSV or a Markdown table: its ``rows``, or without them the
+    record itself as one row (nested fields as ``parent.child`` columns)."""
     fmt = output_format(args)
     if fmt == "json":
         print(json.dumps(payload, indent=2))
     elif fmt in ("csv", "md"):
         from spectral_analysis.tables import render
 
-        print(render(rows(payload), fmt), end="")
+        print(render(rows(payload) if rows else [payload], fmt), end="")
     else:
         print(text(payload))
 
@@ -129,4 +131,4 @@ def results_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="results directory (default: the repository's results/ or $SPECTRAL_ANALYSIS_RESULTS)",
     )
-    add_output_arguments(parser, tabular=True)
+    add_output_arguments(parser)

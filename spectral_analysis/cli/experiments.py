@@ -11,6 +11,7 @@ from spectral_analysis.cli.common import (
     CommandError,
     add_output_arguments,
     emit,
+    output_format,
     real,
     results_arguments,
     results_dir,
@@ -58,7 +59,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
             if name not in catalog:
                 raise CommandError(f"unknown experiment {name!r}; the catalog has {sorted(catalog)}")
             estimate = estimate_experiment(catalog[name], results, device=args.device)
-            if not args.json:
+            if output_format(args) == "text":
                 cap = estimate.get("total_seconds_at_cap")
                 at_cap = "" if cap is None else f", at most {cap / 3600:.1f} h to the max_steps cap"
                 print(
@@ -163,7 +164,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     catalog = load_catalog(args.catalog)
     sweeps = named_sweeps(catalog, args.names, args.scale)
-    report = (lambda _line: None) if args.json else (lambda line: print(line, flush=True))
+    report = (lambda _line: None) if output_format(args) != "text" else (lambda line: print(line, flush=True))
     scheduler = None
     if args.scheduler == "asha":
         from spectral_analysis.experiments.ray_grid import asha

@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from spectral_analysis.cli.common import add_output_arguments, real, show_progress
+from spectral_analysis.cli.common import add_output_arguments, emit, real, show_progress
 from spectral_analysis.vocabulary import LANDSCAPE_DEFAULTS
 
 
@@ -30,7 +30,7 @@ def cmd_landscape(args: argparse.Namespace) -> int:
         report["figures"] = [str(f) for f in figures]
         names = ", ".join(f.name for f in figures)
         markdown += f"\n\nwritten to {out}: landscape.json, landscape.md, {names}"
-    print(json.dumps(report, indent=1) if args.json else markdown)
+    emit(args, report, lambda _: markdown)
     return 0
 
 

@@ -85,5 +85,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     params.add_argument("--inputs", type=int, required=True, help="input size n_i")
     params.add_argument("--hidden", type=int, required=True, help="hidden size n")
     params.add_argument("--outputs", type=int, required=True, help="output size n_y")
-    add_output_arguments(params, tabular=True)
+    add_output_arguments(params)
     params.set_defaults(func=cmd_params)

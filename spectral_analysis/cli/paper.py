@@ -43,5 +43,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--md", default=None, help="also write the Markdown table to this file")
     check.add_argument("--readme", default=None, help="regenerate the discrepancy list between the "
                        "<!-- discrepancies:begin/end --> markers of this file (docs/paper-checks.md)")
-    add_output_arguments(check, tabular=True)
+    add_output_arguments(check)
     check.set_defaults(func=cmd_check_paper)

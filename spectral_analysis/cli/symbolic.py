@@ -63,5 +63,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help=f"run only this check (repeatable): {', '.join(SYMBOLIC_CHECKS)}",
     )
     verify.add_argument("--md", default=None, help="also write the Markdown report to this file")
-    add_output_arguments(verify, tabular=True)
+    add_output_arguments(verify)
     verify.set_defaults(func=cmd_verify_symbolic)

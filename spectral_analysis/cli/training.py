@@ -12,6 +12,7 @@ from spectral_analysis.cli.common import (
     add_output_arguments,
     checkpoint_arg,
     emit,
+    output_format,
     real,
     show_progress,
 )
@@ -171,7 +172,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                              model_options=options, task_options={"length": args.length},
                              steps=args.steps, eval_every=max(1, args.steps // 4), record_every=25,
                              checkpoint_every=max(1, args.steps // 4),
-                             progress=show_progress(args) and not args.json)
+                             progress=show_progress(args) and output_format(args) == "text")
         summary = train(config)
         runs[model] = {"out": str(root / model), "test_mse": summary["test"]["mse"],
                        "valid_mse": summary["valid"]["mse"],

@@ -28,6 +28,7 @@ a later ``run`` is not stopped by an old request (on a cluster, only nodes that 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -68,6 +69,7 @@ from spectral_analysis.train import TrainConfig, Trainer
 from spectral_analysis.train.run_state import resume_conflicts
 from spectral_analysis.vocabulary import SWEEP_BACKENDS
 
+logger = logging.getLogger(__name__)
 STOP_REQUEST = ".stop"  # in a sweep's out directory: see request_stop
 
 
@@ -324,7 +326,7 @@ def run_sweeps(
     tensorboard: bool = False,
     scheduler: Any = None,
     tune_callbacks: Sequence[Any] = (),
-    report: Callable[[str], None] = print,
+    report: Callable[[str], None] = logger.info,
 ) -> list[SweepOutcome]:
     """Run the grids of ``experiments`` on Ray Tune as one grid (see the module docstring), each at
     ``scale`` or, given as an ``(experiment, scale)`` pair, at its own: the experiments in the order

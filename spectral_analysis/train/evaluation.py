@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ from spectral_analysis.data.objectives import (
 )
 from spectral_analysis.nn import RecurrentModel
 from spectral_analysis.train.schema import validate_log_row
+
+logger = logging.getLogger(__name__)
 
 
 def model_outputs(model: nn.Module, inputs: torch.Tensor, h0=None, last_step: bool = False):
@@ -114,8 +116,7 @@ class RunLog:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 if number == len(lines) and not self.path.read_text().endswith("\n"):
-                    warnings.warn(f"{self.path}: dropped a torn last line (an interrupted write)",
-                                  stacklevel=2)
+                    logger.warning("%s: dropped a torn last line (an interrupted write)", self.path)
                     break
                 raise ValueError(f"{self.path}: line {number} is not JSON") from None
             try:

@@ -33,10 +33,10 @@ epoch's end.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import shutil
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import asdict
 from fnmatch import fnmatchcase
@@ -66,6 +66,8 @@ from spectral_analysis.train.run_state import (
     resume_conflicts,
 )
 from spectral_analysis.train.tensorboard import TensorBoardMirror
+
+logger = logging.getLogger(__name__)
 
 
 class TrainingDivergedError(RuntimeError):
@@ -136,7 +138,7 @@ class Trainer:
             if not self.out.is_dir():
                 raise ValueError(f"nothing to resume: {last} does not exist")
             # killed before its first checkpoint: nothing to keep, the run starts over
-            warnings.warn(f"{self.out} has no checkpoint yet: the run starts from step 0", stacklevel=2)
+            logger.warning("%s has no checkpoint yet: the run starts from step 0", self.out)
             resume, self._restart = False, True
         fresh_directory, lock_existed = not self.out.exists(), (self.out / ".lock").exists()
         self._lock = lock_run_directory(self.out)
