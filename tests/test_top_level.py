@@ -33,3 +33,25 @@ def test_an_unknown_name_is_refused_with_the_names_there_are():
 def test_the_top_level_example_runs():
     result = doctest.testmod(sa)
     assert result.attempted >= 6 and result.failed == 0
+
+
+def test_the_analyzers_take_a_users_module():
+    """Jacobians, Lyapunov exponents and the bound read a plain nn.LSTM / nn.RNN as they read the
+    toolkit model it imports as."""
+    import torch
+
+    import spectral_analysis as sa
+
+    torch.manual_seed(0)
+    lstm, x = torch.nn.LSTM(3, 5, batch_first=True), torch.randn(2, 6, 3)
+    imported = sa.load(lstm).model
+    direct, via = sa.jacobians(lstm, x), sa.jacobians(imported, x)
+    assert direct.log10_norms.shape == via.log10_norms.shape
+    assert (direct.log10_norms == via.log10_norms).all()
+    assert (sa.lyapunov(lstm, x) == sa.lyapunov(imported, x)).all()
+    rnn = torch.nn.RNN(3, 5, nonlinearity="relu")
+    inputs, labels = torch.randn(16, 6, 3), torch.randint(0, 5, (16,))
+    from spectral_analysis.data.arrays import UserData
+
+    report = sa.bound(rnn, user_data=UserData(inputs, labels, "in memory"), margin=0.5)
+    assert report["subject"]["convention"] == "nn.Module"

@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 import torch
+from torch import nn
 from tqdm import tqdm
 
 from spectral_analysis.analysis.bounds import (
@@ -29,6 +30,7 @@ from spectral_analysis.analysis.network import Eq17Network, eq17_network
 from spectral_analysis.data import TaskData
 from spectral_analysis.data.arrays import UserData
 from spectral_analysis.io import Subject
+from spectral_analysis.io.subjects import as_subject
 from spectral_analysis.vocabulary import DEFAULT_DELTA
 
 DEFAULT_QUANTILE = 0.1
@@ -108,7 +110,7 @@ def _recorded_task_bound(metadata: dict[str, Any]) -> tuple[float, str]:
         return float(metadata["task"]["data_bound"]), "checkpoint metadata (measured on its training inputs)"
 
 
-def bound_report(subject: Subject, data: str | None = None, margin: float | None = None,
+def bound_report(subject: Subject | nn.Module | str, data: str | None = None, margin: float | None = None,
                  quantile: float | None = None, delta: float = DEFAULT_DELTA, data_bound: float | None = None,
                  length: int | None = None, samples: int | None = None, seed: int = 0,
                  user_data: UserData | None = None, progress: bool = False) -> dict[str, Any]:
@@ -123,6 +125,7 @@ def bound_report(subject: Subject, data: str | None = None, margin: float | None
 
     ```
     """
+    subject = as_subject(subject)
     if margin is not None and quantile is not None:
         raise ValueError("give either a margin or a margin quantile, not both")
     if margin is not None and not (math.isfinite(margin) and margin > 0):

@@ -30,11 +30,12 @@ import time
 from dataclasses import asdict, dataclass
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch.func import functional_call
 from tqdm import tqdm
 
 from spectral_analysis.io import Subject
+from spectral_analysis.io.subjects import as_subject
 from spectral_analysis.nn import build_model
 from spectral_analysis.vocabulary import OBJECTIVES, PRIORS
 
@@ -319,13 +320,14 @@ def prior_split(m: int, fraction: float, seed: int) -> tuple[Tensor, Tensor]:
     return order[:cut], order[cut:]
 
 
-def certify(subject: Subject, inputs: Tensor, labels: Tensor, delta: float = 0.025,
+def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, delta: float = 0.025,
             delta_prime: float = 0.01, mc_samples: int = 20000, epochs: int = 20, seed: int = 0,
             chunk_size: int = 50, objective: str = "quadratic", prior: str = "init",
             prior_fraction: float = 0.5, prior_epochs: int = 20, lr: float = 1e-4,
             init_std: float = INIT_STD, progress: bool = False) -> tuple[dict, Posterior]:
     """Fit Q on the training sequences ``(inputs, labels)`` and certify it (module docstring): the
     record (the certificate, the prior, the sample split, the training error of Q's mean) and Q itself."""
+    subject = as_subject(subject)
     if not (0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
     if objective not in OBJECTIVES:

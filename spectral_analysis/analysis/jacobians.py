@@ -12,6 +12,10 @@ of this works for any model of the registry. For one layer ``s_t = h^(t)``.
 - ``||dL/dh^(t)||`` for the task's loss: one backward pass with a zero offset added to every state.
 - Lyapunov exponents by the QR method (Benettin et al.): ``Q_t R_t = A_t Q_{t-1}`` with
   ``diag(R_t) > 0``; ``lambda_i = (1/T) sum_t ln R_t[i, i]`` (natural log, per step).
+
+``model``: a toolkit recurrent model, a :func:`~spectral_analysis.load` subject, or a user's module
+(``nn.RNN`` / ``nn.GRU`` / ``nn.LSTM``, alone or with an ``nn.Linear`` head), imported on the way;
+``x`` is ``(batch, time, features)`` whatever the module's ``batch_first``.
 """
 
 from __future__ import annotations
@@ -22,12 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from tqdm import tqdm
 
+from spectral_analysis.io.subjects import Subject, as_recurrent_model
 from spectral_analysis.nn import RecurrentModel
 from spectral_analysis.vocabulary import MODRELU
 
+Analyzable = RecurrentModel | Subject | nn.Module  # what the analyzers take (module docstring)
 LN10 = math.log(10.0)
 
 
@@ -62,12 +68,13 @@ def _trajectory(model: RecurrentModel, x: Tensor, s0: Tensor | None, states: Ten
     return states
 
 
-def state_norms(model: RecurrentModel, x: Tensor, s0: Tensor | None = None,
+def state_norms(model: Analyzable, x: Tensor, s0: Tensor | None = None,
                 states: Tensor | None = None) -> np.ndarray:
     """``||s_t||_2`` for t = 0 .. T as ``(B, T + 1)``: the size of the forward pass's state, where a
     recurrence that blows up (``sigma_max(W) > 1`` under a non-saturating activation such as modReLU)
     shows before the loss does; ``inf`` where the state overflowed the model's dtype. ``states``: a
     trajectory already computed by ``state_trajectory(model, x, s0)``, so one forward pass serves all."""
+    model = as_recurrent_model(model)
     states = _trajectory(model, x, s0, states)
     return torch.linalg.vector_norm(states.detach().double(), dim=-1).cpu().numpy()
 
@@ -93,11 +100,12 @@ class JacobianProducts:
             return top - bottom
 
 
-def jacobian_products(model: RecurrentModel, x: Tensor, s0: Tensor | None = None,
+def jacobian_products(model: Analyzable, x: Tensor, s0: Tensor | None = None,
                       keep_matrices: bool = False, spectra: bool = True,
                       progress: bool = False, states: Tensor | None = None) -> JacobianProducts:
     """All ``J(t)`` by the backward recursion ``J(t) = J(t+1) A_{t+1}`` (one batched matmul a step);
     ``states`` as in ``state_norms``."""
+    model = as_recurrent_model(model)
     states = _trajectory(model, x, s0, states)
     jac = model.step_jacobian_function()
     B, T1, d = states.shape
@@ -179,7 +187,7 @@ def hidden_gradient_norms(model: RecurrentModel, x: Tensor, loss_fn: Callable[[T
     return np.array([0.0 if g is None else float(g.norm()) for g in grads])
 
 
-def lyapunov_exponents(model: RecurrentModel, x: Tensor, s0: Tensor | None = None,
+def lyapunov_exponents(model: Analyzable, x: Tensor, s0: Tensor | None = None,
                        burn_in: int = 0, progress: bool = False,
                        states: Tensor | None = None) -> np.ndarray:
     """Lyapunov spectrum ``(B, d)`` (natural log per step, descending) of the input-driven recurrence.
@@ -190,6 +198,7 @@ def lyapunov_exponents(model: RecurrentModel, x: Tensor, s0: Tensor | None = Non
     tolerance of ``numpy.linalg.matrix_rank``), so its exponent does not depend on LAPACK's thread count.
     ``states`` as in ``state_norms``.
     """
+    model = as_recurrent_model(model)
     states = _trajectory(model, x, s0, states)
     B, T1, d = states.shape
     T = T1 - 1

@@ -54,6 +54,19 @@ class Subject:
                 "assumptions": list(self.assumptions)}
 
 
+def as_subject(source: Subject | str | Path | nn.Module) -> Subject:
+    """What an analyzer takes: a :class:`Subject` as it is, anything else through :func:`load`."""
+    return source if isinstance(source, Subject) else load(source)
+
+
+def as_recurrent_model(source: Subject | str | Path | nn.Module) -> RecurrentModel:
+    """The toolkit recurrent model behind a subject, a module (a user's ``nn.RNN`` / ``nn.GRU`` /
+    ``nn.LSTM``, alone or with a head) or a file, for the analyzers of the recurrence."""
+    if isinstance(source, RecurrentModel):
+        return source
+    return as_subject(source).model
+
+
 def load(source: str | Path | nn.Module, arch: str | None = None, head_prefix: str | None = None,
          device: str | torch.device = "cpu", allow_nonfinite: bool = False,
          feedforward: bool = False) -> Subject:
