@@ -320,3 +320,27 @@ def test_an_asha_sweep_stops_its_weak_trials_early_through_tune(tmp_path, capsys
     assert not rows[min(stopped)]["fitness"]["fit"]
     assert main(args) == 0  # a rerun leaves them as a failed trial is left
     assert json.loads(capsys.readouterr().out)["sweeps"][0]["ran"] == []
+
+
+def test_a_tune_search_draws_trials_named_by_their_values(tmp_path, capsys):
+    """`run --search lr=loguniform:... --samples 2`: Tune draws each grid point twice; each draw is a
+    trial kept under its values, with exactly those values in its configuration."""
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "asha.toml").write_text(ASHA_GRID.replace("hidden = [6, 7, 8]", "hidden = [6]"))
+    args = ["--quiet", "run", "asha", "--json", "--scale", "smoke", "--catalog", str(catalog), "--out",
+            str(tmp_path / "runs"), "--results", str(tmp_path / "results"), "--workers", "2",
+            "--search", "lr=loguniform:1e-3:1e-1", "model_options.leak=uniform:0.01:0.02", "--samples", "2"]
+    assert main(args) == 0
+    (sweep,) = json.loads(capsys.readouterr().out)["sweeps"]
+    rows = read_rows(tmp_path / "results", "asha", "smoke")
+    assert len(rows) == 4 == len(sweep["ran"]) and {r["status"] for r in rows} == {"done"}
+    for row in rows:
+        lr = row["config"]["lr"]
+        assert 1e-3 <= lr <= 1e-1 and f"_lr{lr}_" in row["trial"], row["trial"]
+        assert row["trial"].startswith(row["variant"]) and row["axes"]["lr"] == lr
+    assert len({r["trial"] for r in rows}) == 4
+    assert main(args[:-5] + ["--search", "lr=normal:0:1"]) == 1  # a domain it does not know: one line
+    assert "expected PATH=DOMAIN:ARGS" in capsys.readouterr().err
+    assert main(args[:-5] + ["--search", "model_options.r=uniform:0.01:0.02"]) == 1  # before Ray starts
+    assert "does not take option(s) ['r']" in capsys.readouterr().err

@@ -30,6 +30,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                     "spectral-analysis experiments --estimate table2-mnist --device cuda"),
     "run": ("spectral-analysis run fig1-addition --scale smoke --workers 2",
             "spectral-analysis run fig1-addition --scale smoke --scheduler asha --grace-period 2",
+            "spectral-analysis run fig1-addition --scale smoke --search lr=loguniform:1e-4:1e-2 --samples 4",
             "spectral-analysis run table2-mnist@budget kru-copy --scale paper --time-budget 3600"),
     "stop": ("spectral-analysis stop --out runs",),
     "park": ("spectral-analysis park fig1-addition --scale paper --out runs",),

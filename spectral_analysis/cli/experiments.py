@@ -5,6 +5,7 @@ and the Ray Tune runner that keeps results (the commands that read them are in
 from __future__ import annotations
 
 import argparse
+import json
 from typing import TYPE_CHECKING, Any
 
 from spectral_analysis.cli.common import (
@@ -159,6 +160,33 @@ def named_sweeps(catalog: dict[str, Experiment], names: list[str], scale: str) -
     return pairs
 
 
+SEARCH_DOMAINS = ("loguniform", "uniform", "randint", "choice")
+
+
+def search_domains(specs: list[str]) -> dict[str, Any]:
+    """``--search PATH=DOMAIN:ARGS`` as Tune domains: ``lr=loguniform:1e-4:1e-2``, ``hidden=choice:64,128``,
+    ``model_options.r=uniform:0.01:0.1``, ``hidden=randint:32:129``."""
+    from ray import tune
+
+    domains = {}
+    for spec in specs:
+        path, _, text = spec.partition("=")
+        kind, _, rest = text.partition(":")
+        if not path or kind not in SEARCH_DOMAINS or not rest:
+            raise CommandError(f"--search {spec!r}: expected PATH=DOMAIN:ARGS with DOMAIN one of "
+                               f"{', '.join(SEARCH_DOMAINS)} (lr=loguniform:1e-4:1e-2, hidden=choice:64,128)")
+        try:
+            if kind == "choice":
+                domains[path] = tune.choice([json.loads(v) if v[:1].isdigit() or v[:1] == "-" else v
+                                             for v in rest.split(",")])
+            else:
+                low, high = (float(v) if kind != "randint" else int(v) for v in rest.split(":"))
+                domains[path] = getattr(tune, kind)(low, high)
+        except ValueError as error:
+            raise CommandError(f"--search {spec!r}: {error}") from None
+    return domains
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from spectral_analysis.experiments import load_catalog, run_sweeps
 
@@ -170,6 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from spectral_analysis.experiments.ray_grid import asha
 
         scheduler = asha(args.grace_period, args.reduction_factor)
+    search_space = search_domains(args.search) if args.search else None
     outcomes = run_sweeps(
         [(catalog[name], scale) for name, scale in sweeps],
         args.scale,
@@ -185,6 +214,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         retry_failed=args.retry_failed,
         tensorboard=args.tensorboard,
         scheduler=scheduler,
+        search_space=search_space,
+        num_samples=args.samples,
         report=report,
     )
     sweeps = [
@@ -346,6 +377,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                      help="ASHA's first rung, in validation evaluations (default 1)")
     run.add_argument("--reduction-factor", type=int, default=3,
                      help="ASHA keeps the top 1/N of each rung (default 3)")
+    run.add_argument("--search", nargs="+", metavar="PATH=DOMAIN:ARGS", default=None,
+                     help="a Tune search over configuration fields at every grid point: "
+                     "lr=loguniform:1e-4:1e-2, hidden=choice:64,128, model_options.r=uniform:0.01:0.1, "
+                     "hidden=randint:32:129; each draw is a trial named by its values")
+    run.add_argument("--samples", type=int, default=1, help="draws of --search at every grid point")
     catalog_arguments(run)
     run.set_defaults(func=cmd_run)
 

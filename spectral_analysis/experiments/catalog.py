@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from spectral_analysis.io.zoo import PLAIN_NAME
+from spectral_analysis.nn.registry import resolve_options
 from spectral_analysis.train import TrainConfig
 from spectral_analysis.vocabulary import REQUIRED_SCALES, SCALES
 
@@ -170,6 +171,41 @@ class Experiment:
             for axis, value in trial.axes.items():
                 keys.setdefault(axis, []).append(str(value))
         return {key: list(dict.fromkeys(values)) for key, values in keys.items()}
+
+
+def sampled_trial(trial: Trial, sample: dict[str, Any]) -> Trial:
+    """``trial`` with the values a search drew (``{"lr": 0.0123, "model_options.r": 0.05}``) set in its
+    configuration and named in its key before the seed (``rnn_length100_lr0.0123_s0``); a float is kept
+    to 4 significant digits, so that the key names the configuration exactly.
+
+    ```python
+    >>> config = {"model": "rnn", "task": "addition", "steps": 10, "lr": 1e-3}
+    >>> trial = Trial("x", "smoke", "rnn_s0", "rnn", {}, 0, config)
+    >>> drawn = sampled_trial(trial, {"lr": 0.0123456})
+    >>> drawn.key, drawn.config["lr"], drawn.axes
+    ('rnn_lr0.01235_s0', 0.01235, {'lr': 0.01235})
+
+    ```
+    """
+    values = {path: float(f"{v:.4g}") if isinstance(v, float) else v for path, v in sample.items()}
+    config = copy.deepcopy(trial.config)
+    for path, value in values.items():
+        head = path.partition(".")[0]
+        if head not in CONFIG_FIELDS or ("." in path and head not in MERGED_FIELDS):
+            raise ValueError(f"a search over {path!r}: expected a training field "
+                             f"({', '.join(CONFIG_FIELDS)}) or one of {', '.join(MERGED_FIELDS)} with a "
+                             "dotted option")
+        _set_dotted(config, path, value)
+    stem, seed = trial.key.rsplit("_s", 1)
+    suffix = "".join(f"_{_short(path)}{_key_text(value)}" for path, value in values.items())
+    drawn = Trial(trial.experiment, trial.scale, f"{stem}{suffix}_s{seed}", trial.variant,
+                  {**trial.axes, **{_short(p): v for p, v in values.items()}}, trial.seed, config)
+    try:
+        drawn.train_config("unused").validate()
+        resolve_options(config["model"], config.get("model_options", {}))
+    except ValueError as error:
+        raise ValueError(f"trial {drawn.key}: {error}") from None
+    return drawn
 
 
 def _short(path: str) -> str:

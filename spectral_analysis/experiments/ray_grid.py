@@ -16,12 +16,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT
+from spectral_analysis.experiments.catalog import Trial, sampled_trial
 from spectral_analysis.train.plateau import LOWER_IS_BETTER
 
 # what a Tune scheduler ranks trials by: the task's primary validation metric, negated where lower is
@@ -112,17 +114,31 @@ def spec_id(spec: dict[str, Any]) -> str:
     return f"{spec['trial']['experiment']}/{spec['trial']['key']}"
 
 
+def trial_spec(config: dict[str, Any]) -> dict[str, Any]:
+    """The spec a Tune trial runs: its grid point, with the values a search drew (``config["search"]``)
+    set in it (:func:`~spectral_analysis.experiments.catalog.sampled_trial`) and its run directory named
+    by the drawn trial."""
+    spec, sample = config["spec"], config.get("search")
+    if not sample:
+        return spec
+    drawn = sampled_trial(Trial(**spec["trial"]), sample)
+    return {**spec, "trial": asdict(drawn), "run_dir": str(Path(spec["run_dir"]).parent / drawn.key)}
+
+
 def run_grid(
     specs: list[dict[str, Any]], trainable: Callable[[dict[str, Any]], dict[str, Any]], gpus_per_trial: float,
     storage: Path, name: str, report: Callable[[str], None], finished: Callable[[str], None],
     scheduler: Any = None, callbacks: Iterable[Any] = (),
     stopped: Callable[[dict[str, Any], dict[str, Any]], str] | None = None,
+    search_space: dict[str, Any] | None = None, num_samples: int = 1,
 ) -> dict[str, str]:
     """Run ``trainable`` on each spec (called with ``{"spec": spec}``) as one Tune grid on the running Ray,
     in their order as workers free up, one CPU each; returns each trial's status by ``experiment/key``.
     ``finished(experiment)`` is called as each trial ends. ``scheduler``: a Tune scheduler (:func:`asha`)
     that may end trials at an evaluation, each then kept by ``stopped(spec, last_result)``, which returns
-    its status; ``callbacks``: Tune callbacks beside the runner's own. When Ray's memory monitor kills a
+    its status; ``callbacks``: Tune callbacks beside the runner's own; ``search_space``: Tune domains by
+    configuration field (``{"lr": tune.loguniform(1e-4, 1e-2)}``), drawn ``num_samples`` times for each
+    spec (:func:`trial_spec`). When Ray's memory monitor kills a
     worker, Tune ends the whole grid (its actor manager raises on Ray's ``OutOfMemoryError``): the trials
     that ended keep their status, the others count unfinished and a rerun resumes them from their last
     checkpoint."""
@@ -139,16 +155,16 @@ def run_grid(
 
         def _ended(self, trial, status: str, kept: str | None = None) -> None:  # noqa: ANN001 (a Tune trial)
             self.count += 1
-            spec, result = trial.config["spec"], trial.last_result or {}
+            spec, result = trial_spec(trial.config), trial.last_result or {}
             self.statuses[spec_id(spec)] = kept or result.get("trial_status") or f"error: {status}"
-            report(f"[{self.count}/{len(specs)}] {spec_id(spec)}: {status}")
+            report(f"[{self.count}/{len(specs) * num_samples}] {spec_id(spec)}: {status}")
             finished(spec["trial"]["experiment"])
 
         def on_trial_complete(self, iteration, trials, trial, **info):  # noqa: ANN001 (Tune's signature)
             result = trial.last_result or {}
             if "trial_status" not in result and SCORE in result and stopped is not None:
                 # the scheduler ended it at an evaluation: its thread is gone, its run directory stays
-                status = stopped(trial.config["spec"], result)
+                status = stopped(trial_spec(trial.config), result)
                 self._ended(trial, f"{status} by the scheduler at step {result.get('step')}", status)
                 return
             self._ended(trial, result.get("trial_outcome") or result.get("trial_status") or "error")
@@ -160,8 +176,8 @@ def run_grid(
     progress = Progress()
     tuner = tune.Tuner(
         tune.with_resources(trainable, resources),
-        param_space={"spec": tune.grid_search(specs)},
-        tune_config=tune.TuneConfig(reuse_actors=True, scheduler=scheduler),
+        param_space={"spec": tune.grid_search(specs), **({"search": search_space} if search_space else {})},
+        tune_config=tune.TuneConfig(reuse_actors=True, scheduler=scheduler, num_samples=num_samples),
         run_config=tune.RunConfig(
             storage_path=str(storage),
             name=name,
@@ -176,7 +192,8 @@ def run_grid(
         if not isinstance(error.__cause__, OutOfMemoryError):
             raise
         report(f"the sweep stopped: Ray's memory monitor killed a worker ({str(error.__cause__)[:160]}...); "
-               f"{len(specs) - len(progress.statuses)} trial(s) unfinished, rerun to resume them")
+               f"{len(specs) * num_samples - len(progress.statuses)} trial(s) unfinished, rerun to resume "
+               "them")
         return progress.statuses
 
 
@@ -189,5 +206,5 @@ def tune_statuses(results: Iterable[Any]) -> dict[str, str]:
         status = (result.metrics or {}).get("trial_status")
         if result.config is None or (status is None and result.error is None):
             continue
-        statuses[spec_id(result.config["spec"])] = status or f"error: {result.error}"
+        statuses[spec_id(trial_spec(result.config))] = status or f"error: {result.error}"
     return statuses

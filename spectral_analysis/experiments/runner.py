@@ -42,7 +42,13 @@ from typing import Any
 import torch
 
 from spectral_analysis.allocator import keep_freed_memory
-from spectral_analysis.experiments.catalog import Experiment, Trial, configuration_key, load_catalog
+from spectral_analysis.experiments.catalog import (
+    Experiment,
+    Trial,
+    configuration_key,
+    load_catalog,
+    sampled_trial,
+)
 from spectral_analysis.experiments.estimate import read_estimate
 from spectral_analysis.experiments.ledger import write_ledger
 from spectral_analysis.experiments.parking import (
@@ -54,7 +60,13 @@ from spectral_analysis.experiments.parking import (
     restore_parked,
 )
 from spectral_analysis.experiments.process_grid import run_processes
-from spectral_analysis.experiments.ray_grid import SCORE, ray_session, report_evaluation, run_grid, spec_id
+from spectral_analysis.experiments.ray_grid import (
+    SCORE,
+    ray_session,
+    report_evaluation,
+    run_grid,
+    trial_spec,
+)
 from spectral_analysis.experiments.results import (
     keep_trial,
     kept_row_stands,
@@ -261,7 +273,7 @@ def _ray_trainable(config: dict[str, Any]) -> dict[str, Any]:
     def report(line: dict[str, Any], primary: str) -> None:
         last.update(report_evaluation(line, primary))
 
-    row = run_trial(config["spec"], on_evaluation=report)
+    row = run_trial(trial_spec(config), on_evaluation=report)
     return {**last, "trial_status": row["status"], "trial_key": row["trial"],
             "trial_outcome": outcome_text(row)}
 
@@ -326,6 +338,8 @@ def run_sweeps(
     tensorboard: bool = False,
     scheduler: Any = None,
     tune_callbacks: Sequence[Any] = (),
+    search_space: dict[str, Any] | None = None,
+    num_samples: int = 1,
     report: Callable[[str], None] = logger.info,
 ) -> list[SweepOutcome]:
     """Run the grids of ``experiments`` on Ray Tune as one grid (see the module docstring), each at
@@ -335,7 +349,10 @@ def run_sweeps(
     trials ends. ``scheduler``: a Tune scheduler ranking the trials' evaluations by ``valid_score``
     (``ray_grid.asha()``); a trial it ends is kept as ``stopped``, which a rerun leaves as it leaves a
     failed one (``retry_failed`` resumes both). ``tune_callbacks``: Tune callbacks (loggers) beside the
-    runner's own.
+    runner's own. ``search_space``: Tune domains by configuration field (``{"lr": tune.loguniform(1e-4,
+    1e-2)}``, dotted for an option: ``"model_options.r"``), drawn ``num_samples`` times at every grid
+    point; each draw is a trial of its own, named by its values (``rnn_lr0.01235_s0``), so a rerun draws
+    anew instead of resuming.
 
     ```python
     from spectral_analysis.experiments import find_experiment, run_sweep
@@ -356,8 +373,12 @@ def run_sweeps(
     if backend == "processes" and (address or os.environ.get("RAY_ADDRESS")):
         raise ValueError("a cluster address needs the ray backend: the processes backend runs on this "
                          "machine alone")
-    if backend == "processes" and (scheduler is not None or tune_callbacks):
-        raise ValueError("a Tune scheduler or Tune callbacks need the ray backend")
+    if backend == "processes" and (scheduler is not None or tune_callbacks or search_space):
+        raise ValueError("a Tune scheduler, search space or callbacks need the ray backend")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1 \
+            or (num_samples > 1 and not search_space):
+        raise ValueError(f"num_samples must be a positive integer, and more than 1 only with a search space; "
+                         f"got {num_samples!r}")
     if time_budget is not None and not time_budget > 0:
         raise ValueError(f"time budget must be > 0 seconds, got {time_budget}")
     clock = time.perf_counter()
@@ -381,12 +402,14 @@ def run_sweeps(
         outcome = outcomes[experiment.name] = SweepOutcome(experiment.name, grid_scale, [])
         to_run, held = [], held_back(experiment, grid_scale, catalog, results)
         for trial in longest_first(trials, read_estimate(results, experiment.name, device)):
-            if _kept_and_standing(results, trial, retry_failed):
+            if not search_space and _kept_and_standing(results, trial, retry_failed):
                 outcome.skipped.append(trial.key)
                 continue
             if trial.variant in held:
                 outcome.held[trial.key] = held[trial.variant]
                 continue
+            if search_space:  # a draw of every domain, to refuse a field the trials cannot take now
+                sampled_trial(trial, {path: domain.sample() for path, domain in search_space.items()})
             run_dir = out / experiment.name / grid_scale / trial.key
             to_run.append(TrialSpec(asdict(trial), str(run_dir), str(results), device, revision, deadline,
                                     str(out / STOP_REQUEST), started, tensorboard=tensorboard))
@@ -413,11 +436,14 @@ def run_sweeps(
         ):
             name = "sweep" if len(pairs) > 1 else f"{pairs[0][0].name}-{pairs[0][1]}"
             statuses = run_grid([asdict(s) for s in specs], _ray_trainable, gpus_per_trial, Path(tune_dir),
-                                name, report, finished, scheduler, tune_callbacks, _keep_stopped)
-    for spec in specs:
-        outcome, key = outcomes[spec.trial["experiment"]], spec.trial["key"]
+                                name, report, finished, scheduler, tune_callbacks, _keep_stopped,
+                                search_space, num_samples)
+    ran = ([(spec.trial["experiment"], spec.trial["key"]) for spec in specs] if not search_space
+           else [tuple(name.split("/", 1)) for name in statuses])  # a search's trials are its draws
+    for experiment_name, key in ran:
+        outcome = outcomes[experiment_name]
         outcome.ran.append(key)
-        status = statuses.get(spec_id(asdict(spec)), "unfinished")
+        status = statuses.get(f"{experiment_name}/{key}", "unfinished")
         if status == "unfinished":
             outcome.unfinished.append(key)
         elif status == "stopped":
