@@ -1,14 +1,17 @@
 """Atomic file writes: a file appears whole under its name or not at all, with the permissions a plain
 ``open(path, "w")`` would give it (``0o666`` less the umask; ``tempfile`` alone leaves ``0o600``, which
-hides results and checkpoints from the other users of a shared folder)."""
+hides results and checkpoints from the other users of a shared folder). And the one writer's lock
+(:func:`exclusive_lock`)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 
 def _umask() -> int:
@@ -38,3 +41,24 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     """``text`` written to ``path`` atomically (:func:`atomic_target`)."""
     with atomic_target(path) as tmp:
         tmp.write_text(text)
+
+
+def exclusive_lock(lock_file: str | Path, busy: str) -> IO[str]:
+    """An exclusive ``flock`` on ``lock_file`` (made if missing), held until the returned file is closed
+    or the process ends, even by ``kill -9``, so a lock is never orphaned; the holder's pid is written
+    in it. A second holder gets ``ValueError`` with ``busy`` formatted with that pid (``{pid}``)."""
+    lock_file = Path(lock_file)
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(lock_file, "a+")  # noqa: SIM115 (held open while the lock is held)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise ValueError(busy.format(pid=holder)) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle

@@ -262,7 +262,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return "\n".join(lines)
 
     emit(args, {"sweeps": sweeps}, text, lambda p: p["sweeps"])
-    return 0
+    return 1 if any(s["failed"] for s in sweeps) else 0  # a failed trial fails the command (and is kept)
 
 
 def cmd_park(args: argparse.Namespace) -> int:

@@ -34,7 +34,8 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from typing import Any
 import torch
 
 from spectral_analysis.allocator import keep_freed_memory
+from spectral_analysis.atomic import exclusive_lock
 from spectral_analysis.experiments.catalog import (
     Experiment,
     Trial,
@@ -78,11 +80,12 @@ from spectral_analysis.experiments.results import (
 from spectral_analysis.experiments.validation import held_back
 from spectral_analysis.io.zoo import RESULT_NAME, default_results_dir, trial_results_dir
 from spectral_analysis.train import TrainConfig, Trainer
-from spectral_analysis.train.run_state import resume_conflicts
+from spectral_analysis.train.run_state import lock_run_directory, resume_conflicts
 from spectral_analysis.vocabulary import SWEEP_BACKENDS
 
 logger = logging.getLogger(__name__)
 STOP_REQUEST = ".stop"  # in a sweep's out directory: see request_stop
+SWEEP_LOCK = ".sweep.lock"  # in a sweep's results and out folders: see writer_locks
 
 
 @dataclass
@@ -99,6 +102,7 @@ class TrialSpec:
     started: float = 0.0  # time.time() when the sweep started
     threads: int = 1
     tensorboard: bool = False  # the trainer also writes TensorBoard event files into the run directory
+    driver_pid: int | None = None  # the sweep's process on this machine: a trial stops when it is gone
 
 
 @dataclass
@@ -140,21 +144,22 @@ def park_sweeps(experiments: Sequence[Experiment | Sweep], scale: str, *, seeds:
     results = Path(results) if results else default_results_dir()
     lines: list[str] = []
     pairs = sweep_pairs(experiments, scale)
-    for experiment, grid_scale in pairs:
-        for trial in experiment.trials(grid_scale, seeds, only):
-            run_dir = Path(out) / experiment.name / grid_scale / trial.key
-            if not run_dir.is_dir() or _kept_and_standing(results, trial, retry_failed=False):
-                continue
-            config = trial.train_config(run_dir.resolve())
-            if (run_dir / CONFIG).is_file() and not _same_run(config):
-                lines.append(f"{experiment.name}: not parked: {trial.key} is a run of an older catalog entry "
-                             "(the next run starts the trial afresh)")
-                continue
-            parked = parked_dir(results, experiment.name, grid_scale, trial.key)
-            drop_if_stale(parked, config)
-            lines.append(f"{experiment.name}: {park_run(run_dir, parked)}")
-    if lines:
-        write_ledger(results, _catalog_of(pairs))
+    with writer_locks(Path(out).resolve(), results.resolve()):
+        for experiment, grid_scale in pairs:
+            for trial in experiment.trials(grid_scale, seeds, only):
+                run_dir = Path(out) / experiment.name / grid_scale / trial.key
+                if not run_dir.is_dir() or _kept_and_standing(results, trial, retry_failed=False):
+                    continue
+                config = trial.train_config(run_dir.resolve())
+                if (run_dir / CONFIG).is_file() and not _same_run(config):
+                    lines.append(f"{experiment.name}: not parked: {trial.key} is a run of an older catalog "
+                                 "entry (the next run starts the trial afresh)")
+                    continue
+                parked = parked_dir(results, experiment.name, grid_scale, trial.key)
+                drop_if_stale(parked, config)
+                lines.append(f"{experiment.name}: {park_run(run_dir, parked)}")
+        if lines:
+            write_ledger(results, _catalog_of(pairs))
     return lines
 
 
@@ -213,9 +218,24 @@ def request_stop(out: str | Path = "runs") -> Path:
     return path
 
 
+def _driver_gone(spec: TrialSpec) -> bool:
+    """The sweep that started this trial has died (``kill -9``): its workers must not train on."""
+    if spec.driver_pid is None:
+        return False
+    try:
+        os.kill(spec.driver_pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's: not ours, but not gone
+        return False
+    return False
+
+
 def _stop_now(spec: TrialSpec) -> bool:
-    """The time budget is spent, or a stop was requested after the sweep started."""
+    """The time budget is spent, a stop was requested after the sweep started, or the sweep died."""
     if spec.deadline is not None and time.time() >= spec.deadline:
+        return True
+    if _driver_gone(spec):
         return True
     try:
         return spec.stop_request is not None and os.stat(spec.stop_request).st_mtime >= spec.started
@@ -241,6 +261,8 @@ def run_trial(spec: TrialSpec | dict[str, Any],
         restore_parked(parked, config)
         resume = (run_dir / "last.safetensors").is_file() and _same_run(config)
         if not resume:  # killed before its first checkpoint, or a run of an older catalog entry
+            if run_dir.is_dir():
+                lock_run_directory(run_dir).close()  # never another writer's run (ValueError: locked)
             shutil.rmtree(run_dir, ignore_errors=True)
             drop_parked(parked)  # else its later step would keep the new run from parking over it
         trainer = Trainer(config, resume=resume)
@@ -249,6 +271,8 @@ def run_trial(spec: TrialSpec | dict[str, Any],
         status, error = ("done" if trainer.finished else "unfinished"), None
     except Exception as exc:  # noqa: BLE001 (any failure of one trial is recorded; the grid goes on)
         status, error = "failed", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    if status == "unfinished" and _driver_gone(spec):  # its checkpoint stays; nothing more is written
+        return {"trial": trial.key, "status": status, "step": trainer.step}
     if status == "unfinished":
         return {"trial": trial.key, "status": status, "step": trainer.step,
                 "parked": park_run(run_dir, parked)}
@@ -288,6 +312,19 @@ def _keep_stopped(spec: dict[str, Any], result: dict[str, Any]) -> str:
                device=spec_.device, git_revision=spec_.git_revision,
                wall_seconds=float(result.get("time_total_s") or 0.0))
     return "stopped"
+
+
+@contextmanager
+def writer_locks(out: Path, results: Path) -> Iterator[None]:
+    """The one writer's locks on a sweep's results tree and run directories, held while it runs
+    (``run`` and ``park``); a second sweep into either is refused with the holder's pid."""
+    folders = {results: "writes its kept results", out: "trains into it"}  # one lock where they agree
+    with ExitStack() as stack:
+        for folder, what in folders.items():
+            busy = (f"{folder} is in use: another sweep (pid {{pid}}) {what}; wait for it to end (or "
+                    f"`spectral-analysis stop --out {out}`), or give another folder")
+            stack.callback(exclusive_lock(folder / SWEEP_LOCK, busy).close)
+        yield
 
 
 def _kept_row(results: Path, trial: Trial) -> dict[str, Any] | None:
@@ -382,80 +419,83 @@ def run_sweeps(
     if time_budget is not None and not time_budget > 0:
         raise ValueError(f"time budget must be > 0 seconds, got {time_budget}")
     clock = time.perf_counter()
+    cluster = bool(address or os.environ.get("RAY_ADDRESS"))  # a worker on another node sees other pids
     # absolute: Tune runs each trial in a working directory of its own, where a relative path would
     # land the run directories inside Ray's session folder (and out of reach of the next resume)
     out = Path(out).resolve()
     results = (Path(results) if results else default_results_dir()).resolve()
-    device = "cuda" if gpus_per_trial else "cpu"
-    started = time.time()
-    deadline = started + time_budget if time_budget else None
-    revision, specs, outcomes = git_revision(), [], {}
-    pairs = sweep_pairs(experiments, scale)
-    catalog = _catalog_of(pairs)
-    for experiment, grid_scale in pairs:
-        trials = experiment.trials(grid_scale, seeds, only)
-        if not trials:
-            keys = "; ".join(f"{key} = {', '.join(values)}"
-                             for key, values in experiment.selectors(grid_scale).items())
-            raise ValueError(f"no trial of {experiment.name!r} at scale {grid_scale!r} matches {only}; "
-                             f"its trials are selected by {keys}")
-        outcome = outcomes[experiment.name] = SweepOutcome(experiment.name, grid_scale, [])
-        to_run, held = [], held_back(experiment, grid_scale, catalog, results)
-        for trial in longest_first(trials, read_estimate(results, experiment.name, device)):
-            if not search_space and _kept_and_standing(results, trial, retry_failed):
-                outcome.skipped.append(trial.key)
-                continue
-            if trial.variant in held:
-                outcome.held[trial.key] = held[trial.variant]
-                continue
-            if search_space:  # a draw of every domain, to refuse a field the trials cannot take now
-                sampled_trial(trial, {path: domain.sample() for path, domain in search_space.items()})
-            run_dir = out / experiment.name / grid_scale / trial.key
-            to_run.append(TrialSpec(asdict(trial), str(run_dir), str(results), device, revision, deadline,
-                                    str(out / STOP_REQUEST), started, tensorboard=tensorboard))
-        if to_run:
-            report(f"{experiment.name} ({grid_scale}): {len(to_run)} trial(s) to run, "
-                   f"{len(outcome.skipped)} already kept")
-        for why in dict.fromkeys(outcome.held.values()):
-            count = sum(w == why for w in outcome.held.values())
-            report(f"{experiment.name} ({grid_scale}): {count} trial(s) held back: {why}")
-        specs += to_run
-    def finished(experiment: str) -> None:
-        write_summary(results, experiment, outcomes[experiment].scale)
-        _write_ledger_now(results, pairs, catalog)
+    with writer_locks(out, results):  # one sweep at a time into these folders (module docstring)
+        device = "cuda" if gpus_per_trial else "cpu"
+        started = time.time()
+        deadline = started + time_budget if time_budget else None
+        revision, specs, outcomes = git_revision(), [], {}
+        pairs = sweep_pairs(experiments, scale)
+        catalog = _catalog_of(pairs)
+        for experiment, grid_scale in pairs:
+            trials = experiment.trials(grid_scale, seeds, only)
+            if not trials:
+                keys = "; ".join(f"{key} = {', '.join(values)}"
+                                 for key, values in experiment.selectors(grid_scale).items())
+                raise ValueError(f"no trial of {experiment.name!r} at scale {grid_scale!r} matches {only}; "
+                                 f"its trials are selected by {keys}")
+            outcome = outcomes[experiment.name] = SweepOutcome(experiment.name, grid_scale, [])
+            to_run, held = [], held_back(experiment, grid_scale, catalog, results)
+            for trial in longest_first(trials, read_estimate(results, experiment.name, device)):
+                if not search_space and _kept_and_standing(results, trial, retry_failed):
+                    outcome.skipped.append(trial.key)
+                    continue
+                if trial.variant in held:
+                    outcome.held[trial.key] = held[trial.variant]
+                    continue
+                if search_space:  # a draw of every domain, to refuse a field the trials cannot take now
+                    sampled_trial(trial, {path: domain.sample() for path, domain in search_space.items()})
+                run_dir = out / experiment.name / grid_scale / trial.key
+                to_run.append(TrialSpec(asdict(trial), str(run_dir), str(results), device, revision, deadline,
+                                        str(out / STOP_REQUEST), started, tensorboard=tensorboard,
+                                        driver_pid=None if cluster else os.getpid()))
+            if to_run:
+                report(f"{experiment.name} ({grid_scale}): {len(to_run)} trial(s) to run, "
+                       f"{len(outcome.skipped)} already kept")
+            for why in dict.fromkeys(outcome.held.values()):
+                count = sum(w == why for w in outcome.held.values())
+                report(f"{experiment.name} ({grid_scale}): {count} trial(s) held back: {why}")
+            specs += to_run
+        def finished(experiment: str) -> None:
+            write_summary(results, experiment, outcomes[experiment].scale)
+            _write_ledger_now(results, pairs, catalog)
 
-    statuses: dict[str, str] = {}
-    if specs and backend == "processes":
-        statuses = run_processes([asdict(s) for s in specs], run_trial, workers, report, finished)
-    elif specs:
-        storage = out / ".tune"
-        storage.mkdir(parents=True, exist_ok=True)
-        with (
-            tempfile.TemporaryDirectory(dir=storage) as tune_dir,
-            ray_session(workers, gpus_per_trial, address),
-        ):
-            name = "sweep" if len(pairs) > 1 else f"{pairs[0][0].name}-{pairs[0][1]}"
-            statuses = run_grid([asdict(s) for s in specs], _ray_trainable, gpus_per_trial, Path(tune_dir),
-                                name, report, finished, scheduler, tune_callbacks, _keep_stopped,
-                                search_space, num_samples)
-    ran = ([(spec.trial["experiment"], spec.trial["key"]) for spec in specs] if not search_space
-           else [tuple(name.split("/", 1)) for name in statuses])  # a search's trials are its draws
-    for experiment_name, key in ran:
-        outcome = outcomes[experiment_name]
-        outcome.ran.append(key)
-        status = statuses.get(f"{experiment_name}/{key}", "unfinished")
-        if status == "unfinished":
-            outcome.unfinished.append(key)
-        elif status == "stopped":
-            outcome.stopped.append(key)
-        elif status != "done":
-            outcome.failed.append(key)
-    for outcome in outcomes.values():
-        outcome.promoted = promote_zoo_seeds(results, outcome.experiment, outcome.scale, out)
-        outcome.rows = (write_summary(results, outcome.experiment, outcome.scale)
-                        if read_rows(results, outcome.experiment, outcome.scale) else [])
-        outcome.failed = sorted({r["trial"] for r in outcome.rows if r["status"] == "failed"}
-                                | set(outcome.failed))
-        outcome.seconds = time.perf_counter() - clock
-    _write_ledger_now(results, pairs, catalog)
-    return list(outcomes.values())
+        statuses: dict[str, str] = {}
+        if specs and backend == "processes":
+            statuses = run_processes([asdict(s) for s in specs], run_trial, workers, report, finished)
+        elif specs:
+            storage = out / ".tune"
+            storage.mkdir(parents=True, exist_ok=True)
+            with (
+                tempfile.TemporaryDirectory(dir=storage) as tune_dir,
+                ray_session(workers, gpus_per_trial, address),
+            ):
+                name = "sweep" if len(pairs) > 1 else f"{pairs[0][0].name}-{pairs[0][1]}"
+                statuses = run_grid([asdict(s) for s in specs], _ray_trainable, gpus_per_trial,
+                                    Path(tune_dir), name, report, finished, scheduler, tune_callbacks,
+                                    _keep_stopped, search_space, num_samples)
+        ran = ([(spec.trial["experiment"], spec.trial["key"]) for spec in specs] if not search_space
+               else [tuple(name.split("/", 1)) for name in statuses])  # a search's trials are its draws
+        for experiment_name, key in ran:
+            outcome = outcomes[experiment_name]
+            outcome.ran.append(key)
+            status = statuses.get(f"{experiment_name}/{key}", "unfinished")
+            if status == "unfinished":
+                outcome.unfinished.append(key)
+            elif status == "stopped":
+                outcome.stopped.append(key)
+            elif status != "done":
+                outcome.failed.append(key)
+        for outcome in outcomes.values():
+            outcome.promoted = promote_zoo_seeds(results, outcome.experiment, outcome.scale, out)
+            outcome.rows = (write_summary(results, outcome.experiment, outcome.scale)
+                            if read_rows(results, outcome.experiment, outcome.scale) else [])
+            outcome.failed = sorted({r["trial"] for r in outcome.rows if r["status"] == "failed"}
+                                    | set(outcome.failed))
+            outcome.seconds = time.perf_counter() - clock
+        _write_ledger_now(results, pairs, catalog)
+        return list(outcomes.values())

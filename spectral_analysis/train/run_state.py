@@ -4,36 +4,23 @@ streamed task carries across batches) as named tensors, so that a checkpoint loa
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import torch
 from torch import Tensor
 
+from spectral_analysis.atomic import exclusive_lock
 from spectral_analysis.train.config import RESUMABLE_CHANGES, TrainConfig, field_default
 
 
 def lock_run_directory(out: Path) -> IO[str]:
     """An exclusive lock on ``out/.lock`` held while this process trains into ``out`` (released when the
     returned file is closed or the process ends); a second writer gets one line naming the holder."""
-    out.mkdir(parents=True, exist_ok=True)
-    handle = open(out / ".lock", "a+")  # noqa: SIM115 (held open for the trainer's lifetime)
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "unknown"
-        handle.close()
-        raise ValueError(f"{out} is locked: another process (pid {holder}) is training into it") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(str(os.getpid()))
-    handle.flush()
-    return handle
+    busy = f"{out} is locked: another process (pid {{pid}}) is training into it"
+    return exclusive_lock(out / ".lock", busy)
 
 
 def optimizer_tensors(optimizer: torch.optim.Optimizer) -> dict[str, Tensor]:
@@ -77,10 +64,24 @@ def resume_conflicts(config: TrainConfig, parked_copy: str | Path | None = None)
         raise ValueError(f"cannot resume: {config_file} is unreadable ({error})") from None
     if not isinstance(stored, dict) or not isinstance(stored.get("train"), dict):
         raise ValueError(f"cannot resume: {config_file} holds no training configuration (no 'train' object)")
+    return _changed(config, stored["train"], "in this run", compare_out=parked_copy is None)
+
+
+def checkpoint_conflicts(config: TrainConfig, recorded: dict[str, Any]) -> list[str]:
+    """What ``config`` changed against the configuration a checkpoint recorded when it was written (its
+    metadata's ``train``), beyond :data:`RESUMABLE_CHANGES`: an edited ``config.json`` that agrees with
+    the command but not with the weights it would continue."""
+    return _changed(config, recorded, "when the checkpoint was written", compare_out=False)
+
+
+def _changed(config: TrainConfig, stored: dict[str, Any], where: str, compare_out: bool) -> list[str]:
     conflicts = []
     for key, value in asdict(config).items():
-        before = stored["train"][key] if key in stored["train"] else field_default(key)
-        same = (parked_copy is not None or Path(before) == Path(value)) if key == "out" else before == value
+        before = stored[key] if key in stored else field_default(key)
+        if key == "out":
+            same = not compare_out or Path(before) == Path(value)
+        else:
+            same = json.loads(json.dumps(before)) == json.loads(json.dumps(value))  # a tuple reads as a list
         if key not in RESUMABLE_CHANGES and not same:
-            conflicts.append(f"{key} was {before!r} in this run, now {value!r}")
+            conflicts.append(f"{key} was {before!r} {where}, now {value!r}")
     return conflicts

@@ -59,6 +59,7 @@ from spectral_analysis.train.plateau import epochs_without_improvement, is_plate
 from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
 from spectral_analysis.train.run_state import (
     carry_tensors,
+    checkpoint_conflicts,
     lock_run_directory,
     optimizer_tensors,
     restore_carry,
@@ -133,6 +134,8 @@ class Trainer:
         mirror = TensorBoardMirror(self.out / "tensorboard") if config.tensorboard else None
         self.log = RunLog(self.out / "metrics.jsonl", mirror)
         last = self.out / "last.safetensors"
+        if resume and (last.is_symlink() or (last.exists() and not last.is_file())):
+            raise ValueError(f"cannot resume: {last} is not a regular file")
         self._restart = False
         if resume and not last.is_file():
             if not self.out.is_dir():
@@ -194,6 +197,10 @@ class Trainer:
         if conflicts:
             raise ValueError(f"cannot resume: {conflicts[0]}")
         checkpoint = load_checkpoint(last, self.device)
+        recorded = checkpoint.metadata.get("train")
+        changed = checkpoint_conflicts(self.config, recorded) if isinstance(recorded, dict) else []
+        if changed:
+            raise ValueError(f"cannot resume: {changed[0]} (config.json disagrees with {last})")
         self.model.load_state_dict(checkpoint.model.state_dict())
         restore_optimizer(self.optimizer, checkpoint.tensors)
         self.carry = restore_carry(checkpoint.tensors, self.device)
