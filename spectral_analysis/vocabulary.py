@@ -46,6 +46,8 @@ PTB_LEVELS = ("word", "char")  # Penn Treebank's tokens: ICML Table 3's words, K
 OPTIMIZER_NAMES = ("adam", "rmsprop", "sgd")
 SCALES = ("paper", "budget", "smoke")  # experiment scales of the catalog, in the order their evidence is read
 SWEEP_BACKENDS = ("ray", "processes")  # the runner: Ray Tune, or plain local processes
+MAX_SEEDS = 1000  # seeds of one grid configuration, in a catalog or --seeds
+MAX_TRIALS = 100_000  # trials of one grid: a larger one is refused before it is expanded
 REQUIRED_SCALES = ("paper", "smoke")  # every experiment declares these; "budget" only the GPU tier
 
 # subjects and certificates (spectral_analysis.io, spectral_analysis.analysis.certify)

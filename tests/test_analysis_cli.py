@@ -147,7 +147,6 @@ def test_analyze_works_for_an_lstm_and_explains_what_it_skips(runs, capsys, tmp_
     (["--margin", "-0.5"], "margin gamma must be > 0"),
     (["--delta", "1"], "delta must lie in (0, 1)"),
     (["--delta", "0"], "delta must lie in (0, 1)"),
-    (["--length", "0"], "T must be an integer >= 1"),
     (["--data-bound", "-1"], "data bound B must be > 0"),
     (["--data", "train", "--margin-quantile", "1.5"], "quantile must lie in (0, 1)"),
 ])

@@ -107,7 +107,7 @@ def test_trial_resolution_order_keys_and_filters(tmp_path):
     with pytest.raises(CommandError, match="KEY=VALUE"):
         _only(["variant="])
     assert len(experiment.trials("paper", seeds=1)) == 4
-    with pytest.raises(ValueError, match="seeds must be a positive integer"):
+    with pytest.raises(ValueError, match="seeds must be an integer in \\[1, 1000\\]"):
         experiment.trials("paper", seeds=0)
     with pytest.raises(ValueError, match="has no scale 'huge'"):
         experiment.trials("huge")

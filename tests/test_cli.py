@@ -134,9 +134,10 @@ def test_thread_policy_takes_the_free_cores_and_threads_overrides(capsys):
     before = torch.get_num_threads()
     try:
         assert set_threads(1) == 1 and torch.get_num_threads() == 1
-        assert main(["--threads", "0", "params", "--model", "rnn", "--inputs", "1", "--hidden", "8",
-                     "--outputs", "1"]) == 1
-        assert "--threads must be a positive integer" in capsys.readouterr().err
+        with pytest.raises(SystemExit):  # ranged by the parser
+            main(["--threads", "0", "params", "--model", "rnn", "--inputs", "1", "--hidden", "8",
+                  "--outputs", "1"])
+        assert "--threads: must be an integer in [1, 1024]" in capsys.readouterr().err
     finally:
         torch.set_num_threads(before)
 

@@ -53,11 +53,15 @@ def test_every_analyzer_runs_on_plain_models_in_one_command(plain, tmp_path, cap
     assert report["subject"]["architecture"] == "rnn_relu" and report["m"] == 96
     assert report["B_source"].startswith("measured on the given inputs") and report["explicit"] is not None
     assert report["gamma"] == 0.5 and 0 <= report["error_rate"] < 0.5
-    assert main(["weights", str(plain / "rnn1.safetensors"), "--out", str(tmp_path / "w.npz"), "--json"]) == 0
+    assert main(["weights", str(plain / "rnn1.safetensors"), "--out", str(tmp_path / "w.npz"), "--json"]) == 1
+    assert "does not record" in capsys.readouterr().err  # an nn.RNN's non-linearity is never guessed
+    assert main(["weights", str(plain / "rnn1.safetensors"), "--arch", "rnn_relu", "--out",
+                 str(tmp_path / "w.npz"), "--json"]) == 0
     capsys.readouterr()
     for name in ("rnn1", "gru1", "lstm1", "rnn2"):
         out = tmp_path / name
-        assert main(["analyze", str(plain / f"{name}.pt"), "--out", str(out), "--samples", "3",
+        arch = ["--arch", "rnn_relu"] if name.startswith("rnn") else []
+        assert main(["analyze", str(plain / f"{name}.pt"), *arch, "--out", str(out), "--samples", "3",
                      "--trials", "3", *data, "--json"]) == 0
         report = json.loads(capsys.readouterr().out)
         assert len(report["jacobian_log10_norms"]) == 13 and len(report["grad_norms"]) == 13
@@ -142,10 +146,10 @@ def test_bad_models_get_one_line_reasons(tmp_path):
     torch.save({"a.weight": torch.zeros(3, 4), "b.weight": torch.zeros(2, 4), **nn.RNN(2, 4).state_dict()},
                tmp_path / "heads.pt")
     with pytest.raises(SubjectError, match="several possible heads.*--head-prefix"):
-        load(tmp_path / "heads.pt")
-    assert load(tmp_path / "heads.pt", head_prefix="b").model.output_size == 2
+        load(tmp_path / "heads.pt", arch="rnn_tanh")
+    assert load(tmp_path / "heads.pt", arch="rnn_tanh", head_prefix="b").model.output_size == 2
     with pytest.raises(SubjectError, match="--head-prefix 'c'"):
-        load(tmp_path / "heads.pt", head_prefix="c")
+        load(tmp_path / "heads.pt", arch="rnn_tanh", head_prefix="c")
     torch.save([1, 2], tmp_path / "list.pt")
     with pytest.raises(SubjectError, match="not a state_dict"):
         load(tmp_path / "list.pt")
@@ -177,9 +181,18 @@ def test_user_data_errors_name_the_problem(tmp_path, plain, capsys):
     assert "--inputs" in capsys.readouterr().err
 
 
-def test_public_entry_point_and_stacked_rnn_refusal(plain):
-    subject = spectral_analysis.load(str(plain / "rnn2.pt"))
-    assert subject.model.num_layers == 2 and "activation tanh" in " ".join(subject.assumptions)
+def test_public_entry_point_and_stacked_rnn_refusal(plain, tmp_path):
+    with pytest.raises(ValueError, match="give --arch rnn_tanh or --arch rnn_relu"):
+        spectral_analysis.load(str(plain / "rnn2.pt"))  # relu weights: read as tanh they would lie
+    subject = spectral_analysis.load(str(plain / "rnn2.pt"), arch="rnn_relu")
+    assert subject.model.num_layers == 2 and subject.architecture == "rnn_relu"
+    lightning = {"state_dict": torch.load(plain / "rnn2.pt", weights_only=True),
+                 "hyper_parameters": {"model": {"nonlinearity": "relu", "hidden_size": 16}}}
+    torch.save(lightning, tmp_path / "lightning.ckpt")  # a Lightning checkpoint records it
+    recorded = spectral_analysis.load(str(tmp_path / "lightning.ckpt"))
+    assert recorded.architecture == "rnn_relu" and "hyper_parameters" in " ".join(recorded.assumptions)
+    x = torch.from_numpy(np.load(plain / "inputs.npy"))[:4]
+    assert torch.equal(recorded.model(x), subject.model(x))
     with pytest.raises(ValueError, match="stacks 2, so layer 2 reads h_t"):
         bound_report(subject, length=12, data_bound=1.0)
 
@@ -196,3 +209,22 @@ def test_gru_fused_kernel_equals_the_reference_loop_and_symbol_ids():
     ids = torch.randint(0, 4, (3, 7))
     one_hot = nn.functional.one_hot(ids, 4).to(D)
     assert torch.allclose(model(ids), model(one_hot), atol=1e-12)
+
+
+def test_no_read_out_or_input_is_guessed_around_an_embedding(tmp_path):
+    """A language model's embedding is neither taken for the read-out nor silently skipped: the import
+    refuses symbol ids it would read as one-hot vectors, and a bias-free weight as wide as the input
+    must be named with --head-prefix."""
+    torch.manual_seed(8)
+    lm = nn.ModuleDict({"embedding": nn.Embedding(12, 8), "rnn": nn.RNN(8, 8, nonlinearity="relu")})
+    torch.save(lm.state_dict(), tmp_path / "lm.pt")
+    subject = load(tmp_path / "lm.pt", arch="rnn_relu")
+    assert subject.model.output_size == 8  # no head: the identity read-out, not the 12-row embedding
+    assert any("embedding.weight (12, 8) may feed" in a for a in subject.assumptions)
+    with pytest.raises(ValueError, match=r"imported without embedding.weight \(12, 8\)"):
+        subject.model(torch.randint(0, 8, (2, 5)))
+    assert subject.model(torch.randn(2, 5, 8)).shape == (2, 5, 8)  # the vectors the embedding makes
+    torch.save({"table.weight": lm["embedding"].weight.detach(), **lm["rnn"].state_dict()},
+               tmp_path / "unnamed.pt")
+    with pytest.raises(SubjectError, match=r"table.weight \(12, 8\) has no bias .* --head-prefix"):
+        load(tmp_path / "unnamed.pt", arch="rnn_relu")

@@ -330,6 +330,14 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
     subject = as_subject(subject)
     if not (0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
+    counts = (("mc_samples", mc_samples, 1), ("chunk_size", chunk_size, 1), ("epochs", epochs, 0),
+              ("prior_epochs", prior_epochs, 0))
+    for name, value, low in counts:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a positive number (the posterior's Adam step; a negative one ascends "
+                         f"the objective), got {lr}")
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown PAC-Bayes objective {objective!r}; expected one of {OBJECTIVES}")
     if prior not in PRIORS:

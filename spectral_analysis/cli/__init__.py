@@ -27,7 +27,7 @@ from spectral_analysis.cli import (
     symbolic,
     training,
 )
-from spectral_analysis.cli.common import CommandError
+from spectral_analysis.cli.common import CommandError, count
 from spectral_analysis.cli.examples import epilog
 from spectral_analysis.threads import set_threads
 
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress bars (also off when stderr is not a terminal)")
-    parser.add_argument("--threads", type=int, default=None,
+    parser.add_argument("--threads", type=count(1, 1024), default=None,
                         help="torch threads (default: the cores not already busy, at least 1)")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in (matrix, models, training, analysis, experiments, kept, landscape, symbolic, paper):

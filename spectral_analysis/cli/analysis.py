@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spectral_analysis.cli.common import (
+    SEED,
     CommandError,
     add_output_arguments,
     checkpoint_arg,
+    count,
     emit,
+    positive_real,
     real,
     show_progress,
 )
@@ -243,9 +246,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        help="confidence 1 - delta (default 0.05)")
     bound.add_argument("--data-bound", type=real, default=None, help="B, the bound on ||x_t|| (before the "
                        "constant input of the bias is added)")
-    bound.add_argument("--length", type=int, default=None, help="T (default: the trained length)")
-    bound.add_argument("--samples", type=int, default=None, help="use a random subset of this many samples")
-    bound.add_argument("--seed", type=int, default=0)
+    bound.add_argument("--length", type=count(1, 10 ** 6), default=None,
+                       help="T (default: the trained length)")
+    bound.add_argument("--samples", type=count(1, 10 ** 9), default=None,
+                       help="use a random subset of this many samples")
+    bound.add_argument("--seed", type=SEED, default=0)
     add_output_arguments(bound)
     bound.set_defaults(func=cmd_bound)
 
@@ -254,21 +259,25 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_subject_arguments(cert)
     cert.add_argument("--delta", type=real, default=0.025, help="confidence of the PAC-Bayes-kl bound")
     cert.add_argument("--delta-prime", type=real, default=0.01, help="confidence of the Monte Carlo bound")
-    cert.add_argument("--mc-samples", type=int, default=20000, help="sampled networks for Q's error, each "
+    cert.add_argument("--mc-samples", type=count(1, 10 ** 7), default=20000,
+                      help="sampled networks for Q's error, each "
                       "scoring one chunk of the training set (default 20000)")
-    cert.add_argument("--chunk-size", type=int, default=50, help="training examples per sampled network")
-    cert.add_argument("--epochs", type=int, default=20, help="epochs of posterior optimization")
+    cert.add_argument("--chunk-size", type=count(1, 10 ** 6), default=50,
+                      help="training examples per sampled network")
+    cert.add_argument("--epochs", type=count(0, 10 ** 5), default=20, help="epochs of posterior optimization")
     cert.add_argument("--objective", choices=OBJECTIVES, default="quadratic",
                       help="PAC-Bayes training objective (default quadratic, Pérez-Ortiz et al.)")
-    cert.add_argument("--lr", type=real, default=1e-4, help="Adam learning rate of the posterior mean")
+    cert.add_argument("--lr", type=positive_real(10.0), default=1e-4,
+                      help="Adam learning rate of the posterior mean")
     cert.add_argument("--init-std", type=real, default=0.02,
                       help="initial standard deviation of the posterior and the prior")
     cert.add_argument("--prior", choices=PRIORS, default="init", help="init: the seed's initialization "
                       "(data-independent); learned: trained on a held-out part of the training set")
     cert.add_argument("--prior-fraction", type=real, default=0.5,
                       help="with --prior learned: the part of the training set the prior learns from")
-    cert.add_argument("--prior-epochs", type=int, default=20, help="with --prior learned: its epochs")
-    cert.add_argument("--seed", type=int, default=0)
+    cert.add_argument("--prior-epochs", type=count(0, 10 ** 5), default=20,
+                      help="with --prior learned: its epochs")
+    cert.add_argument("--seed", type=SEED, default=0)
     add_output_arguments(cert)
     cert.set_defaults(func=cmd_certify)
 
@@ -282,8 +291,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        "no value: init); about a minute each for a small model")
     table.add_argument("--objective", choices=OBJECTIVES, default="quadratic",
                        help="the certificates' objective")
-    table.add_argument("--mc-samples", type=int, default=20000)
-    table.add_argument("--epochs", type=int, default=20)
+    table.add_argument("--mc-samples", type=count(1, 10 ** 7), default=20000)
+    table.add_argument("--epochs", type=count(0, 10 ** 5), default=20)
     table.add_argument("--out", default=None, help="also write the rows to this CSV file")
     table.add_argument("--figure", default=None, help="also draw the bounds against the test error (PNG)")
     add_output_arguments(table)
@@ -299,9 +308,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                                              "trajectories")
     add_subject_arguments(analyze)
     analyze.add_argument("--out", required=True, help="directory for report.json, report.md and figures")
-    analyze.add_argument("--samples", type=int, default=8, help="test sequences for Jacobians (default 8)")
-    analyze.add_argument("--trials", type=int, default=20, help="random perturbations for Lemma 3")
-    analyze.add_argument("--burn-in", type=int, default=0, help="steps before Lyapunov sums start")
-    analyze.add_argument("--seed", type=int, default=0)
+    analyze.add_argument("--samples", type=count(1, 10 ** 4), default=8,
+                         help="test sequences for Jacobians (default 8)")
+    analyze.add_argument("--trials", type=count(1, 10 ** 4), default=20,
+                         help="random perturbations for Lemma 3")
+    analyze.add_argument("--burn-in", type=count(0, 10 ** 6), default=0,
+                         help="steps before Lyapunov sums start")
+    analyze.add_argument("--seed", type=SEED, default=0)
     add_output_arguments(analyze)
     analyze.set_defaults(func=cmd_analyze)

@@ -41,6 +41,44 @@ def real(text: str) -> float:
     return value
 
 
+def count(low: int, high: int) -> Callable[[str], int]:
+    """The argparse type of an integer option in ``[low, high]``: a count, a length or a seed is bounded
+    at the edge, so that neither ``0`` (a division) nor ``10**400`` (an overflow, or hours of work)
+    reaches the computation.
+
+    >>> count(1, 10)("3")
+    3
+    >>> count(1, 10)("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be an integer in [1, 10], got '0'
+    """
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer in [{low}, {high}], got {text[:40]!r}")
+        return value
+
+    return parse
+
+
+def positive_real(high: float) -> Callable[[str], float]:
+    """The argparse type of a real option in ``(0, high]`` (a learning rate, a margin)."""
+    def parse(text: str) -> float:
+        value = real(text)
+        if not 0 < value <= high:
+            raise argparse.ArgumentTypeError(f"must be a number in (0, {high:g}], got {text!r}")
+        return value
+
+    return parse
+
+
+SEED = count(0, 2 ** 63 - 1)  # what torch.manual_seed takes
+
+
 def load_matrix(path: str) -> torch.Tensor:
     """A 2-D float64 matrix from ``.npy`` (no pickles) or whitespace/comma separated text."""
     import numpy as np
@@ -49,14 +87,19 @@ def load_matrix(path: str) -> torch.Tensor:
     file = Path(path)
     if not file.is_file():
         raise CommandError(f"matrix file not found: {path}")
+    from spectral_analysis.data.arrays import read_npy
+
     try:
         if file.suffix == ".npy":
-            array = np.load(file, allow_pickle=False)
+            array = read_npy(file)
         else:
             text = file.read_text()
             array = np.loadtxt(file, delimiter="," if "," in text else None, ndmin=2)
-    except (ValueError, OSError) as error:
-        raise CommandError(f"cannot read a matrix from {path}: {error}") from None
+    except (ValueError, OSError, UnicodeDecodeError) as error:
+        raise CommandError(f"cannot read a matrix from {path}: {str(error).splitlines()[0]}") from None
+    if np.iscomplexobj(array):
+        raise CommandError(f"{path} holds a complex matrix ({array.dtype}); the decomposition is of real "
+                           "matrices (a complex one's imaginary part would be dropped): pass its real form")
     if array.ndim != 2 or not np.issubdtype(array.dtype, np.number):
         raise CommandError(f"{path} holds an array of shape {array.shape} and dtype {array.dtype}; "
                            "expected a 2-D numeric matrix")

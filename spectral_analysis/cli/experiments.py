@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any
 from spectral_analysis.cli.common import (
     CommandError,
     add_output_arguments,
+    count,
     emit,
     output_format,
     real,
     results_arguments,
     results_dir,
 )
-from spectral_analysis.vocabulary import SCALES, SWEEP_BACKENDS
+from spectral_analysis.vocabulary import MAX_SEEDS, SCALES, SWEEP_BACKENDS
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -305,7 +306,7 @@ def grid_arguments(parser: argparse.ArgumentParser) -> None:
                         help="smoke (CI's sizes), paper (the papers' sizes, until plateau) or budget (the "
                         "paper's sizes for a stated CPU budget, where the paper scale needs a GPU); all: "
                         "every experiment that has the scale")
-    parser.add_argument("--seeds", type=int, default=None,
+    parser.add_argument("--seeds", type=count(1, MAX_SEEDS), default=None,
                         help="seeds per configuration (default: the scale's)")
     parser.add_argument(
         "--only",
@@ -348,7 +349,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     grid_arguments(run)
     run.add_argument(
-        "--workers", type=int, default=1, help="trials at a time on a local Ray (CPUs it may use)"
+        "--workers", type=count(1, 1024), default=1, help="trials at a time on a local Ray (CPUs it may use)"
     )
     run.add_argument("--gpus-per-trial", type=real, default=0.0, help="GPU share of each trial (e.g. 0.25)")
     run.add_argument(
@@ -373,15 +374,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                      help="asha: Tune's ASHA ends the weak trials early, ranked at each rung by valid_score "
                      "(the primary validation metric, higher is better); kept as stopped, rerun with "
                      "--retry-failed to resume them")
-    run.add_argument("--grace-period", type=int, default=1, metavar="EVALUATIONS",
+    run.add_argument("--grace-period", type=count(1, 10 ** 6), default=1, metavar="EVALUATIONS",
                      help="ASHA's first rung, in validation evaluations (default 1)")
-    run.add_argument("--reduction-factor", type=int, default=3,
+    run.add_argument("--reduction-factor", type=count(2, 100), default=3,
                      help="ASHA keeps the top 1/N of each rung (default 3)")
     run.add_argument("--search", nargs="+", metavar="PATH=DOMAIN:ARGS", default=None,
                      help="a Tune search over configuration fields at every grid point: "
                      "lr=loguniform:1e-4:1e-2, hidden=choice:64,128, model_options.r=uniform:0.01:0.1, "
                      "hidden=randint:32:129; each draw is a trial named by its values")
-    run.add_argument("--samples", type=int, default=1, help="draws of --search at every grid point")
+    run.add_argument("--samples", type=count(1, 10 ** 4), default=1,
+                     help="draws of --search at every grid point")
     catalog_arguments(run)
     run.set_defaults(func=cmd_run)
 

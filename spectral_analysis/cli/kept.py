@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from spectral_analysis.cli.common import CommandError, emit, results_arguments, results_dir, show_progress
+from spectral_analysis.cli.common import (
+    CommandError,
+    count,
+    emit,
+    results_arguments,
+    results_dir,
+    show_progress,
+)
 
 
 def cmd_zoo_check(args: argparse.Namespace) -> int:
@@ -118,7 +125,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     zoo.add_argument("--experiment", default=None)
     zoo.add_argument("--check", action="store_true", help="load every entry and run the analyzers on it "
                      "(spectra; analyze with G(w) for recurrent models); exit 1 if any fails")
-    zoo.add_argument("--samples", type=int, default=2, help="with --check: test sequences per analysis")
+    zoo.add_argument("--samples", type=count(1, 10 ** 4), default=2,
+                     help="with --check: test sequences per analysis")
     results_arguments(zoo)
     zoo.set_defaults(func=cmd_zoo)
 

@@ -8,6 +8,7 @@ a one-line ``ValueError`` naming the file.
 
 from __future__ import annotations
 
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,18 @@ from torch import Tensor
 
 from spectral_analysis.data.base import Split, TaskData
 
+MAX_ARRAY_BYTES = 2 * 1024 ** 3  # an array file (or an .npz member, uncompressed) larger than this is refused
+
+
+def read_npy(file: Path) -> np.ndarray:
+    """An ``.npy`` array, no pickles, its size checked against :data:`MAX_ARRAY_BYTES` and the file's own
+    length before anything is allocated (a header may claim any shape)."""
+    mapped = np.load(file, mmap_mode="r", allow_pickle=False)  # reads the header; a short file is refused
+    if mapped.nbytes > MAX_ARRAY_BYTES:
+        raise ValueError(f"{file} holds a {mapped.dtype} array of shape {mapped.shape} ({mapped.nbytes} "
+                         f"bytes), more than the {MAX_ARRAY_BYTES} read")
+    return np.array(mapped)
+
 
 def _read_array(path: str | Path, key: str) -> np.ndarray:
     file = Path(path)
@@ -24,16 +37,21 @@ def _read_array(path: str | Path, key: str) -> np.ndarray:
         raise ValueError(f"{key} file not found: {file}")
     try:
         if file.suffix == ".npy":
-            return np.load(file, allow_pickle=False)
+            return read_npy(file)
         if file.suffix == ".npz":
             with np.load(file, allow_pickle=False) as archive:
                 names = list(archive.files)
                 if len(names) != 1 and key not in names:
                     raise ValueError(f"{file} holds arrays {names}; name one {key!r} or keep only one")
-                return archive[key if key in names else names[0]]
+                name = key if key in names else names[0]
+                size = archive.zip.getinfo(f"{name}.npy").file_size
+                if size > MAX_ARRAY_BYTES:
+                    raise ValueError(f"its array {name!r} inflates to {size} bytes, more than the "
+                                     f"{MAX_ARRAY_BYTES} read")
+                return archive[name]
         if file.suffix == ".csv":
             return np.loadtxt(file, delimiter=",", ndmin=2)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
         raise ValueError(f"cannot read {key} from {file}: {str(error).splitlines()[0]}") from None
     raise ValueError(f"{key} file {file} must be .npy, .npz or .csv")
 

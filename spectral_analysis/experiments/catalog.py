@@ -35,6 +35,7 @@ import collections
 import copy
 import functools
 import itertools
+import math
 import os
 import re
 import tomllib
@@ -45,7 +46,7 @@ from typing import Any
 from spectral_analysis.io.zoo import PLAIN_NAME
 from spectral_analysis.nn.registry import resolve_options
 from spectral_analysis.train import TrainConfig
-from spectral_analysis.vocabulary import REQUIRED_SCALES, SCALES
+from spectral_analysis.vocabulary import MAX_SEEDS, MAX_TRIALS, REQUIRED_SCALES, SCALES
 
 # TrainConfig fields a catalog may set; out, seed, device and progress belong to the runner.
 CONFIG_FIELDS = tuple(
@@ -130,9 +131,13 @@ class Experiment:
         if scale not in self.scales:
             raise ValueError(f"experiment {self.name!r} has no scale {scale!r}; it has {sorted(self.scales)}")
         count = self.seeds(scale) if seeds is None else seeds
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"seeds must be a positive integer, got {count!r}")
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SEEDS:
+            raise ValueError(f"{self.path}: seeds must be an integer in [1, {MAX_SEEDS}], got {count!r}")
         names = list(self.axes)
+        size = len(self.variants) * math.prod(len(self.axes[a]) for a in names) * count
+        if size > MAX_TRIALS:
+            raise ValueError(f"{self.path}: the grid at scale {scale!r} has {size} trials, more than "
+                             f"{MAX_TRIALS}; split it or select with --only")
         trials = []
         for variant in self.variants:
             own = {k: v for k, v in variant.items() if k not in ("label", *SCALES)}

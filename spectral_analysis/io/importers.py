@@ -63,10 +63,14 @@ class Layout:
     n: int
     keys: dict[str, Tensor]
     has_bias: bool
+    dropped_input: str | None = None  # a weight outside that may feed the module: symbol ids are refused
 
 
-def read_layout(state: dict[str, Tensor], arch: str | None, assumptions: list[str]) -> Layout:
-    """Infer (or check the forced ``arch`` against) the recurrent module's layout."""
+def read_layout(state: dict[str, Tensor], arch: str | None, assumptions: list[str],
+                recorded_activation: str | None = None) -> Layout:
+    """Infer (or check the forced ``arch`` against) the recurrent module's layout. An ``nn.RNN``'s
+    non-linearity is not in its weights: ``arch``, else the one the file records
+    (``recorded_activation``), else :class:`SubjectError`."""
     prefix = recurrent_prefix(state)
     keys = {k[len(prefix):]: v for k, v in state.items() if in_cell(k, prefix)}
     if any(k.endswith("_reverse") for k in keys):
@@ -85,9 +89,12 @@ def read_layout(state: dict[str, Tensor], arch: str | None, assumptions: list[st
                            "or 4n x n (LSTM)")
     assumptions.append(f"recurrent weights under {prefix or '(no prefix)'!r}: {layers} layer(s), n = {n}")
     if arch is None and inferred == "rnn":
-        arch = "rnn_tanh"
-        assumptions.append("activation tanh (nn.RNN's default; a state_dict does not record it: "
-                           "--arch rnn_relu for relu)")
+        if recorded_activation is None:
+            raise SubjectError("the file holds an nn.RNN, whose non-linearity (tanh or relu) a state_dict "
+                               "does not record, and reading one for the other changes every output: give "
+                               "--arch rnn_tanh or --arch rnn_relu (arch= in Python)")
+        arch = f"rnn_{recorded_activation}"
+        assumptions.append(f"activation {recorded_activation}, as the file's hyper_parameters record it")
     arch = arch or inferred
     family = "rnn" if arch.startswith("rnn") else arch
     if family != inferred:
@@ -112,8 +119,11 @@ def read_layout(state: dict[str, Tensor], arch: str | None, assumptions: list[st
 def find_head(state: dict[str, Tensor], layout: Layout, head_prefix: str | None,
               assumptions: list[str]) -> tuple[Tensor, Tensor | None]:
     """The read-out ``(weight (n_y, n), bias)``: the named or the one ``nn.Linear`` of width n outside the
-    recurrent module; the identity (``y_t = h_t``) when there is none."""
+    recurrent module; the identity (``y_t = h_t``) when there is none. A weight named as an embedding is
+    never taken for the read-out, and neither is one without a bias as wide as the recurrent module's
+    input too (it may be the embedding that feeds it): that one must be named."""
     n, prefix = layout.n, layout.prefix
+    n_i = int(layout.keys["weight_ih_l0"].shape[1])
     if head_prefix is not None:
         name = head_prefix if head_prefix.endswith(".") else head_prefix + "."
         weight = state.get(f"{name}weight")
@@ -124,7 +134,14 @@ def find_head(state: dict[str, Tensor], layout: Layout, head_prefix: str | None,
         candidates = [name]
     else:
         candidates = sorted(k[:-len("weight")] for k, v in state.items() if k.endswith("weight")
-                            and not in_cell(k, prefix) and v.dim() == 2 and v.shape[1] == n)
+                            and not in_cell(k, prefix) and v.dim() == 2 and v.shape[1] == n
+                            and "emb" not in k.lower())
+        unclear = [c for c in candidates if n_i == n and f"{c}bias" not in state]
+        if unclear and len(candidates) == 1:
+            shape = tuple(state[unclear[0] + "weight"].shape)
+            raise SubjectError(f"{unclear[0]}weight {shape} has no bias and is as wide as the recurrent "
+                               "module's input: it may be the embedding that feeds it rather than the "
+                               "read-out; name the read-out with --head-prefix")
         if len(candidates) > 1:
             raise SubjectError(f"several possible heads {[c + 'weight' for c in candidates]}: name one with "
                                "--head-prefix")
@@ -132,6 +149,11 @@ def find_head(state: dict[str, Tensor], layout: Layout, head_prefix: str | None,
                      and not (candidates and k in (f"{candidates[0]}weight", f"{candidates[0]}bias")))
     if outside:
         assumptions.append(f"ignored (not the recurrent module or its head): {outside[:6]}")
+    feeding = [k for k in outside if k.endswith("weight") and state[k].dim() == 2 and n_i in state[k].shape]
+    if feeding:
+        layout.dropped_input = f"{feeding[0]} {tuple(state[feeding[0]].shape)}"
+        assumptions.append(f"{layout.dropped_input} may feed the recurrent module (an embedding or a "
+                           "projection): it is not imported, so the model refuses symbol ids")
     if not candidates:
         assumptions.append("no nn.Linear head found: the read-out is the identity, y_t = h_t")
         return torch.eye(n, dtype=layout.keys["weight_hh_l0"].dtype), None
@@ -156,13 +178,15 @@ def spectral_layers(svd: dict[str, SVDFactors] | None, layout: Layout) -> list[S
 
 
 def import_state_dict(state: dict[str, Tensor], arch: str | None = None, head_prefix: str | None = None,
-                      svd: dict[str, SVDFactors] | None = None) -> tuple[RecurrentModel, str, list[str]]:
+                      svd: dict[str, SVDFactors] | None = None,
+                      recorded_activation: str | None = None) -> tuple[RecurrentModel, str, list[str]]:
     """The toolkit model holding ``state``'s weights exactly, its architecture name and the assumptions
-    made (``svd``: SVD factors of in-memory parametrized weights, by their state-dict key)."""
+    made (``svd``: SVD factors of in-memory parametrized weights, by their state-dict key;
+    ``recorded_activation``: an nn.RNN's non-linearity as the file records it, see :func:`read_layout`)."""
     if arch is not None and arch not in ARCHITECTURES:
         raise SubjectError(f"--arch must be one of {ARCHITECTURES}, got {arch!r}")
     assumptions: list[str] = []
-    layout = read_layout(state, arch, assumptions)
+    layout = read_layout(state, arch, assumptions, recorded_activation)
     head_w, head_b = find_head(state, layout, head_prefix, assumptions)
     factors = spectral_layers(svd, layout)
     model = _empty_model(layout, int(layout.keys["weight_ih_l0"].shape[1]), int(head_w.shape[0]),
@@ -177,6 +201,7 @@ def import_state_dict(state: dict[str, Tensor], arch: str | None = None, head_pr
         assumptions.append("no biases (bias=False)")
     elif layout.family != "gru":
         assumptions.append("bias_ih and bias_hh summed into one bias per layer")
+    model.symbol_ids_refused = layout.dropped_input
     architecture = layout.family if layout.family != "rnn" else f"rnn_{layout.activation}"
     return model, architecture, assumptions
 

@@ -79,6 +79,9 @@ def load(source: str | Path | nn.Module, arch: str | None = None, head_prefix: s
     """
     if arch is not None and arch not in ARCHITECTURES:
         raise SubjectError(f"--arch must be one of {ARCHITECTURES}, got {arch!r}")
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise SubjectError(f"--device {device}: this torch sees no CUDA device (torch.cuda.is_available() "
+                           "is False); use --device cpu")
     if isinstance(source, nn.Module):
         subject = _from_module(source, arch, head_prefix)
         subject.model.to(device)
@@ -93,9 +96,9 @@ def load(source: str | Path | nn.Module, arch: str | None = None, head_prefix: s
             raise SubjectError(f"{path} holds a {type(checkpoint.model).__name__}, not a recurrent model")
         name = checkpoint.metadata["model"]["name"]
         return Subject(checkpoint.model, text, "toolkit checkpoint", name, [], checkpoint.metadata)
-    state, convention = _read_state_dict(path)
+    state, convention, recorded = _read_state_dict(path)
     _check_imported(state, path, allow_nonfinite)
-    model, architecture, assumptions = import_state_dict(state, arch, head_prefix, None)
+    model, architecture, assumptions = import_state_dict(state, arch, head_prefix, None, recorded)
     return Subject(model.to(device), text, convention, architecture, assumptions)
 
 
@@ -119,10 +122,24 @@ def _is_toolkit_checkpoint(path: Path) -> bool:
         return False
 
 
-def _read_state_dict(path: Path) -> tuple[dict[str, Tensor], str]:
-    """Tensors of a safetensors file or a ``torch.save`` file read with ``weights_only=True``."""
+def _recorded_activation(loaded: dict) -> str | None:
+    """An nn.RNN's non-linearity where the file records it: a Lightning checkpoint's ``hyper_parameters``
+    (``nonlinearity``, at its top level or one level down)."""
+    hyper = loaded.get("hyper_parameters") or loaded.get("hparams")
+    if not isinstance(hyper, dict):
+        return None
+    levels = [hyper, *(inner for inner in hyper.values() if isinstance(inner, dict))]
+    found = {level["nonlinearity"] for level in levels if isinstance(level.get("nonlinearity"), str)}
+    if len(found) == 1 and (value := found.pop()) in ("tanh", "relu"):
+        return value
+    return None
+
+
+def _read_state_dict(path: Path) -> tuple[dict[str, Tensor], str, str | None]:
+    """Tensors of a safetensors file or a ``torch.save`` file read with ``weights_only=True``, and an
+    nn.RNN's non-linearity where the file records it."""
     try:
-        return load_file(str(path)), "safetensors state_dict"
+        return load_file(str(path)), "safetensors state_dict", None
     except (SafetensorError, OSError, ValueError, RuntimeError):
         pass
     with open(path, "rb") as f:
@@ -139,6 +156,7 @@ def _read_state_dict(path: Path) -> tuple[dict[str, Tensor], str]:
     except (RuntimeError, EOFError, OSError, ValueError, SafetensorError) as error:
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise SubjectError(f"{path} is neither a safetensors nor a torch.save file ({message})") from None
+    recorded = _recorded_activation(loaded) if isinstance(loaded, dict) else None
     if isinstance(loaded, dict):
         for key in ("state_dict", "model_state_dict", "model"):
             if isinstance(loaded.get(key), dict) and all(isinstance(v, Tensor) for v in loaded[key].values()):
@@ -146,7 +164,7 @@ def _read_state_dict(path: Path) -> tuple[dict[str, Tensor], str]:
                 break
     if not (isinstance(loaded, dict) and loaded and all(isinstance(v, Tensor) for v in loaded.values())):
         raise SubjectError(f"{path} holds a {type(loaded).__name__}, not a state_dict of tensors")
-    return dict(loaded), "torch.save state_dict"
+    return dict(loaded), "torch.save state_dict", recorded
 
 
 def _from_module(module: nn.Module, arch: str | None, head_prefix: str | None) -> Subject:

@@ -69,6 +69,7 @@ class RecurrentModel(nn.Module, ABC):
     hidden_size: int
     output_size: int
     num_layers: int
+    symbol_ids_refused: str | None = None  # an imported model's dropped input module (see check_input)
 
     def _reference_weight(self) -> Tensor:
         return next(self.parameters())
@@ -78,6 +79,11 @@ class RecurrentModel(nn.Module, ABC):
             raise ValueError(f"expected a tensor input, got {type(x).__name__}")
         w = self._reference_weight()
         if not x.is_floating_point():
+            if self.symbol_ids_refused:
+                raise ValueError(f"this model was imported without {self.symbol_ids_refused}, which may "
+                                 "turn symbol ids into its inputs: ids would be read as one-hot vectors "
+                                 "instead; pass the vectors that module makes, of shape (batch, time, "
+                                 f"{self.input_size})")
             if x.dim() != 2 or x.dtype not in (torch.int64, torch.int32):
                 raise ValueError(f"integer input must be symbol ids of shape (batch, time), got "
                                  f"{x.dtype} of shape {tuple(x.shape)}")

@@ -194,26 +194,27 @@ def cases(root: Path) -> list[Case]:
         "data-bound-zero": (("--data-bound", "0"), "data bound B must be > 0"),
         "data-bound-nan": (("--data-bound", "nan"), "data bound B must be > 0"),
         "data-bound-inf": (("--data-bound", "inf"), "data bound B must be > 0"),
-        "length-zero": (("--length", "0"), "sequence length T must be an integer >= 1"),
-        "length-negative": (("--length", "-5"), "sequence length T must be an integer >= 1"),
         "quantile-zero": (("--data", "train", "--margin-quantile", "0"), "quantile must lie in (0, 1)"),
         "quantile-nan": (("--data", "train", "--margin-quantile", "nan"), "quantile must lie in (0, 1)"),
         "data-regression": (("--data", "train"), "margins need one class label per sequence"),
     }
     for name, (extra, fragment) in flags.items():
         result.append(Case(f"bound-flag-{name}", ("bound", v, *extra), 1, fragment))
+    for name, value in (("zero", "0"), ("negative", "-5")):  # ranged by the parser: argparse's exit 2
+        result.append(Case(f"bound-flag-length-{name}", ("bound", v, "--length", value), 2,
+                           "--length: must be an integer in [1, 1000000]"))
     analyze = {
-        "samples-zero": (("--samples", "0"), "number of samples must lie in [1, 10000]"),
-        "samples-negative": (("--samples", "-2"), "number of samples must lie in [1, 10000]"),
-        "samples-huge": (("--samples", "10000000"), "number of samples must lie in [1, 10000]"),
-        "trials-zero": (("--trials", "0"), "trials must lie in [1, 10000]"),
-        "trials-negative": (("--trials", "-4"), "trials must lie in [1, 10000]"),
-        "burn-in-negative": (("--burn-in", "-1"), "burn_in must lie in"),
-        "burn-in-huge": (("--burn-in", "99"), "burn_in must lie in"),
+        "samples-zero": (("--samples", "0"), 2, "--samples: must be an integer in [1, 10000]"),
+        "samples-negative": (("--samples", "-2"), 2, "--samples: must be an integer in [1, 10000]"),
+        "samples-huge": (("--samples", "10000000"), 2, "--samples: must be an integer in [1, 10000]"),
+        "trials-zero": (("--trials", "0"), 2, "--trials: must be an integer in [1, 10000]"),
+        "trials-negative": (("--trials", "-4"), 2, "--trials: must be an integer in [1, 10000]"),
+        "burn-in-negative": (("--burn-in", "-1"), 2, "--burn-in: must be an integer in [0, 1000000]"),
+        "burn-in-huge": (("--burn-in", "99"), 1, "burn_in must lie in"),
     }
-    for name, (extra, fragment) in analyze.items():
+    for name, (extra, code, fragment) in analyze.items():
         argv = ("analyze", v, "--out", str(out / name), *extra)
-        result.append(Case(f"analyze-flag-{name}", argv, 1, fragment))
+        result.append(Case(f"analyze-flag-{name}", argv, code, fragment))
     # user data for the analyzers
     np.save(root / "x-flat.npy", np.zeros((4, 5)))
     np.save(root / "x-nan.npy", np.full((4, 5, 2), np.nan))
