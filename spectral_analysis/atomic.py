@@ -1,12 +1,14 @@
 """Atomic file writes: a file appears whole under its name or not at all, with the permissions a plain
 ``open(path, "w")`` would give it (``0o666`` less the umask; ``tempfile`` alone leaves ``0o600``, which
 hides results and checkpoints from the other users of a shared folder). And the one writer's lock
-(:func:`exclusive_lock`)."""
+(:func:`exclusive_lock`), and the bounded reader of the text files the toolkit keeps
+(:func:`read_text_file`)."""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -62,3 +64,28 @@ def exclusive_lock(lock_file: str | Path, busy: str) -> IO[str]:
     handle.write(str(os.getpid()))
     handle.flush()
     return handle
+
+
+MAX_TEXT_BYTES = 1024 ** 3  # a text file the toolkit reads (a catalog, a run's log, a kept row) is smaller
+
+
+def read_text_file(path: str | Path, what: str, limit: int = MAX_TEXT_BYTES) -> str:
+    """The text of ``path``, a regular file of at most ``limit`` bytes: a FIFO, a device or a folder is
+    refused (reading one would hang or never end), as is a file larger than the limit; ``ValueError``
+    naming ``what`` it should have been."""
+    path = Path(path)
+    try:
+        status = os.stat(path)
+    except OSError as error:
+        raise ValueError(f"cannot read {what} {path}: {error.strerror or error}") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise ValueError(f"{what} {path} is not a regular file (a FIFO, a device or a folder)")
+    if status.st_size > limit:
+        raise ValueError(f"{what} {path} is {status.st_size} bytes, more than the {limit} read")
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(limit + 1).decode()
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {path} is not a text file") from None
+    except OSError as error:
+        raise ValueError(f"cannot read {what} {path}: {error.strerror or error}") from None

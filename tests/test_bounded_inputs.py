@@ -101,3 +101,29 @@ def test_certify_refuses_an_ascending_step_in_python():
 
     with pytest.raises(ValueError, match="lr must be a positive number"):
         sa.certify(torch.nn.RNN(2, 3), torch.randn(4, 3, 2), torch.randint(0, 3, (4,)), lr=-1.0)
+
+
+def test_fifos_where_files_belong_are_refused_not_waited_on(tmp_path):
+    """A FIFO as a catalog file, as config.json on resume and as metrics.jsonl: one line each, at once
+    (reading a FIFO with no writer would block forever)."""
+    import os
+
+    from spectral_analysis.train import TrainConfig, Trainer, train
+
+    os.mkfifo(tmp_path / "fifo.toml")
+    with pytest.raises(ValueError, match="experiment file .*fifo.toml is not a regular file"):
+        load_experiment(tmp_path / "fifo.toml")
+    config = TrainConfig(task="addition", model="rnn", hidden=4, steps=2, batch_size=8,
+                         out=str(tmp_path / "run"), progress=False,
+                         task_options={"length": 3, "train_size": 16, "valid_size": 8, "test_size": 8})
+    train(config)
+    for name in ("metrics.jsonl", "config.json"):
+        real = tmp_path / "run" / name
+        real.rename(tmp_path / f"{name}.kept")
+        os.mkfifo(real)
+        started = time.perf_counter()
+        with pytest.raises(ValueError, match="is not a regular file"):
+            Trainer(TrainConfig(**{**config.__dict__, "steps": 4}), resume=True)
+        assert time.perf_counter() - started < 10
+        real.unlink()
+        (tmp_path / f"{name}.kept").rename(real)

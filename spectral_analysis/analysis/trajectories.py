@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from spectral_analysis.atomic import read_text_file
+
 
 @dataclass
 class Trajectory:
@@ -57,9 +59,10 @@ def read_trajectory(run_dir: str | Path) -> Trajectory:
     model = "unknown"
     config = run / "config.json"
     if config.is_file():
-        model = json.loads(config.read_text()).get("model", {}).get("name", model)
+        model = json.loads(read_text_file(config, "run configuration", limit=2 ** 24)).get(
+            "model", {}).get("name", model)
     lines = []
-    for number, text in enumerate(log.read_text().splitlines(), 1):
+    for number, text in enumerate(read_text_file(log, "run log").splitlines(), 1):
         if not text.strip():
             continue
         try:

@@ -47,10 +47,11 @@ def config_from_file(path: str, out: str | None, device: str | None):  # noqa: A
     where given; a clear error for a file that is not one."""
     import json
 
+    from spectral_analysis.atomic import read_text_file
     from spectral_analysis.train import TrainConfig
 
     try:
-        section = json.loads(Path(path).read_text())["train"]
+        section = json.loads(read_text_file(path, "run configuration", limit=2 ** 24))["train"]
         config = TrainConfig(**section)
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise CommandError(f"{path} is not a run's config.json (its 'train' section): {error}") from None

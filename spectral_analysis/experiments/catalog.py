@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from spectral_analysis.atomic import read_text_file
 from spectral_analysis.io.zoo import PLAIN_NAME
 from spectral_analysis.nn.registry import resolve_options
 from spectral_analysis.train import TrainConfig
@@ -281,11 +282,7 @@ def load_experiment(path: str | Path) -> Experiment:
     """Read and check one catalog file; ``ValueError`` naming the file and the problem otherwise. A file
     read before with the same text gives the same (frozen) experiment without resolving its grid again."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise ValueError(f"cannot read experiment file {path}: {error}") from None
-    return _parsed_experiment(path, text)
+    return _parsed_experiment(path, read_text_file(path, "experiment file", limit=2 ** 20))
 
 
 @functools.lru_cache(maxsize=256)

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from spectral_analysis.allocator import keep_freed_memory
+from spectral_analysis.atomic import read_text_file
 from spectral_analysis.experiments.catalog import Experiment, configuration_key
 from spectral_analysis.experiments.results import machine_name
 from spectral_analysis.train import Trainer, TrainingDivergedError
@@ -114,7 +115,7 @@ def read_estimate(results: str | Path, experiment: str, device: str = "cpu") -> 
     if not path.is_file():
         return None
     try:
-        estimate = json.loads(path.read_text())
+        estimate = json.loads(read_text_file(path, "kept estimate", limit=2 ** 24))
     except json.JSONDecodeError as error:
         raise ValueError(f"{path} is not JSON ({error}); write it again (experiments --estimate)") from None
     if not isinstance(estimate, dict) or not isinstance(estimate.get("configurations"), dict):

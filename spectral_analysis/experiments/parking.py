@@ -19,6 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from spectral_analysis.atomic import read_text_file
 from spectral_analysis.train.checkpoint import CheckpointError, read_checkpoint
 from spectral_analysis.train.config import TrainConfig
 from spectral_analysis.train.run_state import resume_conflicts
@@ -91,7 +92,7 @@ def restore_parked(target: str | Path, config: TrainConfig) -> int | None:
         return None
     parked = checkpoint_step(target / CHECKPOINT)
     try:
-        stored = json.loads((target / CONFIG).read_text())
+        stored = json.loads(read_text_file(target / CONFIG, "parked configuration", limit=2 ** 24))
         stored["train"]["out"] = str(run_dir)  # the parking machine's path is not this one's
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"parked run {target} is unreadable ({CONFIG}: {error}); delete it to start the "

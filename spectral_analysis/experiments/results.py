@@ -35,7 +35,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from spectral_analysis import __version__
-from spectral_analysis.atomic import atomic_target, atomic_write_text
+from spectral_analysis.atomic import atomic_target, atomic_write_text, read_text_file
 from spectral_analysis.data import TaskData, load_task
 from spectral_analysis.data.objectives import PRIMARY_METRIC
 from spectral_analysis.experiments.catalog import Trial
@@ -350,7 +350,8 @@ def _scalars(line: dict[str, Any]) -> dict[str, float]:
 def read_rows(results: str | Path, experiment: str, scale: str) -> list[dict[str, Any]]:
     """Every kept trial row of ``experiment`` at ``scale`` (empty when none)."""
     root = Path(results) / experiment / scale
-    return [json.loads(p.read_text()) for p in sorted(root.glob(f"*/{RESULT_NAME}"))]
+    rows = sorted(root.glob(f"*/{RESULT_NAME}"))
+    return [json.loads(read_text_file(p, "kept row", limit=2 ** 24)) for p in rows]
 
 
 def write_summary(results: str | Path, experiment: str, scale: str) -> list[dict[str, Any]]:

@@ -43,7 +43,7 @@ from typing import Any
 import torch
 
 from spectral_analysis.allocator import keep_freed_memory
-from spectral_analysis.atomic import exclusive_lock
+from spectral_analysis.atomic import exclusive_lock, read_text_file
 from spectral_analysis.experiments.catalog import (
     Experiment,
     Trial,
@@ -331,7 +331,7 @@ def _kept_row(results: Path, trial: Trial) -> dict[str, Any] | None:
     path = trial_results_dir(results, trial.experiment, trial.scale, trial.key) / RESULT_NAME
     if not path.is_file():
         return None
-    return json.loads(path.read_text())
+    return json.loads(read_text_file(path, "kept row", limit=2 ** 24))
 
 
 def _kept_and_standing(results: Path, trial: Trial, retry_failed: bool) -> bool:

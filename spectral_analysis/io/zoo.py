@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from spectral_analysis.atomic import read_text_file
 from spectral_analysis.vocabulary import SCALES
 
 ZOO_PREFIX = "zoo:"
@@ -104,7 +105,7 @@ def _kept_without_model(name: str, directory: Path, candidates: list[Path]) -> s
     """Why ``name`` names no model: its trial is kept at ``directory``'s scale without a checkpoint (a
     failed trial, or a seed the zoo does not keep), and which other scales keep one (never taken in its
     place: a smoke model is no stand-in for the paper's)."""
-    row = json.loads((directory / RESULT_NAME).read_text())
+    row = json.loads(read_text_file(directory / RESULT_NAME, "kept row", limit=2 ** 24))
     error = (row.get("error") or "no error kept").splitlines()[0]
     kept_note = row.get("checkpoint_note") or "no checkpoint kept"
     why = f"failed: {error}" if row.get("status") == "failed" else kept_note
@@ -127,7 +128,7 @@ def zoo_entries(results: str | Path | None = None) -> list[dict[str, Any]]:
         trial_dir = checkpoint.parent
         experiment, scale, trial = trial_dir.parent.parent.name, trial_dir.parent.name, trial_dir.name
         row_file = trial_dir / RESULT_NAME
-        row = json.loads(row_file.read_text()) if row_file.is_file() else {}
+        row = json.loads(read_text_file(row_file, "kept row", limit=2 ** 24)) if row_file.is_file() else {}
         entries.append(
             {
                 "name": zoo_name(experiment, scale, trial),

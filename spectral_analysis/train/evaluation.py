@@ -12,6 +12,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
+from spectral_analysis.atomic import read_text_file
 from spectral_analysis.data import Split, TaskData
 from spectral_analysis.data.objectives import (
     scored_count,
@@ -106,16 +107,14 @@ class RunLog:
         ``ValueError`` naming the file and the line."""
         if not self.path.exists():
             return []
-        try:
-            lines = [line for line in self.path.read_text().splitlines() if line.strip()]
-        except UnicodeDecodeError:
-            raise ValueError(f"{self.path}: not a text file") from None
+        text = read_text_file(self.path, "run log")
+        lines = [line for line in text.splitlines() if line.strip()]
         rows = []
         for number, line in enumerate(lines, start=1):
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
-                if number == len(lines) and not self.path.read_text().endswith("\n"):
+                if number == len(lines) and not text.endswith("\n"):
                     logger.warning("%s: dropped a torn last line (an interrupted write)", self.path)
                     break
                 raise ValueError(f"{self.path}: line {number} is not JSON") from None

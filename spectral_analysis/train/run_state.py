@@ -12,7 +12,7 @@ from typing import IO, Any
 import torch
 from torch import Tensor
 
-from spectral_analysis.atomic import exclusive_lock
+from spectral_analysis.atomic import exclusive_lock, read_text_file
 from spectral_analysis.train.config import RESUMABLE_CHANGES, TrainConfig, field_default
 
 
@@ -59,8 +59,8 @@ def resume_conflicts(config: TrainConfig, parked_copy: str | Path | None = None)
     run_dir = Path(config.out if parked_copy is None else parked_copy)
     config_file = run_dir / "config.json"
     try:
-        stored = json.loads(config_file.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        stored = json.loads(read_text_file(config_file, "run configuration", limit=2 ** 24))
+    except (ValueError, json.JSONDecodeError) as error:
         raise ValueError(f"cannot resume: {config_file} is unreadable ({error})") from None
     if not isinstance(stored, dict) or not isinstance(stored.get("train"), dict):
         raise ValueError(f"cannot resume: {config_file} holds no training configuration (no 'train' object)")
