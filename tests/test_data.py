@@ -103,6 +103,10 @@ def test_mnist_from_a_users_idx_directory(tmp_path):
     (tmp_path / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(b"\x00\x00\x08\x01\x00\x00\x00\x09"))
     with pytest.raises(ValueError, match="truncated"):
         load_task("mnist", data_dir=str(tmp_path))
+    bomb = tmp_path / "t10k-images-idx3-ubyte.gz"  # a header claiming 4 GB: refused, nothing inflated
+    bomb.write_bytes(gzip.compress(struct.pack(">BBBBIII", 0, 0, 8, 3, 60000, 280, 280) + bytes(10 ** 6)))
+    with pytest.raises(ValueError, match=r"more than the 1073741824 read"):
+        load_task("mnist", data_dir=str(tmp_path))
 
 
 def _write_nielsen_pickle(path, first_label: int, train: int) -> None:

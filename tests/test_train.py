@@ -3,6 +3,8 @@
 import copy
 import json
 import os
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -190,13 +192,24 @@ def test_metadata_tensor_mismatch_is_named(tmp_path, checkpoint_file):
     with safe_open(str(checkpoint_file), "pt") as f:
         meta = json.loads(f.metadata()["spectral_analysis"])
         tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
-    meta["model"]["hidden_size"] = 13
     from spectral_analysis.train.checkpoint import tensor_digest
-    save_file(tensors, tmp_path / "mismatch.safetensors",
-              metadata={"spectral_analysis": json.dumps(meta),
-                        "sha256": tensor_digest(tensors, json.dumps(meta))})
-    with pytest.raises(CheckpointError, match="do not fit the model in the metadata: size mismatch"):
-        load_checkpoint(tmp_path / "mismatch.safetensors")
+
+    def resigned(**model) -> Path:  # edited metadata with its digest recomputed, as anyone can
+        edited = {**meta, "model": {**meta["model"], **model}}
+        path = tmp_path / "mismatch.safetensors"
+        save_file(tensors, path, metadata={"spectral_analysis": json.dumps(edited),
+                                           "sha256": tensor_digest(tensors, json.dumps(edited))})
+        return path
+
+    with pytest.raises(CheckpointError, match=r"describes a model of \d+ weights, the file holds \d+"):
+        load_checkpoint(resigned(hidden_size=11))
+    started = time.perf_counter()  # sizes that would take gigabytes are refused before anything is built
+    with pytest.raises(CheckpointError, match="hidden_size 10000000 is larger than any dimension"):
+        load_checkpoint(resigned(hidden_size=10 ** 7))
+    options = {**meta["model"]["options"], "num_layers": 300_000}
+    with pytest.raises(CheckpointError, match="num_layers 300000 is more than the file's"):
+        load_checkpoint(resigned(options=options))
+    assert time.perf_counter() - started < 5
 
 
 def test_inspect_json(checkpoint_file, capsys):

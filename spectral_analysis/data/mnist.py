@@ -77,16 +77,24 @@ def _open(path: Path):
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
+MAX_IDX_BYTES = 2 ** 30  # an IDX file's values (MNIST's training images are 47 MB); a gzip cannot exceed it
+
+
 def read_idx(path: Path) -> np.ndarray:
-    """An IDX file (the format of the original MNIST distribution), unsigned bytes."""
+    """An IDX file (the format of the original MNIST distribution), unsigned bytes; no more is read (or
+    inflated, from a ``.gz``) than its header declares, at most :data:`MAX_IDX_BYTES`."""
     with _open(path) as f:
         header = f.read(4)
         if len(header) != 4 or header[:2] != b"\x00\x00" or header[2] != 0x08:
             raise ValueError(f"{path} is not an IDX file of unsigned bytes")
         dims = struct.unpack(">" + "I" * header[3], f.read(4 * header[3]))
-        data = np.frombuffer(f.read(), dtype=np.uint8)
-    if data.size != int(np.prod(dims)):
-        raise ValueError(f"{path}: header says {dims} but holds {data.size} values (truncated?)")
+        size = math.prod(dims)
+        if size > MAX_IDX_BYTES:
+            raise ValueError(f"{path}: header says {dims}, {size} values, more than the {MAX_IDX_BYTES} read")
+        data = np.frombuffer(f.read(size + 1), dtype=np.uint8)
+    if data.size != size:
+        raise ValueError(f"{path}: header says {dims} but holds {'more' if data.size > size else data.size} "
+                         "values (truncated or padded?)")
     return data.reshape(dims)
 
 

@@ -73,7 +73,7 @@ class SigmaMap:
             inside = (sigma > low) & (sigma < high)
         else:
             inside = (sigma >= low) & (sigma <= high)
-        if not bool(inside.all()):
+        if sigma.device.type != "meta" and not bool(inside.all()):  # meta: shapes only, no values
             bad = sigma[~inside].flatten()[:5].tolist()
             interval = "open interval" if self.kind == "sigmoid" else "interval"
             raise ValueError(

@@ -149,6 +149,29 @@ def check_weights(state: dict[str, Tensor], expected: dict[str, Tensor], path: s
                                   "anyway)")
 
 
+def check_sizes(meta: dict[str, Any], state: dict[str, Tensor], path: str | Path) -> None:
+    """The model the metadata describes, checked against the file's own tensors before it is built:
+    its sizes and layer count against their shapes, then its weights, counted on the ``meta`` device
+    (no memory), against theirs; a few KB of edited metadata cannot make a reader allocate gigabytes."""
+    config = meta.get("model") or {}
+    largest = max((d for t in state.values() for d in t.shape), default=0)
+    for field in ("input_size", "hidden_size", "output_size"):
+        if isinstance(config.get(field), int) and config[field] > largest:
+            raise CheckpointError(f"{path}: the metadata's {field} {config[field]} is larger than any "
+                                  f"dimension of the file's weights ({largest})")
+    layers = (config.get("options") or {}).get("num_layers", 1)
+    if isinstance(layers, int) and layers > len(state):
+        raise CheckpointError(f"{path}: the metadata's num_layers {layers} is more than the file's "
+                              f"{len(state)} weight tensors")
+    with torch.device("meta"):
+        skeleton = build_from_metadata(meta, path)
+    described = sum(t.numel() for t in skeleton.state_dict().values())
+    held = sum(t.numel() for t in state.values())
+    if described != held:
+        raise CheckpointError(f"{path}: the metadata describes a model of {described} weights, the file "
+                              f"holds {held}")
+
+
 def build_from_metadata(meta: dict[str, Any], path: str | Path) -> nn.Module:
     config = meta.get("model")
     try:
@@ -162,8 +185,9 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
                     allow_nonfinite: bool = False) -> Checkpoint:
     """Rebuild the model of a checkpoint from its metadata and load its tensors (no code runs)."""
     meta, tensors = read_checkpoint(path)
-    model = build_from_metadata(meta, path)
     state = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
+    check_sizes(meta, state, path)
+    model = build_from_metadata(meta, path)
     check_weights(state, model.state_dict(), path, allow_nonfinite)
     dtypes = {v.dtype for v in state.values() if v.is_floating_point()}
     if len(dtypes) == 1:  # a model trained in float64 comes back in float64
