@@ -86,7 +86,8 @@ def load_matrix(path: str) -> torch.Tensor:
 
     file = Path(path)
     if not file.is_file():
-        raise CommandError(f"matrix file not found: {path}")
+        raise CommandError(f"matrix file {path} is not a regular file (a FIFO, a device or a folder)"
+                           if file.exists() else f"matrix file not found: {path}")
     from spectral_analysis.data.arrays import read_npy
 
     try:

@@ -34,7 +34,8 @@ def read_npy(file: Path) -> np.ndarray:
 def _read_array(path: str | Path, key: str) -> np.ndarray:
     file = Path(path)
     if not file.is_file():
-        raise ValueError(f"{key} file not found: {file}")
+        raise ValueError(f"{key} file {file} is not a regular file (a FIFO, a device or a folder)"
+                         if file.exists() else f"{key} file not found: {file}")
     try:
         if file.suffix == ".npy":
             return read_npy(file)

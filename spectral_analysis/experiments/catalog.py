@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from spectral_analysis.atomic import read_text_file
+from spectral_analysis.data import task_options
 from spectral_analysis.io.zoo import PLAIN_NAME
 from spectral_analysis.nn.registry import resolve_options
 from spectral_analysis.train import TrainConfig
@@ -106,7 +107,8 @@ class Experiment:
     stand_in: str | None = None  # the dataset that stands in for the paper's, in words
 
     def seeds(self, scale: str) -> int:
-        return int(self.scales[scale].get("seeds", 1))
+        """The scale's seed count as written (a non-integer is refused by :meth:`trials`)."""
+        return self.scales[scale].get("seeds", 1)
 
     @property
     def budget(self) -> str | None:
@@ -144,7 +146,10 @@ class Experiment:
             own = {k: v for k, v in variant.items() if k not in ("label", *SCALES)}
             for values in itertools.product(*(self.axes[a] for a in names)):
                 axes = dict(zip(names, values, strict=True))
-                config = _merge({}, self.base, own, *self._scale_layers(scale, variant))
+                try:
+                    config = _merge({}, self.base, own, *self._scale_layers(scale, variant))
+                except ValueError as error:
+                    raise ValueError(f"{self.path}: variant {variant['label']!r}: {error}") from None
                 for path, value in axes.items():
                     _set_dotted(config, path, value)
                 suffix = "".join(f"_{_short(a)}{_key_text(v)}" for a, v in axes.items())
@@ -241,6 +246,8 @@ def _merge(target: dict[str, Any], *layers: dict[str, Any]) -> dict[str, Any]:
     for layer in layers:
         for key, value in layer.items():
             if key in MERGED_FIELDS:
+                if not isinstance(value, dict):
+                    raise ValueError(f"{key} must be a table (e.g. {{ length = 5 }}), got {value!r}")
                 target[key] = {**target.get(key, {}), **copy.deepcopy(value)}
             else:
                 target[key] = copy.deepcopy(value)
@@ -267,6 +274,10 @@ def _validate(experiment: Experiment, trial: Trial) -> None:
             raise ValueError(f"{where}: no {name!r} given")
     try:
         trial.train_config("unused").validate()
+        resolve_options(trial.config["model"], trial.config.get("model_options", {}))
+        unknown = sorted(set(trial.config.get("task_options", {})) - set(task_options(trial.config["task"])))
+        if unknown:
+            raise ValueError(f"task {trial.config['task']!r} does not take option(s) {unknown}")
     except ValueError as error:
         raise ValueError(f"{where}: {error}") from None
 

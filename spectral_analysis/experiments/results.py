@@ -35,12 +35,12 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from spectral_analysis import __version__
-from spectral_analysis.atomic import atomic_target, atomic_write_text, read_text_file
+from spectral_analysis.atomic import atomic_target, atomic_write_text
 from spectral_analysis.data import TaskData, load_task
 from spectral_analysis.data.objectives import PRIMARY_METRIC
 from spectral_analysis.experiments.catalog import Trial
 from spectral_analysis.experiments.fitness import trial_fitness
-from spectral_analysis.io.zoo import CHECKPOINT_NAME, RESULT_NAME, trial_results_dir
+from spectral_analysis.io.zoo import CHECKPOINT_NAME, RESULT_NAME, read_kept_row, trial_results_dir
 from spectral_analysis.train import Checkpoint, load_checkpoint, save_checkpoint
 from spectral_analysis.train.evaluation import RunLog
 from spectral_analysis.train.plateau import best_validation, is_plateau, last_improvement_step
@@ -350,8 +350,7 @@ def _scalars(line: dict[str, Any]) -> dict[str, float]:
 def read_rows(results: str | Path, experiment: str, scale: str) -> list[dict[str, Any]]:
     """Every kept trial row of ``experiment`` at ``scale`` (empty when none)."""
     root = Path(results) / experiment / scale
-    rows = sorted(root.glob(f"*/{RESULT_NAME}"))
-    return [json.loads(read_text_file(p, "kept row", limit=2 ** 24)) for p in rows]
+    return [read_kept_row(path) for path in sorted(root.glob(f"*/{RESULT_NAME}"))]
 
 
 def write_summary(results: str | Path, experiment: str, scale: str) -> list[dict[str, Any]]:

@@ -27,7 +27,6 @@ a later ``run`` is not stopped by an old request (on a cluster, only nodes that 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -43,7 +42,7 @@ from typing import Any
 import torch
 
 from spectral_analysis.allocator import keep_freed_memory
-from spectral_analysis.atomic import exclusive_lock, read_text_file
+from spectral_analysis.atomic import exclusive_lock
 from spectral_analysis.experiments.catalog import (
     Experiment,
     Trial,
@@ -78,7 +77,7 @@ from spectral_analysis.experiments.results import (
     write_summary,
 )
 from spectral_analysis.experiments.validation import held_back
-from spectral_analysis.io.zoo import RESULT_NAME, default_results_dir, trial_results_dir
+from spectral_analysis.io.zoo import RESULT_NAME, default_results_dir, read_kept_row, trial_results_dir
 from spectral_analysis.train import TrainConfig, Trainer
 from spectral_analysis.train.run_state import lock_run_directory, resume_conflicts
 from spectral_analysis.vocabulary import SWEEP_BACKENDS
@@ -331,7 +330,7 @@ def _kept_row(results: Path, trial: Trial) -> dict[str, Any] | None:
     path = trial_results_dir(results, trial.experiment, trial.scale, trial.key) / RESULT_NAME
     if not path.is_file():
         return None
-    return json.loads(read_text_file(path, "kept row", limit=2 ** 24))
+    return read_kept_row(path)
 
 
 def _kept_and_standing(results: Path, trial: Trial, retry_failed: bool) -> bool:

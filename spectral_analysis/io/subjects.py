@@ -89,7 +89,8 @@ def load(source: str | Path | nn.Module, arch: str | None = None, head_prefix: s
     text = str(source)
     path = resolve_checkpoint(text) if text.startswith(ZOO_PREFIX) else Path(text)
     if not path.is_file():
-        raise SubjectError(f"model file not found: {path}")
+        raise SubjectError(f"model file {path} is not a regular file (a FIFO, a device or a folder)"
+                           if path.exists() else f"model file not found: {path}")
     if _is_toolkit_checkpoint(path):
         checkpoint = load_checkpoint(path, device, allow_nonfinite)
         if not (feedforward or isinstance(checkpoint.model, RecurrentModel)):

@@ -40,6 +40,19 @@ def default_results_dir() -> Path:
     return Path.cwd() / "results"
 
 
+def read_kept_row(path: str | Path) -> dict[str, Any]:
+    """A kept trial's ``result.json``: a JSON object, read as a regular file of bounded size; a damaged
+    one is a ``ValueError`` naming the file."""
+    text = read_text_file(path, "kept row", limit=2 ** 24)
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"kept row {path} is not JSON ({error})") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"kept row {path} holds a {type(row).__name__}, not a JSON object")
+    return row
+
+
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.=+-]*")  # an experiment, scale or trial key: no path in it
 
 
@@ -105,7 +118,7 @@ def _kept_without_model(name: str, directory: Path, candidates: list[Path]) -> s
     """Why ``name`` names no model: its trial is kept at ``directory``'s scale without a checkpoint (a
     failed trial, or a seed the zoo does not keep), and which other scales keep one (never taken in its
     place: a smoke model is no stand-in for the paper's)."""
-    row = json.loads(read_text_file(directory / RESULT_NAME, "kept row", limit=2 ** 24))
+    row = read_kept_row(directory / RESULT_NAME)
     error = (row.get("error") or "no error kept").splitlines()[0]
     kept_note = row.get("checkpoint_note") or "no checkpoint kept"
     why = f"failed: {error}" if row.get("status") == "failed" else kept_note
@@ -128,7 +141,7 @@ def zoo_entries(results: str | Path | None = None) -> list[dict[str, Any]]:
         trial_dir = checkpoint.parent
         experiment, scale, trial = trial_dir.parent.parent.name, trial_dir.parent.name, trial_dir.name
         row_file = trial_dir / RESULT_NAME
-        row = json.loads(read_text_file(row_file, "kept row", limit=2 ** 24)) if row_file.is_file() else {}
+        row = read_kept_row(row_file) if row_file.exists() else {}
         entries.append(
             {
                 "name": zoo_name(experiment, scale, trial),

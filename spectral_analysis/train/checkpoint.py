@@ -89,7 +89,8 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Tensor]
     """Metadata and tensors of a checkpoint file, validated; :class:`CheckpointError` otherwise."""
     path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"checkpoint not found: {path}")
+        raise CheckpointError(f"checkpoint {path} is not a regular file (a FIFO, a device or a folder)"
+                              if path.exists() else f"checkpoint not found: {path}")
     try:
         with safe_open(str(path), framework="pt") as f:
             header = f.metadata() or {}

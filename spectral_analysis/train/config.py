@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from spectral_analysis.vocabulary import OPTIMIZER_NAMES
+from spectral_analysis.vocabulary import MODEL_NAMES, OPTIMIZER_NAMES, TASK_NAMES
 
 OPTIMIZERS = dict(zip(OPTIMIZER_NAMES, (torch.optim.Adam, torch.optim.RMSprop, torch.optim.SGD), strict=True))
 RESUMABLE_CHANGES = ("steps", "epochs", "max_steps", "plateau_min_delta", "device", "progress", "tensorboard",
@@ -53,6 +53,21 @@ class TrainConfig:
     tensorboard: bool = False  # also write TensorBoard event files into out/tensorboard
 
     def validate(self) -> None:
+        for name in ("model", "task", "optimizer", "device"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a name, got {getattr(self, name)!r}")
+        if self.model not in MODEL_NAMES:
+            raise ValueError(f"unknown model {self.model!r}; expected one of {MODEL_NAMES}")
+        if self.task not in TASK_NAMES:
+            raise ValueError(f"unknown task {self.task!r}; expected one of {TASK_NAMES}")
+        for name in ("lr", "lr_decay", "lr_cut", "plateau_min_delta", "penalty", "clip"):
+            value = getattr(self, name)
+            if not (value is None and name == "clip") and (isinstance(value, bool)
+                                                          or not isinstance(value, int | float)):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+        for name in ("model_options", "task_options"):
+            if not isinstance(getattr(self, name), dict):
+                raise ValueError(f"{name} must be a table, got {getattr(self, name)!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; expected one of {tuple(OPTIMIZERS)}")
         if (self.steps is None) == (self.epochs is None):

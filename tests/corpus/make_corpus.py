@@ -170,7 +170,7 @@ def cases(root: Path) -> list[Case]:
         "random-bytes": ("random.safetensors", "neither a safetensors nor a torch.save file", unreadable),
         "truncated": ("truncated.safetensors", "neither a safetensors nor a torch.save file", unreadable),
         "json-text": ("text.json", "neither a safetensors nor a torch.save file", unreadable),
-        "directory": ("a-directory", "not found", "not found"),
+        "directory": ("a-directory", "is not a regular file", "is not a regular file"),
         "missing": ("no-such-file.pt", "not found", "not found"),
         "pickle-payload": ("payload.pkl", "needs more than weights", pickled),
         "torch-save-payload": ("payload.pt", "needs more than weights", pickled),
@@ -313,6 +313,9 @@ def cases(root: Path) -> list[Case]:
         result.append(Case(f"train-resume-{name}", (*base, "--resume", "--out", str(run)), 1, fragment))
     result.append(Case("train-resume-nothing", (*base, "--resume", "--out", str(root / "no-run")), 1,
                        "nothing to resume"))
+    from second_pass import second_cases  # the hostile user's kinds: FIFOs, catalogs, results trees, ...
+
+    result += second_cases(root, valid, out)
     return [_parsed_at_the_edge(case) for case in result]
 
 
