@@ -127,3 +127,29 @@ def test_fifos_where_files_belong_are_refused_not_waited_on(tmp_path):
         assert time.perf_counter() - started < 10
         real.unlink()
         (tmp_path / f"{name}.kept").rename(real)
+
+
+def test_lemma3_on_weights_that_overflow_is_not_run_rather_than_violated():
+    from spectral_analysis.analysis.network import eq17_network
+    from spectral_analysis.analysis.perturbation import perturbation_check
+    from spectral_analysis.nn import build_model
+
+    model = build_model("rnn", 2, 6, 1, output_bias=True).double()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.fill_(3e38)  # finite, as float32's largest: the forward pass overflows
+    with pytest.raises(ValueError, match="overflows float64 .* not computable, so the check is not run"):
+        perturbation_check(eq17_network(model, False), torch.randn(3, 50, 2, dtype=torch.float64))
+
+
+def test_a_single_sequence_with_one_label_is_read(tmp_path):
+    from spectral_analysis.data.arrays import load_user_data
+
+    np.save(tmp_path / "x.npy", np.zeros((1, 5, 2)))
+    for name, labels in (("flat", np.array([3])), ("column", np.array([[3]]))):
+        np.save(tmp_path / f"{name}.npy", labels)
+        data = load_user_data(tmp_path / "x.npy", tmp_path / f"{name}.npy", input_size=2)
+        assert data.labels.tolist() == [3]
+    np.save(tmp_path / "two.npy", np.array([1, 2]))
+    with pytest.raises(ValueError, match=r"labels must have shape \(1,\) for 1 sequences, got \(2,\)"):
+        load_user_data(tmp_path / "x.npy", tmp_path / "two.npy", input_size=2)

@@ -83,6 +83,10 @@ def perturbation_check(net: Eq17Network, x: Tensor, B: float | None = None, tria
     generator = torch.Generator().manual_seed(seed)
     norms = weight_norms(net)
     h_T, y = net.final(xs)
+    overflow = ("the forward pass overflows float64 on these inputs ({what}, with ||W|| = {W:.3g}): "
+                "Lemma 3's ratios are not computable, so the check is not run")
+    if not (bool(torch.isfinite(h_T).all()) and bool(torch.isfinite(y).all())):
+        raise ValueError(overflow.format(what="h_T is not finite", W=norms.W))
     hidden_slack, output_slack, violations = [], [], []
     for trial in range(trials):
         deltas = {}
@@ -93,6 +97,8 @@ def perturbation_check(net: Eq17Network, x: Tensor, B: float | None = None, tria
         log_h, log_y = lemma3_right_hand_sides(norms, T, B, sizes["W"], sizes["M"], sizes["Y"])
         for which, change, log_rhs, store in (("hidden", (h_p - h_T).norm(dim=1), log_h, hidden_slack),
                                               ("output", (y_p - y).norm(dim=1), log_y, output_slack)):
+            if not bool(torch.isfinite(change).all()) or not math.isfinite(log_rhs):
+                raise ValueError(overflow.format(what=f"a perturbed {which} state is not finite", W=norms.W))
             worst = int(change.argmax())
             value = float(change[worst])
             ratio = 0.0 if value == 0 else 10 ** (math.log10(value) - log_rhs)

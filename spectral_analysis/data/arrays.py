@@ -109,7 +109,9 @@ def load_user_data(inputs: str | Path, labels: str | Path | None = None,
         raise ValueError(f"{inputs}: inputs hold NaN or inf")
     y = None
     if labels is not None:
-        y = np.asarray(_read_array(labels, "labels")).squeeze()
+        y = np.asarray(_read_array(labels, "labels"))
+        if y.ndim == 2 and 1 in y.shape:  # a column or a row of labels (a .csv reads as 2-D)
+            y = y.reshape(-1)
         if np.iscomplexobj(y):
             raise ValueError(f"{labels}: labels must be integer classes, got dtype {y.dtype}")
         if y.ndim != 1 or y.shape[0] != x.shape[0]:
