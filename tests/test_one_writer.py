@@ -116,3 +116,83 @@ def test_a_resume_from_a_checkpoint_that_is_not_a_file_leaves_the_run_as_it_was(
     with pytest.raises(ValueError, match="last.safetensors is not a regular file"):
         Trainer(TrainConfig(**{**json.loads((run_dir / "config.json").read_text())["train"]}), resume=True)
     assert _snapshot(run_dir) == before
+
+
+LONG_GRID = TINY.replace("steps = 8\ntask_options = { train_size = 32",  # a smoke trial of seconds
+                         "steps = 800\ntask_options = { train_size = 32")
+
+
+def _run_command(tmp_path: Path, out: str, results: str) -> list[str]:
+    catalog = tiny_catalog(tmp_path, LONG_GRID)
+    return [str(Path(sys.executable).parent / "spectral-analysis"), "--threads", "1", "--quiet", "run",
+            "tiny", "--catalog", str(catalog), "--scale", "smoke", "--seeds", "1", "--only", "variant=rnn",
+            "length=5", "--backend", "processes", "--out", str(tmp_path / out), "--results",
+            str(tmp_path / results), "--json"]
+
+
+def _kept_weights(results: Path) -> dict[str, str]:
+    """Each kept model's tensors, hashed (the file's metadata records wall times, which differ)."""
+    from safetensors.torch import load_file
+
+    def digest(path: Path) -> str:
+        tensors = load_file(path)
+        return hashlib.sha256(b"".join(tensors[k].numpy().tobytes() for k in sorted(tensors))).hexdigest()
+
+    return {str(p.relative_to(results)): digest(p) for p in sorted(results.rglob("model.safetensors"))}
+
+
+def _wait_for(condition, seconds: float = 120) -> None:
+    import time
+
+    deadline = time.time() + seconds
+    while not condition():
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_two_concurrent_sweeps_end_with_one_writer_and_the_zoo_of_one_sweep(tmp_path):
+    first = subprocess.Popen(_run_command(tmp_path, "runs", "results"), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: (tmp_path / "results" / SWEEP_LOCK).is_file()
+              and (tmp_path / "results" / SWEEP_LOCK).read_text().strip() == str(first.pid))
+    second = subprocess.run(_run_command(tmp_path, "runs", "results"), capture_output=True, text=True,
+                            timeout=300)
+    assert second.returncode == 1 and f"another sweep (pid {first.pid})" in second.stderr, second.stderr
+    assert first.wait(timeout=600) == 0, first.stderr[-2000:]
+    alone = subprocess.run(_run_command(tmp_path, "alone-runs", "alone-results"), capture_output=True,
+                           text=True, timeout=600)
+    assert alone.returncode == 0, alone.stderr[-2000:]
+    together, single = _kept_weights(tmp_path / "results"), _kept_weights(tmp_path / "alone-results")
+    assert together and together == single  # the same zoo, bit for bit
+
+
+@pytest.mark.slow
+def test_a_killed_sweeps_worker_stops_and_the_rerun_ends_as_an_uninterrupted_run(tmp_path):
+    import signal
+
+    driver = subprocess.Popen(_run_command(tmp_path, "runs", "results"), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    run_dir = tmp_path / "runs" / "tiny" / "smoke" / "rnn_length5_s0"
+    _wait_for(lambda: (run_dir / "last.safetensors").is_file())
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    lock = run_dir / ".lock"
+    _wait_for(lambda: not _locked(lock), seconds=60)  # the orphaned worker stops at its next step
+    assert not list((tmp_path / "results").rglob("result.json"))  # and kept nothing
+    rerun = subprocess.run(_run_command(tmp_path, "runs", "results"), capture_output=True, text=True,
+                           timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    straight = subprocess.run(_run_command(tmp_path, "straight-runs", "straight-results"),
+                              capture_output=True, text=True, timeout=600)
+    assert straight.returncode == 0
+    assert _kept_weights(tmp_path / "results") == _kept_weights(tmp_path / "straight-results")
+
+
+def _locked(lock: Path) -> bool:
+    """Whether a live process holds ``lock`` (flock): what a trainer holds while it trains."""
+    try:
+        exclusive_lock(lock, "held").close()
+    except ValueError:
+        return True
+    return False
