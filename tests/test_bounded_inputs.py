@@ -153,3 +153,17 @@ def test_a_single_sequence_with_one_label_is_read(tmp_path):
     np.save(tmp_path / "two.npy", np.array([1, 2]))
     with pytest.raises(ValueError, match=r"labels must have shape \(1,\) for 1 sequences, got \(2,\)"):
         load_user_data(tmp_path / "x.npy", tmp_path / "two.npy", input_size=2)
+
+
+def test_a_model_too_large_to_build_is_refused_before_it_is_built(capsys):
+    from spectral_analysis.nn import build_model
+
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match=r"has 1000003000000 weights, more than the 100000000 built"):
+        build_model("rnn", 1, 10 ** 6, 1)
+    with pytest.raises(ValueError, match=r"num_layers must be an integer in \[1, 1000\], got 300000"):
+        build_model("lstm", 1, 8, 1, num_layers=300_000)
+    assert main(["train", "--model", "gru", "--task", "addition", "--hidden", "200000", "--steps", "1",
+                 "--out", "unused"]) == 1
+    assert "more than the 100000000 built" in capsys.readouterr().err
+    assert time.perf_counter() - started < 5

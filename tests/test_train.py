@@ -201,8 +201,10 @@ def test_metadata_tensor_mismatch_is_named(tmp_path, checkpoint_file):
                                            "sha256": tensor_digest(tensors, json.dumps(edited))})
         return path
 
-    with pytest.raises(CheckpointError, match=r"describes a model of \d+ weights, the file holds \d+"):
+    with pytest.raises(CheckpointError, match="do not fit the model in the metadata: size mismatch"):
         load_checkpoint(resigned(hidden_size=11))
+    with pytest.raises(CheckpointError, match=r"describes a model of \d+ weights, the file holds \d+"):
+        load_checkpoint(resigned(name="lstm", input_size=12, output_size=12, options={"num_layers": 6}))
     started = time.perf_counter()  # sizes that would take gigabytes are refused before anything is built
     with pytest.raises(CheckpointError, match="hidden_size 10000000 is larger than any dimension"):
         load_checkpoint(resigned(hidden_size=10 ** 7))

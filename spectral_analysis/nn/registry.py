@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from torch import nn
 
 from spectral_analysis.linalg import SigmaMap
@@ -26,6 +27,9 @@ from spectral_analysis.nn.recurrent import RecurrentNet
 from spectral_analysis.nn.transitions import DenseTransition, HouseholderTransition, SpectralTransition
 from spectral_analysis.nn.urnn import UnitaryRNN
 from spectral_analysis.vocabulary import MODEL_NAMES, MODEL_OPTIONS, MODRELU
+
+MAX_LAYERS = 1000  # layers of one model
+MAX_PARAMETERS = 10 ** 8  # weights of one model: 400 MB in float32, under 2 GB with Adam's moments
 
 
 def resolve_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -97,6 +101,19 @@ def build_model(name: str, input_size: int, hidden_size: int, output_size: int, 
     ```
     """
     resolved = resolve_options(name, options)
+    layers = resolved.get("num_layers", 1)
+    if not isinstance(layers, int) or isinstance(layers, bool) or not 1 <= layers <= MAX_LAYERS:
+        raise ValueError(f"num_layers must be an integer in [1, {MAX_LAYERS}], got {layers!r}")
+    # no model of the registry has more than 8 L (n + 1) (n + n_i + n_y + 1) weights (an LSTM has 4 gates,
+    # a uRNN 2n real units); only one that could exceed the limit is counted exactly, on the meta device
+    ceiling = 8 * layers * (hidden_size + 1) * (hidden_size + input_size + output_size + 1)
+    if ceiling > MAX_PARAMETERS and torch.get_default_device().type != "meta":
+        with torch.device("meta"):
+            size = sum(t.numel() for t in _build(name, input_size, hidden_size, output_size,
+                                                 resolved).state_dict().values())
+        if size > MAX_PARAMETERS:
+            raise ValueError(f"a {name} with input {input_size}, hidden {hidden_size}, output {output_size} "
+                             f"and these options has {size} weights, more than the {MAX_PARAMETERS} built")
     model = _build(name, input_size, hidden_size, output_size, resolved)
     model.config = {"name": name, "input_size": input_size, "hidden_size": hidden_size,
                     "output_size": output_size, "options": resolved}

@@ -140,7 +140,7 @@ def cases(root: Path) -> list[Case]:
         "nan": (_weights(lambda w: w.fill_(math.nan)), "non-finite entries"),
         "int32": (_weights(lambda w: w.to(torch.int32)), "is torch.int32"),
         "float16": (_weights(lambda w: w.half()), "is torch.float16"),
-        "shape": (_weights(lambda w: torch.zeros(3, 3)), "the metadata describes a model of"),
+        "shape": (_weights(lambda w: torch.zeros(3, 3)), "size mismatch"),
     }
     for name, (change, fragment) in weights.items():
         changed = _resave(valid, root / f"weights-{name}.safetensors", tensor_change=change)

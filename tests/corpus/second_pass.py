@@ -147,7 +147,7 @@ RESIGNED = {
     "input-huge": (["model", "input_size"], 10 ** 6, "input_size"),
     "output-huge": (["model", "output_size"], 10 ** 6, "output_size"),
     "layers-huge": (["model", "options", "num_layers"], 300_000, "num_layers"),
-    "hidden-off-by-one": (["model", "hidden_size"], 5, "the file holds"),
+    "hidden-off-by-one": (["model", "hidden_size"], 5, "size mismatch"),
     "unknown-model": (["model", "name"], "transformer", "transformer"),
     "unknown-option": (["model", "options", "depth"], 3, "depth"),
     "layers-text": (["model", "options", "num_layers"], "two", "num_layers"),
