@@ -92,3 +92,20 @@ def test_fuzzed_checkpoints_load_or_get_the_one_line_error(data, tmp_path_factor
 def test_the_docs_state_the_corpus_size():
     readme = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "reliability.md").read_text()
     assert f"{len(LISTING)} malformed" in readme and f"**{len(LISTING)} clean one-line errors" in readme
+
+
+@pytest.mark.slow
+def test_the_corpus_runs_under_a_4_gib_memory_limit():
+    """Every case again in a process whose address space is capped at 4 GiB: an input that made a reader
+    allocate past it would fail there (MemoryError or a kill) instead of passing on a large machine."""
+    import resource
+    import subprocess
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 * 1024 ** 3, 4 * 1024 ** 3))
+
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
+                           "-k", "malformed_input", str(Path(__file__))], capture_output=True, text=True,
+                          timeout=600, preexec_fn=capped, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert f"{len(LISTING)} passed" in done.stdout
