@@ -15,6 +15,7 @@ from spectral_analysis.cli.common import (
     count,
     emit,
     positive_real,
+    probability,
     real,
     show_progress,
 )
@@ -257,8 +258,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     cert = sub.add_parser("certify",
                           help="a non-vacuous PAC-Bayes certificate of the 0-1 error (Dziugaite-Roy)")
     add_subject_arguments(cert)
-    cert.add_argument("--delta", type=real, default=0.025, help="confidence of the PAC-Bayes-kl bound")
-    cert.add_argument("--delta-prime", type=real, default=0.01, help="confidence of the Monte Carlo bound")
+    cert.add_argument("--delta", type=probability, default=0.025,
+                      help="confidence of the PAC-Bayes-kl bound")
+    cert.add_argument("--delta-prime", type=probability, default=0.01,
+                      help="confidence of the Monte Carlo bound")
     cert.add_argument("--mc-samples", type=count(1, 10 ** 7), default=20000,
                       help="sampled networks for Q's error, each "
                       "scoring one chunk of the training set (default 20000)")
@@ -269,11 +272,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                       help="PAC-Bayes training objective (default quadratic, Pérez-Ortiz et al.)")
     cert.add_argument("--lr", type=positive_real(10.0), default=1e-4,
                       help="Adam learning rate of the posterior mean")
-    cert.add_argument("--init-std", type=real, default=0.02,
+    cert.add_argument("--init-std", type=positive_real(10.0), default=0.02,
                       help="initial standard deviation of the posterior and the prior")
     cert.add_argument("--prior", choices=PRIORS, default="init", help="init: the seed's initialization "
                       "(data-independent); learned: trained on a held-out part of the training set")
-    cert.add_argument("--prior-fraction", type=real, default=0.5,
+    cert.add_argument("--prior-fraction", type=probability, default=0.5,
                       help="with --prior learned: the part of the training set the prior learns from")
     cert.add_argument("--prior-epochs", type=count(0, 10 ** 5), default=20,
                       help="with --prior learned: its epochs")

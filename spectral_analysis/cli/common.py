@@ -76,6 +76,14 @@ def positive_real(high: float) -> Callable[[str], float]:
     return parse
 
 
+def probability(text: str) -> float:
+    """The argparse type of a confidence or a fraction: a number in the open interval (0, 1)."""
+    value = real(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text!r}")
+    return value
+
+
 SEED = count(0, 2 ** 63 - 1)  # what torch.manual_seed takes
 
 

@@ -180,6 +180,12 @@ CERTIFY_FLAGS = {
     "seed-negative": ("--seed", "-1"),
     "seed-huge": ("--seed", "1" + "0" * 40),
     "delta-nan": ("--delta", "nan"),
+    "delta-zero": ("--delta", "0"),
+    "delta-prime-one": ("--delta-prime", "1"),
+    "prior-fraction-zero": ("--prior-fraction", "0"),
+    "prior-fraction-above-one": ("--prior-fraction", "1.5"),
+    "init-std-zero": ("--init-std", "0"),
+    "init-std-negative": ("--init-std", "-1"),
     "objective-unknown": ("--objective", "bayes"),
     "prior-unknown": ("--prior", "uniform"),
 }
