@@ -1,6 +1,7 @@
 """Every malformed input of the corpus gets its clean one-line error: no traceback, no hang, no exit 0
 with non-finite numbers, no file written outside the output directory, no code executed."""
 
+import json
 import sys
 import tempfile
 import time
@@ -109,3 +110,47 @@ def test_the_corpus_runs_under_a_4_gib_memory_limit():
                           timeout=600, preexec_fn=capped, cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stdout[-2000:]
     assert f"{len(LISTING)} passed" in done.stdout
+
+
+def _mutated(data, valid: bytes) -> bytes:
+    """Random bytes, or ``valid`` with random byte flips or cut short."""
+    kind = data.draw(st.sampled_from(["random", "flip", "truncate"]))
+    if kind == "random":
+        return data.draw(st.binary(max_size=2048))
+    if kind == "truncate":
+        return valid[: data.draw(st.integers(0, len(valid) - 1))]
+    blob = bytearray(valid)
+    for _ in range(data.draw(st.integers(1, 8))):
+        blob[data.draw(st.integers(0, len(blob) - 1))] = data.draw(st.integers(0, 255))
+    return bytes(blob)
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+@pytest.mark.slow
+def test_fuzzed_catalog_entries_and_kept_rows_read_or_get_the_one_line_error(data, tmp_path_factory):
+    """The catalog reader and the results readers on random bytes and mutations of a valid catalog entry
+    and a valid kept row: an experiment or a row, or their ValueError, never anything else."""
+    from second_pass import TINY_CATALOG
+
+    from spectral_analysis.experiments import load_experiment
+    from spectral_analysis.io.zoo import read_kept_row, zoo_entries
+
+    root = tmp_path_factory.mktemp("fuzz-readers")
+    entry = root / "tiny.toml"
+    entry.write_bytes(_mutated(data, TINY_CATALOG.encode()))
+    try:
+        load_experiment(entry)
+    except ValueError as error:
+        assert str(error) and "\n" not in str(error).strip()
+    trial = root / "results" / "exp" / "paper" / "t_s0"
+    trial.mkdir(parents=True)
+    (trial / "model.safetensors").write_bytes(b"")
+    valid_row = json.dumps({"status": "done", "metric": "mse", "test_metrics": {"mse": 0.1}, "seed": 0})
+    (trial / "result.json").write_bytes(_mutated(data, valid_row.encode()))
+    for read in (lambda: read_kept_row(trial / "result.json"), lambda: zoo_entries(root / "results")):
+        try:
+            read()
+        except ValueError as error:
+            assert str(error) and "\n" not in str(error).strip()
