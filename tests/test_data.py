@@ -135,6 +135,17 @@ def test_nielsen_pickle_is_decoded_once_per_file_version_and_code_in_it_is_refus
         read_nielsen_pickle(path)
 
 
+def test_a_gzip_bomb_posing_as_the_mnist_pickle_inflates_no_further_than_the_limit(tmp_path, monkeypatch):
+    from spectral_analysis.data import mnist
+
+    monkeypatch.setattr(mnist, "MAX_PICKLE_BYTES", 2 ** 20)  # the 1 GiB limit, scaled to a quick test
+    path = tmp_path / "mnist.pkl.gz"
+    _write_nielsen_pickle(path, first_label=1, train=1000)  # 3 MB inflated, a few KB on disk
+    assert path.stat().st_size < 2 ** 16
+    with pytest.raises(ValueError, match="inflates past 1048576 bytes"):
+        mnist.read_nielsen_pickle(path)
+
+
 @pytest.mark.parametrize("name,length,n_i,classes", [("ArrowHead", 251, 1, 3), ("GunPoint", 150, 10, 2),
                                                      ("ItalyPowerDemand", 24, 4, 2), ("Coffee", 286, 13, 2)])
 def test_packaged_ucr_sets_with_validation_holdout(name, length, n_i, classes):

@@ -14,10 +14,12 @@ from __future__ import annotations
 import functools
 import gzip
 import importlib.util
+import io
 import math
 import pickle
 import struct
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import torch
@@ -35,6 +37,28 @@ class _ArrayUnpickler(pickle.Unpickler):
         if (module, name) not in _NUMPY_GLOBALS:
             raise pickle.UnpicklingError(f"refusing to load {module}.{name}: only numpy arrays are allowed")
         return super().find_class(module, name)
+
+
+MAX_PICKLE_BYTES = 2 ** 30  # Nielsen's pickle inflates to 220 MB; a gzip bomb posing as it stops here
+
+
+class _Bounded(io.RawIOBase):
+    """A read-only stream that refuses to read past ``limit`` bytes of ``source`` (a gzip file)."""
+
+    def __init__(self, source: IO[bytes], limit: int, path: Path) -> None:
+        self.source, self.left, self.path = source, limit, path
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # noqa: ANN001 (a writable buffer)
+        data = self.source.read(min(len(buffer), self.left + 1))
+        if len(data) > self.left:
+            raise ValueError(f"{self.path} inflates past {MAX_PICKLE_BYTES} bytes: not Nielsen's MNIST "
+                             "pickle")
+        self.left -= len(data)
+        buffer[:len(data)] = data
+        return len(data)
 
 
 def packaged_mnist_file() -> Path:
@@ -63,7 +87,8 @@ def read_nielsen_pickle(path: Path) -> list[Split]:
 def _decoded_nielsen_pickle(path: Path, mtime_ns: int, size: int) -> tuple[Split, ...]:
     try:
         with gzip.open(path, "rb") as f:
-            parts = _ArrayUnpickler(f, encoding="latin1").load()
+            bounded = io.BufferedReader(_Bounded(f, MAX_PICKLE_BYTES, path))
+            parts = _ArrayUnpickler(bounded, encoding="latin1").load()
     except (OSError, EOFError, pickle.UnpicklingError) as error:
         raise ValueError(f"cannot read MNIST from {path}: {error}") from None
     splits = []
