@@ -26,7 +26,7 @@ import torch
 from report import write_report
 
 from spectral_analysis.experiments import find_experiment, run_sweep, run_trial
-from spectral_analysis.experiments.runner import TrialSpec
+from spectral_analysis.experiments.trial import TrialSpec
 
 BENCH_CATALOG = Path(__file__).resolve().parent / "sweep_catalog"
 

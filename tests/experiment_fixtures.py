@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from spectral_analysis.experiments import load_catalog, load_experiment, run_trial
-from spectral_analysis.experiments.runner import TrialSpec
+from spectral_analysis.experiments.trial import TrialSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = """

@@ -16,7 +16,7 @@ from spectral_analysis.experiments import (
     run_trial,
 )
 from spectral_analysis.experiments.catalog import CONFIG_FIELDS
-from spectral_analysis.experiments.runner import TrialSpec
+from spectral_analysis.experiments.trial import TrialSpec
 from spectral_analysis.paper.kept import MIN_SEEDS
 
 

@@ -16,7 +16,8 @@ from experiment_fixtures import TINY, tiny_catalog
 from spectral_analysis.atomic import exclusive_lock
 from spectral_analysis.cli import main
 from spectral_analysis.experiments import load_experiment, read_rows, run_sweep
-from spectral_analysis.experiments.runner import SWEEP_LOCK, TrialSpec, run_trial
+from spectral_analysis.experiments.runner import SWEEP_LOCK
+from spectral_analysis.experiments.trial import TrialSpec, run_trial
 from spectral_analysis.train import TrainConfig, Trainer, train
 from spectral_analysis.train.run_state import lock_run_directory
 

@@ -18,11 +18,11 @@ from spectral_analysis.experiments import (
     parking,
     read_rows,
     run_trial,
-    runner,
 )
+from spectral_analysis.experiments import trial as trial_module
 from spectral_analysis.experiments.ledger import ledger_rows
 from spectral_analysis.experiments.parking import checkpoint_step, parked_dir, restore_parked
-from spectral_analysis.experiments.runner import TrialSpec
+from spectral_analysis.experiments.trial import TrialSpec
 from spectral_analysis.io.zoo import zoo_entries
 from spectral_analysis.train import Trainer
 
@@ -192,7 +192,7 @@ def test_kept_trials_are_not_parked(tmp_path):
 def test_a_trial_stopped_by_the_time_budget_parks_itself(tmp_path, monkeypatch):
     _, trial, _ = _stopped_run(tmp_path)
     clock = iter([0.0] + [10.0] * 1000)  # the deadline check before training passes, the first stop check not
-    monkeypatch.setattr(runner, "time", type("Clock", (), {"time": staticmethod(lambda: next(clock)),
+    monkeypatch.setattr(trial_module, "time", type("Clock", (), {"time": staticmethod(lambda: next(clock)),
                                                           "perf_counter": staticmethod(time.perf_counter)}))
     results = tmp_path / "results"
     spec = _spec(trial, tmp_path / "runs" / trial.key, results)

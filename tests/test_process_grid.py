@@ -17,7 +17,7 @@ from experiment_fixtures import TINY, tiny_catalog
 from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT
 from spectral_analysis.experiments import load_experiment, read_rows, run_sweeps, run_trial
 from spectral_analysis.experiments.process_grid import run_processes
-from spectral_analysis.experiments.runner import TrialSpec
+from spectral_analysis.experiments.trial import TrialSpec
 from spectral_analysis.train import load_checkpoint
 
 # the tiny grid (rnn and spectral at two lengths) with trials long enough to be interrupted

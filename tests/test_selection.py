@@ -14,7 +14,7 @@ from spectral_analysis.experiments import (
     run_trial,
     selection,
 )
-from spectral_analysis.experiments.runner import TrialSpec
+from spectral_analysis.experiments.trial import TrialSpec
 from spectral_analysis.experiments.validation import axis_value, config_value
 
 RATES = """

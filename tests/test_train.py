@@ -344,7 +344,7 @@ def test_a_sweep_trial_writes_tensorboard_events_when_asked(tmp_path):
     from dataclasses import asdict
 
     from spectral_analysis.experiments import load_catalog
-    from spectral_analysis.experiments.runner import TrialSpec, run_trial
+    from spectral_analysis.experiments.trial import TrialSpec, run_trial
 
     trial = load_catalog()["fig1-addition"].trials("smoke")[0]
     for tensorboard in (False, True):

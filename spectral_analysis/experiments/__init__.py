@@ -13,14 +13,8 @@ from spectral_analysis.experiments.catalog import (
 from spectral_analysis.experiments.ray_grid import ray_session
 from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_grids
 from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values, write_summary
-from spectral_analysis.experiments.runner import (
-    SweepOutcome,
-    park_sweeps,
-    request_stop,
-    run_sweep,
-    run_sweeps,
-    run_trial,
-)
+from spectral_analysis.experiments.runner import SweepOutcome, park_sweeps, run_sweep, run_sweeps
+from spectral_analysis.experiments.trial import request_stop, run_trial
 from spectral_analysis.experiments.validation import Selection, held_back, selection
 
 __all__ = [

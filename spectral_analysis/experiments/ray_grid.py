@@ -3,7 +3,7 @@ workers free up (:func:`run_grid`), and each trial's status read back from Tune 
 Each trial reports every validation evaluation to Tune (:func:`report_evaluation`), so a Tune scheduler
 (ASHA, :func:`asha`) ranks the trials by :data:`SCORE` and ends the weak ones early, and Tune's callbacks
 (its loggers, TensorBoard, W&B, MLflow) see every evaluation.
-What a trial does (:func:`~spectral_analysis.experiments.runner.run_trial`) and what is kept of it stay
+What a trial does (:func:`~spectral_analysis.experiments.trial.run_trial`) and what is kept of it stay
 in :mod:`~spectral_analysis.experiments.runner`.
 
 Ray: with no address (and no ``RAY_ADDRESS``) the runner starts a local Ray itself (``num_cpus`` =

@@ -17,20 +17,20 @@ ledger are rewritten as each trial ends, so an interrupted sweep leaves them cur
 (the session, the Tune grid, its statuses) is :mod:`~spectral_analysis.experiments.ray_grid`; the
 ``processes`` backend (:mod:`~spectral_analysis.experiments.process_grid`) runs the same trials in plain
 local processes, for a machine without Ray (there ``gpus_per_trial`` > 0 only puts the trials on CUDA,
-``workers`` of them at a time).
+``workers`` of them at a time). One trial (its spec, when it stops, :func:`run_trial`, its Tune side) is
+:mod:`~spectral_analysis.experiments.trial`.
 
-:func:`request_stop` (``spectral-analysis stop``) stops the sweeps training into an ``out`` directory
-as the time budget does, at once: each running trial checkpoints at its next step and parks, no trial
-starts after it. The request is the file ``<out>/.stop``; a sweep obeys one written after it started, so
-a later ``run`` is not stopped by an old request (on a cluster, only nodes that share ``out`` see it).
+:func:`~spectral_analysis.experiments.trial.request_stop` (``spectral-analysis stop``) stops the
+sweeps training into an ``out`` directory as the time budget does, at once: each running trial
+checkpoints at its next step and parks, no trial starts after it. The request is the file
+``<out>/.stop``; a sweep obeys one written after it started, so a later ``run`` is not stopped by an
+old request (on a cluster, only nodes that share ``out`` see it).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -41,7 +41,6 @@ from typing import Any
 
 import torch
 
-from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.atomic import exclusive_lock
 from spectral_analysis.experiments.catalog import (
     Experiment,
@@ -52,56 +51,25 @@ from spectral_analysis.experiments.catalog import (
 )
 from spectral_analysis.experiments.estimate import read_estimate
 from spectral_analysis.experiments.ledger import write_ledger
-from spectral_analysis.experiments.parking import (
-    CONFIG,
-    drop_if_stale,
-    drop_parked,
-    park_run,
-    parked_dir,
-    restore_parked,
-)
+from spectral_analysis.experiments.parking import CONFIG, drop_if_stale, park_run, parked_dir
 from spectral_analysis.experiments.process_grid import run_processes
-from spectral_analysis.experiments.ray_grid import (
-    SCORE,
-    ray_session,
-    report_evaluation,
-    run_grid,
-    trial_spec,
-)
-from spectral_analysis.experiments.results import (
-    keep_trial,
-    kept_row_stands,
-    outcome_text,
-    promote_zoo_seeds,
-    read_rows,
-    write_summary,
+from spectral_analysis.experiments.ray_grid import ray_session, run_grid
+from spectral_analysis.experiments.results import kept_row_stands, promote_zoo_seeds, read_rows, write_summary
+from spectral_analysis.experiments.trial import (
+    STOP_REQUEST,
+    TrialSpec,
+    git_revision,
+    keep_stopped,
+    run_trial,
+    same_run,
+    tune_trainable,
 )
 from spectral_analysis.experiments.validation import held_back
 from spectral_analysis.io.zoo import RESULT_NAME, default_results_dir, read_kept_row, trial_results_dir
-from spectral_analysis.train import TrainConfig, Trainer
-from spectral_analysis.train.run_state import lock_run_directory, resume_conflicts
 from spectral_analysis.vocabulary import SWEEP_BACKENDS
 
 logger = logging.getLogger(__name__)
-STOP_REQUEST = ".stop"  # in a sweep's out directory: see request_stop
 SWEEP_LOCK = ".sweep.lock"  # in a sweep's results and out folders: see writer_locks
-
-
-@dataclass
-class TrialSpec:
-    """Everything a worker needs to run one trial (plain data: it travels to Ray workers)."""
-
-    trial: dict[str, Any]
-    run_dir: str
-    results: str
-    device: str
-    git_revision: str
-    deadline: float | None = None  # time.time() after which the trial checkpoints and stops
-    stop_request: str | None = None  # a file whose modification after `started` stops the trial so too
-    started: float = 0.0  # time.time() when the sweep started
-    threads: int = 1
-    tensorboard: bool = False  # the trainer also writes TensorBoard event files into the run directory
-    driver_pid: int | None = None  # the sweep's process on this machine: a trial stops when it is gone
 
 
 @dataclass
@@ -150,7 +118,7 @@ def park_sweeps(experiments: Sequence[Experiment | Sweep], scale: str, *, seeds:
                 if not run_dir.is_dir() or _kept_and_standing(results, trial, retry_failed=False):
                     continue
                 config = trial.train_config(run_dir.resolve())
-                if (run_dir / CONFIG).is_file() and not _same_run(config):
+                if (run_dir / CONFIG).is_file() and not same_run(config):
                     lines.append(f"{experiment.name}: not parked: {trial.key} is a run of an older catalog "
                                  "entry (the next run starts the trial afresh)")
                     continue
@@ -178,139 +146,6 @@ def _write_ledger_now(results: Path, pairs: list[tuple[Experiment, str]],
     except ValueError:
         catalog = started_with
     write_ledger(results, catalog)
-
-
-def git_revision() -> str:
-    """The checkout's commit (``-dirty`` when files differ from it), or ``unknown`` outside git."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return head + ("-dirty" if dirty else "")
-
-
-def _same_run(config: TrainConfig) -> bool:
-    """Whether the run directory holds this trial's run (the catalog entry may have changed since)."""
-    try:
-        return not resume_conflicts(config)
-    except ValueError:  # no readable configuration: not a run this trial can continue
-        return False
-
-
-def request_stop(out: str | Path = "runs") -> Path:
-    """Ask every sweep training into ``out`` to checkpoint, park its running trials and start no more
-    (see the module docstring); the request file written."""
-    path = Path(out).resolve() / STOP_REQUEST
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.touch()  # an existing request file is renewed (its modification time is the request's)
-    return path
-
-
-def _driver_gone(spec: TrialSpec) -> bool:
-    """The sweep that started this trial has died (``kill -9``): its workers must not train on."""
-    if spec.driver_pid is None:
-        return False
-    try:
-        os.kill(spec.driver_pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # alive, another user's: not ours, but not gone
-        return False
-    return False
-
-
-def _stop_now(spec: TrialSpec) -> bool:
-    """The time budget is spent, a stop was requested after the sweep started, or the sweep died."""
-    if spec.deadline is not None and time.time() >= spec.deadline:
-        return True
-    if _driver_gone(spec):
-        return True
-    try:
-        return spec.stop_request is not None and os.stat(spec.stop_request).st_mtime >= spec.started
-    except OSError:  # no request
-        return False
-
-
-def run_trial(spec: TrialSpec | dict[str, Any],
-              on_evaluation: Callable[[dict[str, Any], str], None] | None = None) -> dict[str, Any]:
-    """Run (or resume) one trial and keep its results; the same on a Ray worker or in this process.
-    ``on_evaluation(line, primary)`` gets each validation line and the task's primary metric."""
-    spec = spec if isinstance(spec, TrialSpec) else TrialSpec(**spec)
-    torch.set_num_threads(spec.threads)
-    keep_freed_memory()  # a Ray worker is its own process: the memory policy is set in each
-    trial, run_dir = Trial(**spec.trial), Path(spec.run_dir)
-    if _stop_now(spec):
-        return {"trial": trial.key, "status": "unfinished", "step": 0}
-    config = trial.train_config(run_dir, spec.device)
-    config.tensorboard = spec.tensorboard
-    parked = parked_dir(spec.results, trial.experiment, trial.scale, trial.key)
-    started = time.perf_counter()
-    try:
-        restore_parked(parked, config)
-        resume = (run_dir / "last.safetensors").is_file() and _same_run(config)
-        if not resume:  # killed before its first checkpoint, or a run of an older catalog entry
-            if run_dir.is_dir():
-                lock_run_directory(run_dir).close()  # never another writer's run (ValueError: locked)
-            shutil.rmtree(run_dir, ignore_errors=True)
-            drop_parked(parked)  # else its later step would keep the new run from parking over it
-        trainer = Trainer(config, resume=resume)
-        report = (lambda line: on_evaluation(line, trainer.primary)) if on_evaluation else None
-        trainer.run(stop=lambda _step: _stop_now(spec), on_evaluation=report)
-        status, error = ("done" if trainer.finished else "unfinished"), None
-    except Exception as exc:  # noqa: BLE001 (any failure of one trial is recorded; the grid goes on)
-        status, error = "failed", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    if status == "unfinished" and _driver_gone(spec):  # its checkpoint stays; nothing more is written
-        return {"trial": trial.key, "status": status, "step": trainer.step}
-    if status == "unfinished":
-        return {"trial": trial.key, "status": status, "step": trainer.step,
-                "parked": park_run(run_dir, parked)}
-    if status == "done":  # a failed trial keeps its parked state: --retry-failed resumes from it
-        drop_parked(parked)
-    return keep_trial(
-        trial,
-        run_dir,
-        spec.results,
-        status=status,
-        error=error,
-        device=spec.device,
-        git_revision=spec.git_revision,
-        wall_seconds=time.perf_counter() - started,
-    )
-
-
-def _ray_trainable(config: dict[str, Any]) -> dict[str, Any]:
-    """A Tune trial: each evaluation reported as it comes, the last one again with the trial's status."""
-    last: dict[str, float] = {}
-
-    def report(line: dict[str, Any], primary: str) -> None:
-        last.update(report_evaluation(line, primary))
-
-    row = run_trial(trial_spec(config), on_evaluation=report)
-    return {**last, "trial_status": row["status"], "trial_key": row["trial"],
-            "trial_outcome": outcome_text(row)}
-
-
-def _keep_stopped(spec: dict[str, Any], result: dict[str, Any]) -> str:
-    """Keep a trial that a Tune scheduler ended at an evaluation, as ``stopped`` (its run directory stays:
-    ``--retry-failed`` resumes it)."""
-    spec_ = TrialSpec(**spec)
-    score = result.get(SCORE)
-    keep_trial(Trial(**spec_.trial), spec_.run_dir, spec_.results, status="stopped",
-               error=f"stopped by the Tune scheduler at step {result.get('step')} ({SCORE} {score:.4g})",
-               device=spec_.device, git_revision=spec_.git_revision,
-               wall_seconds=float(result.get("time_total_s") or 0.0))
-    return "stopped"
 
 
 @contextmanager
@@ -474,9 +309,9 @@ def run_sweeps(
                 ray_session(workers, gpus_per_trial, address),
             ):
                 name = "sweep" if len(pairs) > 1 else f"{pairs[0][0].name}-{pairs[0][1]}"
-                statuses = run_grid([asdict(s) for s in specs], _ray_trainable, gpus_per_trial,
+                statuses = run_grid([asdict(s) for s in specs], tune_trainable, gpus_per_trial,
                                     Path(tune_dir), name, report, finished, scheduler, tune_callbacks,
-                                    _keep_stopped, search_space, num_samples)
+                                    keep_stopped, search_space, num_samples)
         ran = ([(spec.trial["experiment"], spec.trial["key"]) for spec in specs] if not search_space
                else [tuple(name.split("/", 1)) for name in statuses])  # a search's trials are its draws
         for experiment_name, key in ran:
