@@ -161,7 +161,7 @@ def test_a_model_too_large_to_build_is_refused_before_it_is_built(capsys):
     started = time.perf_counter()
     with pytest.raises(ValueError, match=r"has 1000003000000 weights, more than the 100000000 built"):
         build_model("rnn", 1, 10 ** 6, 1)
-    with pytest.raises(ValueError, match=r"num_layers must be an integer in \[1, 1000\], got 300000"):
+    with pytest.raises(ValueError, match=r"num_layers must be an integer in \[0, 1000\], got 300000"):
         build_model("lstm", 1, 8, 1, num_layers=300_000)
     assert main(["train", "--model", "gru", "--task", "addition", "--hidden", "200000", "--steps", "1",
                  "--out", "unused"]) == 1

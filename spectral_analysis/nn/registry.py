@@ -102,11 +102,12 @@ def build_model(name: str, input_size: int, hidden_size: int, output_size: int, 
     """
     resolved = resolve_options(name, options)
     layers = resolved.get("num_layers", 1)
-    if not isinstance(layers, int) or isinstance(layers, bool) or not 1 <= layers <= MAX_LAYERS:
-        raise ValueError(f"num_layers must be an integer in [1, {MAX_LAYERS}], got {layers!r}")
+    if not isinstance(layers, int) or isinstance(layers, bool) or not 0 <= layers <= MAX_LAYERS:
+        # 0: a feed-forward net with no hidden layer; a recurrent model refuses it itself
+        raise ValueError(f"num_layers must be an integer in [0, {MAX_LAYERS}], got {layers!r}")
     # no model of the registry has more than 8 L (n + 1) (n + n_i + n_y + 1) weights (an LSTM has 4 gates,
     # a uRNN 2n real units); only one that could exceed the limit is counted exactly, on the meta device
-    ceiling = 8 * layers * (hidden_size + 1) * (hidden_size + input_size + output_size + 1)
+    ceiling = 8 * max(layers, 1) * (hidden_size + 1) * (hidden_size + input_size + output_size + 1)
     if ceiling > MAX_PARAMETERS and torch.get_default_device().type != "meta":
         with torch.device("meta"):
             size = sum(t.numel() for t in _build(name, input_size, hidden_size, output_size,
