@@ -23,7 +23,7 @@ demo: $(VENV)
 
 test: $(VENV)
 	$(BIN)/ruff check spectral_analysis tests benchmarks scripts paper_checks docs
-	$(BIN)/python -m pytest -q -rs --durations=15
+	$(BIN)/python -m pytest -q -rs --durations=15 $(PYTEST_ARGS)
 
 # The inner loop of a change: the suite less the tests marked slow (tests/conftest.py lists them).
 test-fast: $(VENV)

@@ -22,8 +22,11 @@ SLOW_FIXTURES = {
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if SLOW_FIXTURES.keys() & fixtures:
             item.add_marker(pytest.mark.slow)
+        if "papers_text" in fixtures:  # the only tests that read anything outside the checkout (.ci/run)
+            item.add_marker(pytest.mark.papers)
 
 
 PAPERS_SETTING = "SPECTRAL_ANALYSIS_PAPERS"

@@ -152,3 +152,16 @@ def test_the_experiments_cost_table_is_the_listing_of_the_catalog_and_kept_resul
                         f"{sum(e['trials']['smoke'] for e in listing.values())}")
     assert float(total[4]) == pytest.approx(sum(float(r[4]) for r in table.values() if r[4] != "-"), abs=0.5)
     assert float(total[5]) == pytest.approx(sum(hours(r[5]) or 0.0 for r in table.values()), abs=0.5)
+
+
+def test_only_the_papers_fixture_reads_outside_the_checkout():
+    """`.ci/run`'s pass without ../shared/ runs only the tests marked `papers` (those using the fixture
+    `papers_text`); that is the whole difference only while nothing else names the folder beside the
+    checkout or the setting that points at it."""
+    outside = re.compile(r"""["']shared["']|\.\./shared|SPECTRAL_ANALYSIS_PAPERS\b(?!``)""")
+    readers = [str(path.relative_to(ROOT))
+               for folder in ("spectral_analysis", "tests", "scripts", "paper_checks", "benchmarks", "docs")
+               for path in sorted((ROOT / folder).rglob("*.py"))
+               if outside.search(path.read_text()) and path.name != "conftest.py"
+               and path != Path(__file__).resolve()]
+    assert readers == []
