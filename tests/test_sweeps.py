@@ -145,6 +145,9 @@ def test_a_head_node_started_with_ray_start_runs_the_grid_by_address(tmp_path, l
         "--results",
         "results",
         "--json",
+        # a Tune option imports Ray before the sweep joins: the join's settings must be made before it
+        "--tune-callback",
+        f"tune_fixtures:EvaluationRecorder:path={tmp_path / 'recorded.jsonl'}",
     ]
     run = subprocess.run(
         command,
@@ -152,9 +155,12 @@ def test_a_head_node_started_with_ray_start_runs_the_grid_by_address(tmp_path, l
         text=True,
         timeout=600,
         cwd=tmp_path,
-        env={k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")},
+        env={**{k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")},
+             "PYTHONPATH": str(Path(__file__).parent)},
     )
-    assert (tmp_path / "runs" / "long" / "smoke" / "spectral_s0" / "last.safetensors").is_file()
+    run_dir = tmp_path / "runs" / "long" / "smoke" / "spectral_s0"
+    assert (run_dir / "last.safetensors").is_file(), run.stderr[-2000:]
+    assert '"step": 1200' in (tmp_path / "recorded.jsonl").read_text()
     assert run.returncode == 1, run.stderr[-2000:]  # a trial diverged: the command fails, the grid ran on
     sweep = json.loads(run.stdout)["sweeps"][0]
     assert sweep["ran"] == ["spectral_s0", "diverges_s0"]
@@ -344,3 +350,119 @@ def test_a_tune_search_draws_trials_named_by_their_values(tmp_path, capsys):
     assert "expected PATH=DOMAIN:ARGS" in capsys.readouterr().err
     assert main(args[:-5] + ["--search", "model_options.r=uniform:0.01:0.02"]) == 1  # before Ray starts
     assert "does not take option(s) ['r']" in capsys.readouterr().err
+
+
+def test_tune_keeps_each_trials_latest_checkpoint_and_gives_every_evaluation_to_cli_callbacks(tmp_path):
+    """Each evaluation goes to Tune with a Tune checkpoint of its step: Tune keeps the latest one per trial
+    and its loggers' files under OUT/.tune/<sweep>-<started>/, and a callback named on the command line
+    (`--tune-callback module:Class:key=value`) receives every evaluation."""
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "asha.toml").write_text(ASHA_GRID.replace("hidden = [6, 7, 8]", "hidden = [6]"))
+    recorded = tmp_path / "recorded.jsonl"
+    args = ["--quiet", "run", "asha", "--json", "--scale", "smoke", "--catalog", str(catalog), "--out",
+            str(tmp_path / "runs"), "--results", str(tmp_path / "results"), "--only", "variant=learns",
+            "--tune-callback", f"tune_fixtures:EvaluationRecorder:path={recorded}"]
+    assert main(args) == 0
+    lines = [json.loads(line) for line in recorded.read_text().splitlines()]
+    evaluations = [line["step"] for line in lines if not line["final"]]
+    assert evaluations == list(range(4, 49, 4)) and lines[-1]["final"]  # eval_every 4 over 48 steps
+    (experiment,) = (tmp_path / "runs" / ".tune").glob("asha-smoke-*")
+    (trial_dir,) = [p for p in experiment.iterdir() if p.is_dir()]
+    progress = (trial_dir / "progress.csv").read_text().splitlines()
+    assert len(progress) == 1 + len(lines)  # Tune's CSV logger: a header, a row per result
+    (checkpoint,) = trial_dir.glob("checkpoint_*")  # num_to_keep = 1: the latest only
+    assert load_checkpoint(checkpoint / "last.safetensors").metadata["step"] == 48
+    assert {p.name for p in checkpoint.iterdir()} >= {"config.json", "last.safetensors", "metrics.jsonl.gz"}
+
+
+def test_cli_tune_callbacks_name_what_is_wrong(tmp_path):
+    from spectral_analysis.cli.common import CommandError
+    from spectral_analysis.cli.tune_options import tune_callbacks
+
+    (made,) = tune_callbacks([f"tune_fixtures:EvaluationRecorder:path={tmp_path / 'x'}"])
+    assert made.path == tmp_path / "x"
+    for spec, message in [("tune_fixtures:Nope", "has no attribute 'Nope'"),
+                          ("json:JSONDecoder", "is not a ray.tune.Callback"),
+                          ("tune_fixtures:EvaluationRecorder:path", "options are KEY=VALUE pairs"),
+                          ("tune_fixtures:EvaluationRecorder:depth=3", "unexpected keyword argument"),
+                          ("nosuchmodule:Class", "needs nosuchmodule installed"),
+                          ("wandb", "needs wandb installed"),
+                          ("just-a-word", "expected one of wandb, mlflow")]:
+        if spec == "wandb" and _installed("wandb"):
+            continue
+        with pytest.raises(CommandError, match=message):
+            tune_callbacks([spec])
+
+
+def _installed(package: str) -> bool:
+    try:
+        __import__(package)
+    except ImportError:
+        return False
+    return True
+
+
+LOST_GRID = """
+name = "{name}"
+source = "test"
+description = "one trial long enough for its worker to be lost mid-way"
+[base]
+task = "addition"
+task_options = {{ length = 5, train_size = 64, valid_size = 32, test_size = 32 }}
+batch_size = 16
+record_every = 20
+eval_every = 20
+checkpoint_every = 20
+model = "rnn"
+lr = 1e-2
+hidden = 6
+[[variants]]
+label = "rnn"
+[scales.paper]
+stated = "unused"
+steps = 2000
+[scales.smoke]
+steps = 2000
+"""
+
+
+@pytest.mark.slow
+def test_a_trial_whose_worker_is_lost_is_restarted_by_tune_from_its_checkpoint(tmp_path):
+    """`--max-failures 1`: the worker of one trial is killed and its run directory deleted (a node lost);
+    Tune restarts the trial from the Tune checkpoint of its last evaluation, which ends where the same
+    trial run beside it, never lost, ends."""
+    from tune_fixtures import LoseWorkerOnce
+
+    from spectral_analysis.experiments import run_sweeps
+
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    for name in ("lost", "kept"):
+        (catalog / f"{name}.toml").write_text(LOST_GRID.format(name=name))
+    experiments = load_catalog(catalog)
+    record = tmp_path / "lost-at"
+    outcomes = run_sweeps([experiments["lost"], experiments["kept"]], "smoke", workers=2, max_failures=1,
+                          out=tmp_path / "runs", results=tmp_path / "results",
+                          tune_callbacks=[LoseWorkerOnce("lost", record)])
+    assert [o.failed + o.unfinished for o in outcomes] == [[], []]
+    lost_at = int(record.read_text())
+
+    def kept(name: str) -> tuple[dict, dict]:
+        trial = tmp_path / "results" / name / "smoke" / "rnn_s0"
+        curves = read_curves(trial)
+        return (load_checkpoint(trial / "model.safetensors").model.state_dict(),
+                {phase: {k: v for k, v in c.items() if k != "time"} for phase, c in curves.items()})
+
+    (model_a, curves_a), (model_b, curves_b) = kept("lost"), kept("kept")
+    assert all(torch.equal(model_a[k], model_b[k]) for k in model_b)
+    for phase in curves_b:
+        for column, values in curves_b[phase].items():
+            assert values.tobytes() == curves_a[phase][column].tobytes(), (phase, column)
+    # the restarted run began at a Tune checkpoint (the first evaluation's or a later one): the run directory
+    # made after the loss holds no numbered checkpoint before the step it was lost at, as a fresh start would
+    steps = sorted(int(p.stem[5:]) for p in (tmp_path / "runs" / "lost" / "smoke" / "rnn_s0" /
+                                               "checkpoints").glob("step-*.safetensors"))
+    assert lost_at == 40 and steps[0] >= lost_at and steps[-1] == 2000
+    kept_run = tmp_path / "runs" / "kept" / "smoke" / "rnn_s0"
+    assert (kept_run / "checkpoints" / "step-000020.safetensors").is_file()

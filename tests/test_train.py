@@ -46,6 +46,21 @@ def test_run_directory_records_and_checkpoints(tmp_path):
     assert svals == pytest.approx(train_lines[-1]["singular_values"][0], abs=1e-6)
 
 
+def test_an_evaluations_reader_finds_last_checkpoint_at_its_step_and_the_numbered_ones_unchanged(tmp_path):
+    """What a Tune trial checkpoints at an evaluation is ``last.safetensors``: written at that step even
+    between ``checkpoint_every`` steps, while ``checkpoints/`` keeps its own cadence."""
+    out = tmp_path / "run"
+    seen = []
+
+    def reader(line):
+        seen.append((line["step"], load_checkpoint(out / "last.safetensors").metadata["step"]))
+
+    Trainer(small_config(out)).run(on_evaluation=reader)
+    assert seen == [(8, 8), (16, 16), (24, 24)]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [
+        f"step-{s:06d}.safetensors" for s in (5, 10, 15, 20, 24)]
+
+
 def test_grad_h0_norm_is_the_gradient_at_the_first_cell(tmp_path):
     trainer = Trainer(small_config(tmp_path / "run", steps=1, record_every=1))
     model = copy.deepcopy(trainer.model)

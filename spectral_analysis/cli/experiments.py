@@ -5,7 +5,6 @@ and the Ray Tune runner that keeps results (the commands that read them are in
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING, Any
 
 from spectral_analysis.cli.common import (
@@ -18,6 +17,7 @@ from spectral_analysis.cli.common import (
     results_arguments,
     results_dir,
 )
+from spectral_analysis.cli.tune_options import search_domains, tune_callbacks
 from spectral_analysis.vocabulary import MAX_SEEDS, SCALES, SWEEP_BACKENDS
 
 if TYPE_CHECKING:
@@ -161,45 +161,23 @@ def named_sweeps(catalog: dict[str, Experiment], names: list[str], scale: str) -
     return pairs
 
 
-SEARCH_DOMAINS = ("loguniform", "uniform", "randint", "choice")
-
-
-def search_domains(specs: list[str]) -> dict[str, Any]:
-    """``--search PATH=DOMAIN:ARGS`` as Tune domains: ``lr=loguniform:1e-4:1e-2``, ``hidden=choice:64,128``,
-    ``model_options.r=uniform:0.01:0.1``, ``hidden=randint:32:129``."""
-    from ray import tune
-
-    domains = {}
-    for spec in specs:
-        path, _, text = spec.partition("=")
-        kind, _, rest = text.partition(":")
-        if not path or kind not in SEARCH_DOMAINS or not rest:
-            raise CommandError(f"--search {spec!r}: expected PATH=DOMAIN:ARGS with DOMAIN one of "
-                               f"{', '.join(SEARCH_DOMAINS)} (lr=loguniform:1e-4:1e-2, hidden=choice:64,128)")
-        try:
-            if kind == "choice":
-                domains[path] = tune.choice([json.loads(v) if v[:1].isdigit() or v[:1] == "-" else v
-                                             for v in rest.split(",")])
-            else:
-                low, high = (float(v) if kind != "randint" else int(v) for v in rest.split(":"))
-                domains[path] = getattr(tune, kind)(low, high)
-        except ValueError as error:
-            raise CommandError(f"--search {spec!r}: {error}") from None
-    return domains
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from spectral_analysis.experiments import load_catalog, run_sweeps
 
     catalog = load_catalog(args.catalog)
     sweeps = named_sweeps(catalog, args.names, args.scale)
     report = (lambda _line: None) if output_format(args) != "text" else (lambda line: print(line, flush=True))
+    if args.backend == "ray":
+        from spectral_analysis.experiments.ray_grid import joining_environment
+
+        joining_environment(args.address)  # before the Tune options below import Ray
     scheduler = None
     if args.scheduler == "asha":
         from spectral_analysis.experiments.ray_grid import asha
 
         scheduler = asha(args.grace_period, args.reduction_factor)
     search_space = search_domains(args.search) if args.search else None
+    callbacks = tune_callbacks(args.tune_callback) if args.tune_callback else []
     outcomes = run_sweeps(
         [(catalog[name], scale) for name, scale in sweeps],
         args.scale,
@@ -217,6 +195,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         scheduler=scheduler,
         search_space=search_space,
         num_samples=args.samples,
+        tune_callbacks=callbacks,
+        max_failures=args.max_failures,
         report=report,
     )
     sweeps = [
@@ -384,6 +364,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                      "hidden=randint:32:129; each draw is a trial named by its values")
     run.add_argument("--samples", type=count(1, 10 ** 4), default=1,
                      help="draws of --search at every grid point")
+    run.add_argument("--tune-callback", nargs="+", metavar="LOGGER[:KEY=VALUE,...]", default=None,
+                     help="Tune logger callbacks beside Tune's own CSV, JSON and TensorBoard files (which go "
+                     "to OUT/.tune/<sweep>-<started>/): wandb, mlflow, comet or aim (the package installed), "
+                     "or package.module:Class; options as KEY=VALUE pairs: mlflow:experiment_name=rnn,"
+                     "tracking_uri=file:./mlruns")
+    run.add_argument("--max-failures", type=count(0, 100), default=0,
+                     help="restart a trial whose worker was lost (killed, its node gone) up to N times, "
+                     "from the Tune checkpoint of its last evaluation (default 0)")
     catalog_arguments(run)
     run.set_defaults(func=cmd_run)
 

@@ -52,9 +52,10 @@ def checkpoint_step(path: str | Path) -> int | None:
     return step if isinstance(step, int) else None
 
 
-def park_run(run_dir: str | Path, target: str | Path) -> str:
-    """Copy ``run_dir``'s resumable state to ``target`` (replacing an older one); one line saying what
-    was parked, or why nothing was."""
+def park_run(run_dir: str | Path, target: str | Path, any_size: bool = False) -> str:
+    """Copy ``run_dir``'s resumable state to ``target`` (replacing an older one), unless it would take
+    more than :data:`PARK_LIMIT_BYTES` (``any_size``: whatever it takes, as a Tune checkpoint takes it);
+    one line saying what was parked, or why nothing was."""
     run_dir, target = Path(run_dir), Path(target)
     step = checkpoint_step(run_dir / CHECKPOINT)
     if step is None or not (run_dir / CONFIG).is_file():
@@ -71,7 +72,7 @@ def park_run(run_dir: str | Path, target: str | Path) -> str:
             with open(run_dir / LOG, "rb") as source, gzip.GzipFile(log, "wb", mtime=0) as sink:
                 shutil.copyfileobj(source, sink)
         size = sum(p.stat().st_size for p in staging.iterdir())
-        if size > PARK_LIMIT_BYTES:
+        if not any_size and size > PARK_LIMIT_BYTES:
             return (f"not parked: {run_dir.name} would take {size / 2**20:.1f} MB "
                     f"(> {PARK_LIMIT_BYTES / 2**20:.3g} MB)")
         shutil.rmtree(target, ignore_errors=True)

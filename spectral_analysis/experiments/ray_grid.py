@@ -1,8 +1,9 @@
 """The runner's Ray Tune side: a Ray for the sweeps (:func:`ray_session`), one Tune grid of trials run as
 workers free up (:func:`run_grid`), and each trial's status read back from Tune (:func:`tune_statuses`).
-Each trial reports every validation evaluation to Tune (:func:`report_evaluation`), so a Tune scheduler
-(ASHA, :func:`asha`) ranks the trials by :data:`SCORE` and ends the weak ones early, and Tune's callbacks
-(its loggers, TensorBoard, W&B, MLflow) see every evaluation.
+Each trial reports every validation evaluation to Tune with a Tune checkpoint of that step
+(:func:`report_evaluation`), so a Tune scheduler (ASHA, :func:`asha`) ranks the trials by :data:`SCORE`
+and ends the weak ones early, Tune's callbacks (its loggers, TensorBoard, W&B, MLflow) see every
+evaluation, and Tune restarts a trial whose worker was lost from its checkpoint (:func:`restore_reported`).
 What a trial does (:func:`~spectral_analysis.experiments.trial.run_trial`) and what is kept of it stay
 in :mod:`~spectral_analysis.experiments.runner`.
 
@@ -14,6 +15,7 @@ nodes must see ``out`` and ``results`` (a shared filesystem) and have this packa
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -24,6 +26,8 @@ import torch
 
 from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT
 from spectral_analysis.experiments.catalog import Trial, sampled_trial
+from spectral_analysis.experiments.parking import park_run, restore_parked
+from spectral_analysis.train import TrainConfig
 from spectral_analysis.train.plateau import LOWER_IS_BETTER
 
 # what a Tune scheduler ranks trials by: the task's primary validation metric, negated where lower is
@@ -31,15 +35,22 @@ from spectral_analysis.train.plateau import LOWER_IS_BETTER
 SCORE = "valid_score"
 
 
+def joining_environment(address: str | None) -> str | None:
+    """The cluster address a sweep joins (``address``, else ``$RAY_ADDRESS``), with the environment set to
+    join it. Call it before anything imports Ray: `ray start --head` (Ray >= 2.50) enables token
+    authentication and writes the token to ~/.ray/auth_token, and a driver sends it only in token mode,
+    which Ray reads at import."""
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address and (Path.home() / ".ray" / "auth_token").is_file():
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+    return address
+
+
 @contextmanager
 def ray_session(workers: int = 1, gpus_per_trial: float = 0.0, address: str | None = None) -> Iterator[None]:
     """A Ray for the sweeps inside: the one already running in this process, the cluster at ``address``
     (or ``$RAY_ADDRESS``), or a local one on loopback with ``workers`` CPUs, stopped on exit."""
-    address = address or os.environ.get("RAY_ADDRESS")
-    if address and (Path.home() / ".ray" / "auth_token").is_file():
-        # `ray start --head` (Ray >= 2.50) enables token authentication and writes the token to
-        # ~/.ray/auth_token; a driver joining by address sends it only in token mode, read at import.
-        os.environ.setdefault("RAY_AUTH_MODE", "token")
+    address = joining_environment(address)
     try:
         import ray
     except ImportError as error:
@@ -85,14 +96,34 @@ def evaluation_metrics(line: dict[str, Any], primary: str) -> dict[str, float]:
     return metrics
 
 
-def report_evaluation(line: dict[str, Any], primary: str) -> dict[str, float]:
-    """Report a validation line to the Tune trial this runs in; the metrics reported. When a scheduler
-    ends the trial, Tune raises ``SystemExit`` here, and the trial's thread ends at this evaluation."""
+def report_evaluation(line: dict[str, Any], primary: str, run_dir: Path) -> dict[str, float]:
+    """Report a validation line to the Tune trial this runs in, with a Tune ``Checkpoint`` of the run's
+    resumable state at that step (``run_dir`` parked into it, :func:`~spectral_analysis.experiments.
+    parking.park_run`); the metrics reported. Tune persists the checkpoint into the sweep's storage and
+    hands it back when it restarts the trial (:func:`restore_reported`). When a scheduler ends the trial,
+    Tune raises ``SystemExit`` here, and the trial's thread ends at this evaluation."""
     from ray import tune
 
     metrics = evaluation_metrics(line, primary)
-    tune.report(metrics)
+    with tempfile.TemporaryDirectory(prefix="tune-checkpoint-") as folder:
+        parked = park_run(run_dir, Path(folder) / "run", any_size=True)
+        checkpoint = tune.Checkpoint.from_directory(str(Path(folder) / "run")) \
+            if parked.startswith("parked") else None
+        tune.report(metrics, checkpoint=checkpoint)  # persisted before report returns
     return metrics
+
+
+def restore_reported(config: TrainConfig) -> int | None:
+    """Put the Tune checkpoint of the trial this runs in back into its run directory ``config.out``, when
+    Tune handed one (it restarted the trial after its worker was lost, ``FailureConfig.max_failures``)
+    and it is later than the run directory's own; the step restored, or ``None``."""
+    from ray import tune
+
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is None:
+        return None
+    with checkpoint.as_directory() as folder:
+        return restore_parked(folder, config)
 
 
 def asha(grace_period: int = 1, reduction_factor: int = 3) -> Any:
@@ -130,7 +161,7 @@ def run_grid(
     storage: Path, name: str, report: Callable[[str], None], finished: Callable[[str], None],
     scheduler: Any = None, callbacks: Iterable[Any] = (),
     stopped: Callable[[dict[str, Any], dict[str, Any]], str] | None = None,
-    search_space: dict[str, Any] | None = None, num_samples: int = 1,
+    search_space: dict[str, Any] | None = None, num_samples: int = 1, max_failures: int = 0,
 ) -> dict[str, str]:
     """Run ``trainable`` on each spec (called with ``{"spec": spec}``) as one Tune grid on the running Ray,
     in their order as workers free up, one CPU each; returns each trial's status by ``experiment/key``.
@@ -138,13 +169,20 @@ def run_grid(
     that may end trials at an evaluation, each then kept by ``stopped(spec, last_result)``, which returns
     its status; ``callbacks``: Tune callbacks beside the runner's own; ``search_space``: Tune domains by
     configuration field (``{"lr": tune.loguniform(1e-4, 1e-2)}``), drawn ``num_samples`` times for each
-    spec (:func:`trial_spec`). When Ray's memory monitor kills a
+    spec (:func:`trial_spec`). Tune keeps the grid in ``storage/name``: each trial's latest Tune checkpoint
+    (:func:`report_evaluation`) and what Tune's loggers write (``progress.csv``, ``result.json`` and
+    TensorBoard events per trial, and any logger among ``callbacks``). A trial whose worker is lost (killed,
+    its node gone) is restarted by Tune from its latest checkpoint up to ``max_failures`` times
+    (``FailureConfig``). When Ray's memory monitor kills a
     worker, Tune ends the whole grid (its actor manager raises on Ray's ``OutOfMemoryError``): the trials
     that ended keep their status, the others count unfinished and a rerun resumes them from their last
     checkpoint."""
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # Tune's own tables off: Progress reports each trial
     # a trial that fails or parks before its first evaluation has no score for a scheduler to rank
     os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+    # Tune snapshots its experiment state at each evaluation's checkpoint (num_to_keep = 1) and warns when
+    # that is more often than every 5 s; a smoke grid evaluates every few steps, a paper grid every minutes
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     from ray import tune
     from ray.exceptions import OutOfMemoryError
 
@@ -183,7 +221,8 @@ def run_grid(
             name=name,
             verbose=0,
             callbacks=[progress, *callbacks],
-            failure_config=tune.FailureConfig(max_failures=0),
+            failure_config=tune.FailureConfig(max_failures=max_failures),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
         ),
     )
     try:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -70,6 +69,7 @@ from spectral_analysis.vocabulary import SWEEP_BACKENDS
 
 logger = logging.getLogger(__name__)
 SWEEP_LOCK = ".sweep.lock"  # in a sweep's results and out folders: see writer_locks
+TUNE_STORAGE = ".tune"  # in a sweep's out folder: Tune's experiment of each ray run, <sweep>-<started>/
 
 
 @dataclass
@@ -211,6 +211,7 @@ def run_sweeps(
     tune_callbacks: Sequence[Any] = (),
     search_space: dict[str, Any] | None = None,
     num_samples: int = 1,
+    max_failures: int = 0,
     report: Callable[[str], None] = logger.info,
 ) -> list[SweepOutcome]:
     """Run the grids of ``experiments`` on Ray Tune as one grid (see the module docstring), each at
@@ -223,7 +224,9 @@ def run_sweeps(
     runner's own. ``search_space``: Tune domains by configuration field (``{"lr": tune.loguniform(1e-4,
     1e-2)}``, dotted for an option: ``"model_options.r"``), drawn ``num_samples`` times at every grid
     point; each draw is a trial of its own, named by its values (``rnn_lr0.01235_s0``), so a rerun draws
-    anew instead of resuming.
+    anew instead of resuming. ``max_failures``: how often Tune restarts a trial whose worker was lost,
+    from the Tune checkpoint of its last evaluation. Tune's own records of the grid (those checkpoints,
+    its loggers' files) stay in ``out/.tune/<sweep>-<started>/``.
 
     ```python
     from spectral_analysis.experiments import find_experiment, run_sweep
@@ -244,8 +247,10 @@ def run_sweeps(
     if backend == "processes" and (address or os.environ.get("RAY_ADDRESS")):
         raise ValueError("a cluster address needs the ray backend: the processes backend runs on this "
                          "machine alone")
-    if backend == "processes" and (scheduler is not None or tune_callbacks or search_space):
-        raise ValueError("a Tune scheduler, search space or callbacks need the ray backend")
+    if backend == "processes" and (scheduler is not None or tune_callbacks or search_space or max_failures):
+        raise ValueError("a Tune scheduler, search space, callbacks or restarts need the ray backend")
+    if isinstance(max_failures, bool) or not isinstance(max_failures, int) or max_failures < 0:
+        raise ValueError(f"max_failures must be a whole number >= 0, got {max_failures!r}")
     if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1 \
             or (num_samples > 1 and not search_space):
         raise ValueError(f"num_samples must be a positive integer, and more than 1 only with a search space; "
@@ -302,16 +307,12 @@ def run_sweeps(
         if specs and backend == "processes":
             statuses = run_processes([asdict(s) for s in specs], run_trial, workers, report, finished)
         elif specs:
-            storage = out / ".tune"
-            storage.mkdir(parents=True, exist_ok=True)
-            with (
-                tempfile.TemporaryDirectory(dir=storage) as tune_dir,
-                ray_session(workers, gpus_per_trial, address),
-            ):
-                name = "sweep" if len(pairs) > 1 else f"{pairs[0][0].name}-{pairs[0][1]}"
+            name = ("sweep" if len(pairs) > 1 else f"{pairs[0][0].name}-{pairs[0][1]}") \
+                + time.strftime("-%Y%m%d-%H%M%S", time.localtime(started))
+            with ray_session(workers, gpus_per_trial, address):
                 statuses = run_grid([asdict(s) for s in specs], tune_trainable, gpus_per_trial,
-                                    Path(tune_dir), name, report, finished, scheduler, tune_callbacks,
-                                    keep_stopped, search_space, num_samples)
+                                    out / TUNE_STORAGE, name, report, finished, scheduler, tune_callbacks,
+                                    keep_stopped, search_space, num_samples, max_failures)
         ran = ([(spec.trial["experiment"], spec.trial["key"]) for spec in specs] if not search_space
                else [tuple(name.split("/", 1)) for name in statuses])  # a search's trials are its draws
         for experiment_name, key in ran:

@@ -20,7 +20,7 @@ import torch
 from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.experiments.catalog import Trial
 from spectral_analysis.experiments.parking import drop_parked, park_run, parked_dir, restore_parked
-from spectral_analysis.experiments.ray_grid import SCORE, report_evaluation, trial_spec
+from spectral_analysis.experiments.ray_grid import SCORE, report_evaluation, restore_reported, trial_spec
 from spectral_analysis.experiments.results import keep_trial, outcome_text
 from spectral_analysis.train import TrainConfig, Trainer
 from spectral_analysis.train.run_state import lock_run_directory, resume_conflicts
@@ -108,9 +108,12 @@ def _stop_now(spec: TrialSpec) -> bool:
 
 
 def run_trial(spec: TrialSpec | dict[str, Any],
-              on_evaluation: Callable[[dict[str, Any], str], None] | None = None) -> dict[str, Any]:
+              on_evaluation: Callable[[dict[str, Any], str], None] | None = None,
+              restore: Callable[[TrainConfig], int | None] | None = None) -> dict[str, Any]:
     """Run (or resume) one trial and keep its results; the same on a Ray worker or in this process.
-    ``on_evaluation(line, primary)`` gets each validation line and the task's primary metric."""
+    ``on_evaluation(line, primary)`` gets each validation line and the task's primary metric;
+    ``restore(config)`` may first put a later checkpoint into the run directory (Tune's, on a restart),
+    before the trial's parked run is weighed against it."""
     spec = spec if isinstance(spec, TrialSpec) else TrialSpec(**spec)
     torch.set_num_threads(spec.threads)
     keep_freed_memory()  # a Ray worker is its own process: the memory policy is set in each
@@ -122,6 +125,8 @@ def run_trial(spec: TrialSpec | dict[str, Any],
     parked = parked_dir(spec.results, trial.experiment, trial.scale, trial.key)
     started = time.perf_counter()
     try:
+        if restore is not None:
+            restore(config)
         restore_parked(parked, config)
         resume = (run_dir / "last.safetensors").is_file() and same_run(config)
         if not resume:  # killed before its first checkpoint, or a run of an older catalog entry
@@ -155,13 +160,16 @@ def run_trial(spec: TrialSpec | dict[str, Any],
 
 
 def tune_trainable(config: dict[str, Any]) -> dict[str, Any]:
-    """A Tune trial: each evaluation reported as it comes, the last one again with the trial's status."""
+    """A Tune trial: each evaluation reported as it comes, with a Tune checkpoint of its step; started
+    from the Tune checkpoint Tune hands back when it restarts the trial; the last evaluation reported
+    again with the trial's status."""
     last: dict[str, float] = {}
+    spec = trial_spec(config)
 
     def report(line: dict[str, Any], primary: str) -> None:
-        last.update(report_evaluation(line, primary))
+        last.update(report_evaluation(line, primary, Path(spec["run_dir"])))
 
-    row = run_trial(trial_spec(config), on_evaluation=report)
+    row = run_trial(spec, on_evaluation=report, restore=restore_reported)
     return {**last, "trial_status": row["status"], "trial_key": row["trial"],
             "trial_outcome": outcome_text(row)}
 

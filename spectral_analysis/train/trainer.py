@@ -223,12 +223,15 @@ class Trainer:
                 "input_size": task.input_size, "output_size": task.output_size,
                 "data_bound": task.data_bound(), "train_size": size, "baselines": task.baselines}
 
-    def _save(self) -> None:
+    def _save(self, numbered: bool = True) -> None:
+        """Write ``last.safetensors`` (what a resume reads) and, when ``numbered``, the step's own file
+        in ``checkpoints/`` (the trajectory the analyzers read)."""
         meta = {"task": self.task_metadata(), "step": self.step, "elapsed": self.elapsed,
                 "metrics": self.latest, "train": asdict(self.config), "grad_norm_peak": self.grad_norm_peak}
         extra = {**optimizer_tensors(self.optimizer), **carry_tensors(self.carry)}
-        numbered = self.out / "checkpoints" / f"step-{self.step:06d}.safetensors"
-        save_checkpoint(numbered, self.model, meta, extra)
+        if numbered:
+            save_checkpoint(self.out / "checkpoints" / f"step-{self.step:06d}.safetensors", self.model, meta,
+                            extra)
         save_checkpoint(self.out / "last.safetensors", self.model, meta, extra)
 
     def _initial_state(self, fresh: bool, batch: int, want_grad: bool):
@@ -332,7 +335,8 @@ class Trainer:
         """Train until :attr:`finished`; ``callback(step)`` runs after each step (a test can stop the run
         there as a kill would). When ``stop(step)`` returns true the run checkpoints and returns early
         (a time budget); :attr:`finished` tells which. ``on_evaluation(line)`` gets each validation line
-        as it is logged (a Tune trial reports it). Returns the last train, valid and test lines."""
+        once the step is done and ``last.safetensors`` holds it (a Tune trial reports both). Returns the
+        last train, valid and test lines."""
         try:
             return self._run(callback, stop, on_evaluation)
         finally:
@@ -370,16 +374,19 @@ class Trainer:
                 bar.set_postfix({"loss": f"{line['loss']:.4g}", primary: f"{line[primary]:.4g}"})
             epoch_end = cfg.lr_cut < 1 and self.step % self.batches.steps_per_epoch == 0  # for lr_cut
             ends = (self.total_steps, self.last_step)
+            valid = None
             if epoch_end or self.step % cfg.eval_every == 0 or self.step in ends:
                 valid = self._evaluate("valid")
-                if on_evaluation:
-                    on_evaluation(valid)
                 if cfg.test_with_valid and not self.finished:
                     self._evaluate("test")  # a point of the test curve (the end's test line follows below)
             if self.finished:
                 self._evaluate("test")
             if self.step % cfg.checkpoint_every == 0 or self.finished:
                 self._save()
+            elif valid is not None and on_evaluation:
+                self._save(numbered=False)  # what the evaluation's reader checkpoints is this step
+            if valid is not None and on_evaluation:
+                on_evaluation(valid)
             bar.update(1)
             if callback:
                 callback(self.step)
