@@ -16,12 +16,12 @@ def test_importing_the_package_loads_no_torch_and_each_name_is_its_modules_own()
     assert "svd_parametrize" in out and "certify" in out
     from spectral_analysis.analysis.bound_report import bound_report
     from spectral_analysis.analysis.certify import certify
-    from spectral_analysis.analysis.jacobians import jacobian_products
+    from spectral_analysis.analysis.jacobians import jacobian_table, lyapunov_table
     from spectral_analysis.analysis.spectra import spectral_table
     from spectral_analysis.nn import svd_parametrize
 
-    assert (sa.svd_parametrize, sa.spectra, sa.jacobians, sa.bound, sa.certify) == (
-        svd_parametrize, spectral_table, jacobian_products, bound_report, certify)
+    assert (sa.svd_parametrize, sa.spectra, sa.jacobians, sa.lyapunov, sa.bound, sa.certify) == (
+        svd_parametrize, spectral_table, jacobian_table, lyapunov_table, bound_report, certify)
     assert sa.tables.__name__ == "spectral_analysis.tables" and "certify" in dir(sa)
 
 
@@ -46,9 +46,10 @@ def test_the_analyzers_take_a_users_module():
     lstm, x = torch.nn.LSTM(3, 5, batch_first=True), torch.randn(2, 6, 3)
     imported = sa.load(lstm).model
     direct, via = sa.jacobians(lstm, x), sa.jacobians(imported, x)
-    assert direct.log10_norms.shape == via.log10_norms.shape
-    assert (direct.log10_norms == via.log10_norms).all()
-    assert (sa.lyapunov(lstm, x) == sa.lyapunov(imported, x)).all()
+    assert len(direct) == 2 * 7 and direct.equals(via)  # (batch, T + 1) rows, the same numbers
+    assert (direct.loc[direct.t < 6, "log10_norm"] != 0).all()
+    exponents = sa.lyapunov(lstm, x)
+    assert exponents.equals(sa.lyapunov(imported, x)) and len(exponents) == 2 * 10  # d = 2n: h and c
     rnn = torch.nn.RNN(3, 5, nonlinearity="relu")
     inputs, labels = torch.randn(16, 6, 3), torch.randint(0, 5, (16,))
     from spectral_analysis.data.arrays import UserData

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import Tensor, nn
 from tqdm import tqdm
@@ -220,3 +221,47 @@ def lyapunov_exponents(model: Analyzable, x: Tensor, s0: Tensor | None = None,
                 total += diag.abs().double().log().masked_fill(lost, -math.inf)
     exponents = (total / (T - burn_in)).cpu().numpy()
     return -np.sort(-exponents, axis=1)
+
+
+def jacobian_table(model: Analyzable, x: Tensor, s0: Tensor | None = None,
+                   progress: bool = False) -> pd.DataFrame:
+    """:func:`jacobian_products` as a long-form DataFrame, one row per sample and time ``t``:
+    ``log10_norm`` (``log10 ||J(t)||``), ``log10_sigma_min`` and ``log10_condition_number`` of
+    ``J(t) = dh^(T)/dh^(t)``, with ``steps_back = T - t``.
+
+    ```python
+    >>> import torch
+    >>> table = jacobian_table(torch.nn.RNN(2, 4), torch.randn(3, 5, 2))
+    >>> len(table), table.loc[table.steps_back == 0, "log10_norm"].abs().max()   # J(T) = I
+    (18, 0.0)
+
+    ```
+    """
+    products = jacobian_products(model, x, s0, progress=progress)
+    B, T1, _ = products.log10_singular_values.shape
+    with np.errstate(invalid="ignore"):
+        return pd.DataFrame({
+            "sample": np.repeat(np.arange(B), T1), "t": np.tile(np.arange(T1), B),
+            "steps_back": np.tile(np.arange(T1)[::-1], B),
+            "log10_norm": products.log10_norms.ravel(),
+            "log10_sigma_min": products.log10_singular_values[..., -1].ravel(),
+            "log10_condition_number": products.log10_condition_numbers.ravel()})
+
+
+def lyapunov_table(model: Analyzable, x: Tensor, s0: Tensor | None = None, burn_in: int = 0,
+                   progress: bool = False) -> pd.DataFrame:
+    """:func:`lyapunov_exponents` as a long-form DataFrame, one row per sample and exponent: ``index``
+    1 .. d (descending) and ``exponent`` (natural log per step).
+
+    ```python
+    >>> import torch
+    >>> table = lyapunov_table(torch.nn.GRU(2, 4), torch.randn(3, 20, 2))
+    >>> len(table), bool(table.groupby("sample").exponent.is_monotonic_decreasing.all())
+    (12, True)
+
+    ```
+    """
+    exponents = lyapunov_exponents(model, x, s0, burn_in=burn_in, progress=progress)
+    B, d = exponents.shape
+    return pd.DataFrame({"sample": np.repeat(np.arange(B), d), "index": np.tile(np.arange(1, d + 1), B),
+                         "exponent": exponents.ravel()})
