@@ -54,6 +54,7 @@ REQUIRED_SCALES = ("paper", "smoke")  # every experiment declares these; "budget
 ARCHITECTURES = ("rnn_tanh", "rnn_relu", "gru", "lstm")  # plain PyTorch cells the importers read
 OBJECTIVES = ("classic", "quadratic", "lambda")  # PAC-Bayes training objectives
 PRIORS = ("init", "learned")
+MEANS = ("checkpoint", "fitted")  # a certificate's Q: centred on the subject, or its mean fitted from there
 
 # the bounds (spectral_analysis.analysis.bound_report)
 DEFAULT_DELTA = 0.05

@@ -7,24 +7,22 @@ import pytest
 import torch
 
 from spectral_analysis.analysis import certify as certify_module
-from spectral_analysis.analysis.certify import (
-    OBJECTIVES,
+from spectral_analysis.analysis.certify import certificate_from_posterior, certify, monte_carlo_error
+from spectral_analysis.analysis.posterior import (
     PRIOR_GRID,
     Posterior,
-    certificate_from_posterior,
-    certify,
     error_rate,
     gaussian_kl,
     kl_bernoulli,
     kl_inverse_upper,
-    monte_carlo_error,
     pac_bayes_objective,
-    prior_split,
 )
+from spectral_analysis.analysis.priors import prior_split
 from spectral_analysis.cli import main
 from spectral_analysis.io import load
 from spectral_analysis.nn import build_model
 from spectral_analysis.train import TrainConfig, train
+from spectral_analysis.vocabulary import OBJECTIVES
 
 
 def test_kl_inverse_against_closed_cases():
@@ -128,7 +126,7 @@ def test_certify_refuses_tasks_without_classes(tmp_path, capsys):
     assert main(["certify", str(out / "last.safetensors")]) == 1
     assert "needs one class per sequence" in capsys.readouterr().err
     subject = load(out / "last.safetensors")
-    with pytest.raises(ValueError, match="delta must lie in"):
+    with pytest.raises(ValueError, match="delta and delta_held must lie in"):
         certify(subject, torch.randn(4, 5, 2), torch.zeros(4).long(), delta=1.5)
 
 
@@ -230,9 +228,12 @@ def test_a_learned_prior_never_sees_the_certificate_part(trained, monkeypatch):
     second, _ = certify(subject, x, relabelled, mc_samples=20, chunk_size=5, epochs=1, prior="learned",
                         prior_epochs=2, objective="quadratic")
     assert all(torch.equal(priors[0][k], priors[1][k]) for k in priors[0])
-    assert first["sample_split"] == {"prior": len(prior_index), "certificate": len(certificate_index)}
+    assert first["sample_split"] == {"prior": len(prior_index), "certificate": len(certificate_index),
+                                     "prior_data": f"{len(prior_index)} training sequences the certificate "
+                                                   "does not use"}
     assert first["m"] == len(certificate_index) and first["objective"] == "quadratic"
-    assert first["certified_error"] != second["certified_error"]  # the certificate part did change
+    assert first["mc_error"] != second["mc_error"]  # the certificate part did change
+    assert first["checkpoint_train_error"] != second["checkpoint_train_error"]
     with pytest.raises(ValueError, match="prior's fraction"):
         prior_split(10, 1.0, 0)
     with pytest.raises(ValueError, match="unknown prior"):
@@ -252,7 +253,64 @@ def test_a_feed_forward_classifier_is_certified_too(tmp_path, capsys):
     assert main(args) == 0
     import json
     record = json.loads(capsys.readouterr().out)
-    assert record["sample_split"] == {"prior": 100, "certificate": 100} and 0 < record["certified_error"] <= 1
+    # the prior learns from half the validation split, the perturbations are measured on the other half
+    assert record["sample_split"]["prior"] == 5000 and record["m"] == 200
+    assert 0 < record["certified_error"] <= 1
+    deterministic = record["deterministic"]
+    assert deterministic["held_out_n"] == 10000 and deterministic["selections"] == 1
+    assert 0 < deterministic["held_out_error"] < deterministic["held_out_bound"] <= 1
+    parts = deterministic["q_margin_bound"] + deterministic["perturbation_bound"]
+    assert deterministic["derandomized_bound"] == pytest.approx(min(1.0, parts))
     assert 0 <= record["mean_test_error"] <= 1
     assert main(["bound", str(out / "last.safetensors")]) == 1
     assert "not a recurrent model" in capsys.readouterr().err
+
+
+def test_a_certificate_is_of_the_subjects_weights_and_names_what_it_certifies(trained):
+    """The trained network and the same network at its initialization get different certificates; Q is
+    centred on each one's weights (distance 0) unless its mean is fitted, which the record then measures."""
+    import copy
+
+    from spectral_analysis.analysis.checkpoint_data import checkpoint_task
+    from spectral_analysis.analysis.priors import prior_mean
+
+    subject = load(trained)
+    task = checkpoint_task(subject.metadata)
+    x, y = task.train.inputs, task.train.targets
+    untrained = copy.deepcopy(subject)
+    init, _ = prior_mean(subject)
+    with torch.no_grad():
+        for name, parameter in untrained.model.named_parameters():
+            parameter.copy_(init[name])
+    options = {"mc_samples": 40, "chunk_size": 7, "epochs": 2}
+    trained_record, _ = certify(subject, x, y, **options)
+    untrained_record, _ = certify(untrained, x, y, **options)
+    assert trained_record["certified_error"] != untrained_record["certified_error"]
+    assert trained_record["checkpoint_train_error"] == error_rate(
+        subject.model, dict(subject.model.named_parameters()), x, y)
+    for record in (trained_record, untrained_record):
+        assert record["mean"] == "checkpoint" and record["mean_distance"] == 0.0
+        assert record["certifies"].startswith("the stochastic network Q = N(w, diag s^2) centred on")
+    assert untrained_record["prior_distance"] == 0.0 < trained_record["prior_distance"]
+    fitted, posterior = certify(subject, x, y, mean="fitted", lr=1e-2, **options)
+    weights = {k: v.detach() for k, v in subject.model.named_parameters()}
+    moved = math.sqrt(sum(float(((posterior.mu[k] - weights[k]) ** 2).sum()) for k in weights))
+    assert fitted["mean_distance"] == pytest.approx(moved) and moved > 0
+    assert f"||mu - w|| = {moved:.3g}" in fitted["certifies"]
+    with pytest.raises(ValueError, match="unknown posterior mean 'prior'"):
+        certify(subject, x, y, mean="prior")
+
+
+def test_a_prior_learned_on_held_out_data_leaves_every_training_sequence_to_the_certificate(trained):
+    from spectral_analysis.analysis.checkpoint_data import checkpoint_task
+
+    subject = load(trained)
+    task = checkpoint_task(subject.metadata)
+    x, y, held = task.train.inputs, task.train.targets, (task.valid.inputs, task.valid.targets)
+    options = {"mc_samples": 40, "chunk_size": 7, "epochs": 1, "prior": "learned", "prior_epochs": 2}
+    record, _ = certify(subject, x, y, held_out=held, **options)
+    # half the held-out split for the prior; the other half, Q never reads, for the perturbation term
+    assert record["m"] == len(x) and record["sample_split"]["prior"] == round(len(held[0]) / 2)
+    assert "held-out sequences the subject never trained on" in record["prior"]
+    relabelled, _ = certify(subject, x, y, held_out=(held[0], (held[1] + 1) % 2), **options)
+    assert relabelled["prior_distance"] != record["prior_distance"]  # the prior is learned from them

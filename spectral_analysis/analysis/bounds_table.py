@@ -10,8 +10,10 @@ error of the trained network, the training margin loss at gamma, log10 G(w) (The
 Corollary 1's where the structure bounds ||W|| (gamma: the 0.1 quantile of the training margins, or 1
 when more than a tenth are misclassified), the explicit bound of Appendix A.6 on the test error,
 log10 of :mod:`~spectral_analysis.analysis.unrolled_bound` (at its own best gamma), and the
-certificates of :mod:`spectral_analysis.analysis.certify` for each prior asked for, with Q's test error
-(scored after the certificate, which never reads the test split) and its KL.
+certificates of :mod:`spectral_analysis.analysis.certify` for each prior asked for: of Q centred on the
+checkpoint, with Q's test error (scored after the certificate, which never reads the test split) and its
+KL, and of the checkpoint itself derandomized through margins
+(:mod:`~spectral_analysis.analysis.derandomize`); with the held-out bound of the validation split alone.
 """
 
 from __future__ import annotations
@@ -22,17 +24,17 @@ import torch
 
 from spectral_analysis.analysis.bound_report import bound_report, split_margins
 from spectral_analysis.analysis.certify import certify, error_rate
-from spectral_analysis.analysis.checkpoint_data import checkpoint_task
+from spectral_analysis.analysis.checkpoint_data import checkpoint_task, validation_selections
 from spectral_analysis.analysis.margins import margin_loss
 from spectral_analysis.analysis.unrolled_bound import model_unrolled_bound
 from spectral_analysis.io import Subject, load, zoo_entries
 from spectral_analysis.vocabulary import PRIORS
 
 CERTIFICATE_COLUMNS = tuple(f"{what}_{prior}" for prior in PRIORS
-                            for what in ("certified_error", "q_test_error", "kl"))
+                            for what in ("certified_error", "q_test_error", "kl", "derandomized"))
 COLUMNS = ("checkpoint", "model", "sigma_bound", "task", "parameters", "test_error", "train_error", "gamma",
            "train_margin_loss", "log10_G", "log10_G_corollary1", "explicit_bound", "log10_unrolled_bound",
-           *CERTIFICATE_COLUMNS, "note")
+           *CERTIFICATE_COLUMNS, "held_out_bound", "note")
 Q_TEST_SAMPLES = 10  # sampled networks for Q's test error (reported, never used by a bound)
 
 
@@ -75,14 +77,20 @@ def bounds_row(name: str, certificates: tuple[str, ...] = (), mc_samples: int = 
                     "log10_unrolled_bound": model_unrolled_bound(
                         model, task.train.inputs, task.train.targets, task.symbolic).log10_bound})
     x_test, y_test = task.test.inputs, task.test.targets
+    selections = validation_selections(subject.metadata)  # the validation split held out, as certify does
+    held_out = (task.valid.inputs, task.valid.targets) if selections is not None and len(task.valid) else None
     for prior in certificates:
         record, posterior = certify(subject, task.train.inputs, task.train.targets, mc_samples=mc_samples,
-                                    epochs=epochs, objective=objective, prior=prior, seed=seed)
+                                    epochs=epochs, objective=objective, prior=prior, held_out=held_out,
+                                    selections=selections or 1, seed=seed)
         generator = torch.Generator().manual_seed(seed)
         q_test = sum(error_rate(model, posterior.sample(generator), x_test, y_test)
                      for _ in range(Q_TEST_SAMPLES)) / Q_TEST_SAMPLES
+        deterministic = record["deterministic"] or {}
         row.update({f"certified_error_{prior}": record["certified_error"], f"q_test_error_{prior}": q_test,
-                    f"kl_{prior}": record["kl"]})
+                    f"kl_{prior}": record["kl"],
+                    f"derandomized_{prior}": deterministic.get("derandomized_bound"),
+                    "held_out_bound": deterministic.get("held_out_bound")})
     return row
 
 

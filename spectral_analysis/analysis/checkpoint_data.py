@@ -37,3 +37,16 @@ def sample_batch(task: TaskData, split: Split, count: int, seed: int = 0) -> tup
     generator = torch.Generator().manual_seed(seed)
     index = torch.randperm(len(split), generator=generator)[:count].sort().values
     return split.inputs[index], split.targets[index]
+
+
+def validation_selections(metadata: dict[str, Any]) -> int | None:
+    """How many checkpoints a run's validation split chose among: 1 for a run of fixed length (the split
+    only watched), the evaluations up to ``max_steps`` for one that trained to a plateau (it chose the
+    stopping step); ``None`` when the split steered training itself (``lr_cut`` read it after each epoch),
+    so the checkpoint depends on it and it holds nothing out."""
+    train = metadata.get("train") or {}
+    if train.get("lr_cut", 1.0) < 1.0:
+        return None
+    if train.get("max_steps") is None:
+        return 1
+    return max(1, -(-int(train["max_steps"]) // int(train.get("eval_every") or 1)))

@@ -19,7 +19,7 @@ from spectral_analysis.cli.common import (
     real,
     show_progress,
 )
-from spectral_analysis.vocabulary import ARCHITECTURES, DEFAULT_DELTA, OBJECTIVES, PRIORS
+from spectral_analysis.vocabulary import ARCHITECTURES, DEFAULT_DELTA, MEANS, OBJECTIVES, PRIORS
 
 if TYPE_CHECKING:
     from spectral_analysis.data.arrays import UserData
@@ -112,7 +112,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
     import torch
 
     from spectral_analysis.analysis.certify import CLASS_TASKS, certify, error_rate
-    from spectral_analysis.analysis.checkpoint_data import checkpoint_task
+    from spectral_analysis.analysis.checkpoint_data import checkpoint_task, validation_selections
     from spectral_analysis.analysis.report import json_ready
 
     subject, data = subject_and_data(args, feedforward=True)
@@ -124,28 +124,61 @@ def cmd_certify(args: argparse.Namespace) -> int:
     if task.kind not in CLASS_TASKS:
         raise CommandError(f"a certificate of the 0-1 error needs one class per sequence (or per flat "
                            f"example); task {task.name!r} is {task.kind}")
+    # a toolkit checkpoint's validation split is held out: it never trained on it, at most chose its end
+    selections = validation_selections(subject.metadata) if data is None else None
+    held_out = (task.valid.inputs, task.valid.targets) if selections is not None and len(task.valid) else None
     progress = show_progress(args)
     record, posterior = certify(subject, task.train.inputs, task.train.targets, delta=args.delta,
                                 delta_prime=args.delta_prime, mc_samples=args.mc_samples, epochs=args.epochs,
                                 seed=args.seed, chunk_size=args.chunk_size, objective=args.objective,
-                                prior=args.prior,
-                                prior_fraction=args.prior_fraction, prior_epochs=args.prior_epochs,
-                                lr=args.lr, init_std=args.init_std, progress=progress)
-    if data is None:  # reported beside the certificate, never used by it
+                                prior=args.prior, mean=args.mean, held_out=held_out,
+                                selections=selections or 1, prior_fraction=args.prior_fraction,
+                                prior_epochs=args.prior_epochs, lr=args.lr, init_std=args.init_std,
+                                delta_held=args.delta_held, progress=progress)
+    if data is None:  # reported beside the certificates, never used by them
         x, y = task.test.inputs.float(), task.test.targets
         generator = torch.Generator().manual_seed(args.seed)
+        weights = dict(subject.model.named_parameters())
+        record["checkpoint_test_error"] = error_rate(subject.model, weights, x, y)
         record["mean_test_error"] = error_rate(subject.model, posterior.mu, x, y)
         record["stochastic_test_error"] = sum(error_rate(subject.model, posterior.sample(generator), x, y)
                                               for _ in range(10)) / 10
-    emit(args, json_ready(record), lambda p: (
-        f"certified 0-1 error <= {p['certified_error']:.4f} "
-        f"(confidence {1 - p['delta'] - p['delta_prime']:.3f}; "
-        f"Q's training error {p['mc_error']:.4f} over {p['mc_samples']} sampled networks, KL {p['kl']:.1f}, "
-        f"m = {p['m']}, prior {p['prior']}, variance {p['prior_variance']:.3g})"
-        + (f"; test error of Q {p['stochastic_test_error']:.4f} (10 samples), of its mean "
-           f"{p['mean_test_error']:.4f}" if "mean_test_error" in p else "")),
-         lambda p: [p])
+    emit(args, json_ready(record), certificate_text, lambda p: [p])
     return 0
+
+
+def certificate_text(p: dict) -> str:
+    """``certify``'s record in words: what is certified first, then each certificate and its object."""
+    from spectral_analysis.analysis.derandomize import HELD_CHUNK
+
+    confidence = 1 - p["delta"] - p["delta_prime"]
+    lines = [f"certified: {p['certifies']}",
+             f"  0-1 error of Q <= {p['certified_error']:.4f} (confidence {confidence:.3f}; Q's training "
+             f"error {p['mc_error']:.4f} over {p['mc_samples']} sampled networks, KL {p['kl']:.1f}, "
+             f"m = {p['m']}, prior {p['prior']}, variance {p['prior_variance']:.3g})"]
+    seen = f"the checkpoint itself: training error {p['checkpoint_train_error']:.4f}"
+    if "checkpoint_test_error" in p:
+        seen += (f", test error {p['checkpoint_test_error']:.4f}; Q's test error "
+                 f"{p['stochastic_test_error']:.4f} (10 samples), its mean's {p['mean_test_error']:.4f}")
+    lines.append("  " + seen)
+    d = p["deterministic"]
+    if d is None:
+        lines.append("  the checkpoint itself is not certified: that needs sequences it never trained on "
+                     "(a toolkit checkpoint's validation split, unless its schedule read it) and Q "
+                     "centred on it")
+        return "\n".join(lines)
+    held = (f"<= {d['held_out_bound']:.4f} from {d['held_out_n']} held-out sequences alone (error "
+            f"{d['held_out_error']:.4f}, among {d['selections']} checkpoint(s) they chose from)")
+    if d["derandomized_bound"] is None:
+        lines.append(f"  the checkpoint itself, certified: 0-1 error {held}; not derandomized (its "
+                     f"perturbation term needs at least {HELD_CHUNK} held-out sequences Q did not read)")
+        return "\n".join(lines)
+    vacuous = " (vacuous)" if d["derandomized_bound"] >= 1 else ""
+    lines.append(f"  the checkpoint itself, certified: 0-1 error <= {d['derandomized_bound']:.4f}{vacuous} "
+                 f"derandomized through margins (gamma {d['derandomized_gamma']:g}: Q's margin term "
+                 f"{d['q_margin_bound']:.4f} + perturbation term {d['perturbation_bound']:.4f}; "
+                 f"confidence {d['derandomized_confidence']:.3f}); {held}")
+    return "\n".join(lines)
 
 
 def cmd_bounds_table(args: argparse.Namespace) -> int:
@@ -270,14 +303,21 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     cert.add_argument("--epochs", type=count(0, 10 ** 5), default=20, help="epochs of posterior optimization")
     cert.add_argument("--objective", choices=OBJECTIVES, default="quadratic",
                       help="PAC-Bayes training objective (default quadratic, Pérez-Ortiz et al.)")
+    cert.add_argument("--mean", choices=MEANS, default="checkpoint",
+                      help="checkpoint: Q is centred on the checkpoint's weights, only its variances fitted "
+                      "(default); fitted: Q's mean is fitted from there too")
     cert.add_argument("--lr", type=positive_real(10.0), default=1e-4,
-                      help="Adam learning rate of the posterior mean")
+                      help="with --mean fitted: Adam learning rate of the posterior mean")
     cert.add_argument("--init-std", type=positive_real(10.0), default=0.02,
                       help="initial standard deviation of the posterior and the prior")
     cert.add_argument("--prior", choices=PRIORS, default="init", help="init: the seed's initialization "
-                      "(data-independent); learned: trained on a held-out part of the training set")
+                      "(data-independent); learned: trained on half the checkpoint's validation split (held "
+                      "out: it never trained on it), or with --inputs on a part of the training set")
     cert.add_argument("--prior-fraction", type=probability, default=0.5,
-                      help="with --prior learned: the part of the training set the prior learns from")
+                      help="with --prior learned and --inputs: the part of the training set the prior learns "
+                      "from")
+    cert.add_argument("--delta-held", type=probability, default=0.01,
+                      help="confidence of the held-out terms of the checkpoint's own certificates")
     cert.add_argument("--prior-epochs", type=count(0, 10 ** 5), default=20,
                       help="with --prior learned: its epochs")
     cert.add_argument("--seed", type=SEED, default=0)

@@ -15,8 +15,12 @@ BOUND_SERIES = (("log10_G", "Theorem 5: G(w) (O-form)", True),
                 ("log10_G_corollary1", "Corollary 1: G(w) at the structural sigma bound", True),
                 ("log10_unrolled_bound", "Bartlett et al., unrolled", True),
                 ("explicit_bound", "Appendix A.6, explicit", False),
-                ("certified_error_init", "PAC-Bayes certificate, prior at init", False),
-                ("certified_error_learned", "PAC-Bayes certificate, learned prior", False))
+                ("certified_error_init", "certificate of Q (centred on w), prior at init", False),
+                ("certified_error_learned", "certificate of Q (centred on w), learned prior", False),
+                ("derandomized_init", "certificate of w, derandomized through margins, prior at init", False),
+                ("derandomized_learned", "certificate of w, derandomized through margins, learned prior",
+                 False),
+                ("held_out_bound", "the validation split alone (test-set bound of w)", False))
 MARKERS = {"rnn": "o", "ornn": "s", "spectral": "D", "irnn": "^", "lstm": "v", "gru": "P"}
 
 

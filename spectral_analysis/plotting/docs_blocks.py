@@ -168,8 +168,9 @@ def bounds_table_markdown(csv_path: Path) -> str:
                          "writes it")
     names = {"ornn": "oRNN", "rnn": "RNN", "spectral": "svdRNN"}
     lines = ["| model (largest sigma allowed) | test error | log10 G (Thm 5) | log10 G (Cor. 1) | log10 "
-             "unrolled (Bartlett) | certificate, prior at init (Q's test error, KL) | certificate, learned "
-             "prior (Q's test error, KL) |", "|---|---:|---:|---:|---:|---|---|"]
+             "unrolled (Bartlett) | Q centred on w, prior at init (Q's test error, KL) | Q centred on w, "
+             "learned prior (Q's test error, KL) | w derandomized (prior at init, learned) | w, held out |",
+             "|---|---:|---:|---:|---:|---|---|---|---:|"]
     with csv_path.open() as file:
         for row in csv.DictReader(file):
             bound = row["sigma_bound"]
@@ -179,8 +180,11 @@ def bounds_table_markdown(csv_path: Path) -> str:
                             f"({_fixed(row[f'q_test_error_{p}'], 3)}, {float(row[f'kl_{p}']):.0f})"
                             if row[f"certified_error_{p}"] else "-" for p in ("init", "learned")]
             bounds = [_fixed(row[k], 1) for k in ("log10_G", "log10_G_corollary1", "log10_unrolled_bound")]
-            lines.append(f"| {name} | {_fixed(row['test_error'], 3)} | " + " | ".join(bounds + certificates)
-                         + " |")
+            derandomized = ", ".join(_fixed(row.get(f"derandomized_{p}") or "", 3) or "-"
+                                     for p in ("init", "learned"))
+            held = _fixed(row.get("held_out_bound") or "", 3) or "-"
+            lines.append(f"| {name} | {_fixed(row['test_error'], 3)} | "
+                         + " | ".join([*bounds, *certificates, derandomized, held]) + " |")
     return "\n".join(lines)
 
 

@@ -1,0 +1,118 @@
+"""Certificates of the deterministic network itself, beside the PAC-Bayes certificate of Q
+(:mod:`~spectral_analysis.analysis.certify`), from data the network never trained on.
+
+- **Derandomized through margins** (the route of Neyshabur, Bhojanapalli & Srebro 2018, Lemma 1, and the
+  paper's Lemma 3, measured instead of bounded by worst-case constants). For Q centred on the checkpoint
+  ``w`` (``u ~ N(0, diag s^2)``) and any margin ``gamma``: where ``f_w`` errs on ``x`` (margin ``<= 0``),
+  either ``f_{w+u}`` has margin ``< gamma/2`` there, or the perturbation moved an output by at least
+  ``gamma/4`` (a margin moves by at most twice the largest output change). So
+
+  ``L_0(f_w) <= L_{gamma/2}(Q) + R_gamma``, with
+  ``R_gamma = P_{x ~ D, u ~ Q}[max_j |f_{w+u}(x)_j - f_w(x)_j| >= gamma/4]``.
+
+  ``L_{gamma/2}(Q)`` is bounded as the 0-1 certificate bounds Q's error (Monte Carlo on the training set,
+  then PAC-Bayes-kl with Q's KL), with the margin loss; ``R_gamma`` by the binomial kl inverse on
+  held-out sequences, one fresh ``u`` per chunk of them (the chunk rates are independent, as in the Monte
+  Carlo step). ``w`` must not depend on those sequences (beyond choosing among ``selections`` checkpoints,
+  charged by a union bound), and neither must Q's variances: a prior learned from the held-out split takes
+  half of it, and ``R_gamma`` is measured on the other half. Both terms run over :data:`GAMMA_GRID`, a
+  union bound; the certificate is the smallest sum, at confidence ``1 - delta - delta' - delta_held``.
+- **Held out** (Langford 2005's test-set bound): the binomial kl inverse of ``f_w``'s error on those
+  held-out sequences, at ``delta_held / selections``. Tighter than any of the above wherever enough
+  sequences are held out; it is the comparison a referee makes, so it is reported beside them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from spectral_analysis.analysis.posterior import (
+    PRIOR_GRID,
+    Posterior,
+    error_rate,
+    kl_inverse_upper,
+    last_logits,
+    monte_carlo_losses,
+)
+
+GAMMA_GRID = tuple(2.0 ** k for k in range(-4, 5))  # margins (in logits) from 1/16 to 16
+HELD_CHUNK = 10  # held-out sequences per sampled perturbation in R_gamma's estimate
+
+
+def margins(logits: Tensor, labels: Tensor) -> Tensor:
+    """``f_y - max_{j != y} f_j`` of each row (negative where the network errs).
+
+    ```python
+    >>> margins(torch.tensor([[1.0, 3.0, 2.0], [5.0, -1.0, 4.5]]), torch.tensor([1, 2])).tolist()
+    [1.0, -0.5]
+
+    ```
+    """
+    true = logits.gather(1, labels[:, None]).squeeze(1)
+    others = logits.scatter(1, labels[:, None], -math.inf)
+    return true - others.max(dim=1).values
+
+
+def held_out_bound(model: torch.nn.Module, weights: dict[str, Tensor], inputs: Tensor, labels: Tensor,
+                   delta: float, selections: int = 1) -> dict[str, float]:
+    """The test-set bound on ``f_w``'s 0-1 error from ``n`` held-out sequences: ``kl(e_H || e) <=
+    ln(selections / delta) / n`` (``selections``: how many checkpoints the split chose among)."""
+    error = error_rate(model, weights, inputs, labels)
+    bound = kl_inverse_upper(error, math.log(selections / delta) / len(inputs))
+    return {"held_out_error": error, "held_out_bound": bound, "held_out_n": len(inputs)}
+
+
+def perturbation_rates(model: torch.nn.Module, posterior: Posterior, inputs: Tensor,
+                       gammas: tuple[float, ...], seed: int = 0) -> tuple[list[float], int, int]:
+    """For each ``gamma``: the share of held-out sequences on which a perturbed network ``w + u`` moves some
+    output by at least ``gamma/4`` from ``f_w``'s, a fresh ``u`` per chunk of :data:`HELD_CHUNK` (the
+    sequences left over by the chunking count as moved); with the number of chunks and of leftovers."""
+    chunks = len(inputs) // HELD_CHUNK
+    if chunks < 1:
+        raise ValueError(f"R_gamma needs at least {HELD_CHUNK} held-out sequences, got {len(inputs)}")
+    generator = torch.Generator().manual_seed(seed)
+    moved = torch.zeros(len(gammas), dtype=torch.long)
+    thresholds = torch.tensor(gammas, dtype=torch.float64) / 4
+    with torch.no_grad():
+        for j in range(chunks):
+            x = inputs[j * HELD_CHUNK:(j + 1) * HELD_CHUNK]
+            change = (last_logits(model, posterior.sample(generator), x)
+                      - last_logits(model, posterior.mu, x)).abs().amax(dim=1).double().cpu()
+            moved += (change[:, None] >= thresholds[None, :]).sum(dim=0)
+    return [int(c) / (chunks * HELD_CHUNK) for c in moved], chunks, len(inputs) - chunks * HELD_CHUNK
+
+
+def derandomized_certificate(model: torch.nn.Module, posterior: Posterior, kl: float, inputs: Tensor,
+                             labels: Tensor, held_inputs: Tensor, delta: float = 0.025,
+                             delta_prime: float = 0.01, delta_held: float = 0.01, mc_samples: int = 20000,
+                             chunk_size: int = 50, selections: int = 1, seed: int = 0,
+                             progress: bool = False) -> dict[str, float | list | None]:
+    """The certificate of ``f_w`` (module docstring) for Q centred on ``w = posterior.mu`` with KL ``kl``
+    (at the prior variance the 0-1 certificate snapped to), on training ``inputs``/``labels`` and
+    ``held_inputs`` the network never trained on. Returns the certificate, its gamma and both terms there,
+    and both terms at every gamma."""
+    if not all(0 < d < 1 for d in (delta, delta_prime, delta_held)):
+        raise ValueError(f"delta, delta' and delta_held must lie in (0, 1), got {delta}, {delta_prime}, "
+                         f"{delta_held}")
+    k, m = len(GAMMA_GRID), len(inputs)
+
+    def margin_losses(logits: Tensor, y: Tensor) -> Tensor:
+        return margins(logits, y)[:, None] < torch.tensor(GAMMA_GRID, device=logits.device)[None, :] / 2
+
+    _, uppers, _, _ = monte_carlo_losses(model, posterior, inputs, labels, margin_losses, mc_samples,
+                                         min(chunk_size, m), delta_prime / k, seed, progress)
+    complexity = (kl + math.log(2 * math.sqrt(m) / (delta / (len(PRIOR_GRID) * k)))) / m
+    q_margin = [kl_inverse_upper(u, complexity) for u in uppers]
+    rates, chunks, leftover = perturbation_rates(model, posterior, held_inputs, GAMMA_GRID, seed)
+    n = len(held_inputs)
+    r_upper = [((n - leftover) * kl_inverse_upper(r, math.log(2 * k * selections / delta_held) / chunks)
+                + leftover) / n for r in rates]
+    totals = [min(1.0, a + b) for a, b in zip(q_margin, r_upper, strict=True)]
+    best = min(range(k), key=totals.__getitem__)
+    return {"derandomized_bound": totals[best], "derandomized_gamma": GAMMA_GRID[best],
+            "q_margin_bound": q_margin[best], "perturbation_bound": r_upper[best],
+            "perturbation_rate": rates[best], "derandomized_confidence": 1 - delta - delta_prime - delta_held,
+            "gammas": list(GAMMA_GRID), "q_margin_bounds": q_margin, "perturbation_bounds": r_upper}
