@@ -33,6 +33,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
             "spectral-analysis run fig1-addition --scale smoke --search lr=loguniform:1e-4:1e-2 --samples 4",
             "spectral-analysis run table2-mnist@budget kru-copy --scale paper --time-budget 3600",
             "spectral-analysis run fig1-addition --max-failures 2 --tune-callback mlflow:experiment_name=f1"),
+    "calibrate": ("spectral-analysis calibrate table2-mnist --steps 300",
+                  "spectral-analysis calibrate fig1-addition --scale smoke --steps 60 --format csv"),
     "stop": ("spectral-analysis stop --out runs",),
     "park": ("spectral-analysis park fig1-addition --scale paper --out runs",),
     "zoo": ("spectral-analysis zoo --experiment fig1-addition --format csv",

@@ -1,0 +1,61 @@
+"""``spectral-analysis calibrate``: a grid's baselines beside their plain-PyTorch references, before the
+grid's compute is spent (:mod:`~spectral_analysis.experiments.calibration`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from spectral_analysis.cli.common import CommandError, count, emit, positive_real, results_dir
+from spectral_analysis.cli.experiments import catalog_arguments
+from spectral_analysis.vocabulary import SCALES
+
+COLUMNS = ("variant", "model", "steps", "toolkit_loss", "reference_loss", "metric", "toolkit_valid",
+           "reference_valid", "verdict")
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from spectral_analysis.experiments import load_catalog
+    from spectral_analysis.experiments.calibration import CALIBRATION_DIR, calibrate
+    from spectral_analysis.tables import render
+
+    catalog = load_catalog(args.catalog)
+    if args.name not in catalog:
+        raise CommandError(f"unknown experiment {args.name!r}; the catalog has {sorted(catalog)}")
+    experiment = catalog[args.name]
+    if args.scale not in experiment.scales:
+        raise CommandError(f"{args.name!r} has no {args.scale!r} scale; it has {sorted(experiment.scales)}")
+    results = results_dir(args)
+    rows = calibrate(experiment, args.scale, args.steps, args.margin, results)
+    for row in rows:
+        row["verdict"] = (f"TRAILS by {row['toolkit_loss'] / row['reference_loss'] - 1:.0%}" if row["trails"]
+                          else "ok")
+    trailing = [row["variant"] for row in rows if row["trails"]]
+    kept = results / experiment.name / CALIBRATION_DIR / args.scale
+
+    def text(payload: dict) -> str:
+        lines = [render(payload["rows"], "md", COLUMNS),
+                 f"training loss: the mean over the last quarter of {args.steps} steps, on the same batches; "
+                 f"kept in {kept}"]
+        if trailing:
+            lines.append(f"refused: {', '.join(trailing)} trail(s) the plain-PyTorch reference by more than "
+                         f"{args.margin:.0%}; mend the recipe before spending compute on {experiment.name}")
+        return "\n".join(lines)
+
+    emit(args, {"experiment": experiment.name, "scale": args.scale, "margin": args.margin,
+                "refused": trailing, "rows": rows}, text,
+         lambda payload: [{k: r[k] for k in COLUMNS} for r in payload["rows"]])
+    return 1 if trailing else 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("calibrate", help="train each baseline of a grid briefly beside a plain-PyTorch "
+                            "reference of its recipe; refuse the grid where one trails")
+    parser.add_argument("name", metavar="NAME",
+                        help="the experiment (spectral-analysis experiments lists them)")
+    parser.add_argument("--scale", choices=SCALES, default="paper",
+                        help="the grid whose recipes to calibrate")
+    parser.add_argument("--steps", type=count(1, 10 ** 6), default=200, help="training steps of each side")
+    parser.add_argument("--margin", type=positive_real(10.0), default=0.1,
+                        help="the toolkit's final training loss may exceed the reference's by this fraction")
+    catalog_arguments(parser)
+    parser.set_defaults(func=cmd_calibrate)

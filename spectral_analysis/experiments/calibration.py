@@ -1,0 +1,116 @@
+"""Calibration before compute (``spectral-analysis calibrate``): each baseline of a grid trained for a
+short run beside a plain-PyTorch reference of the same recipe
+(:mod:`~spectral_analysis.experiments.reference`), on the same batches in the same order, with the same
+optimizer, learning rate, clipping and loss; a baseline whose training loss trails the reference's by more
+than a stated margin is our defect, and the grid is refused until it is mended.
+
+What the two sides share is the recipe (optimizer, rate, clipping, batches, the task's loss); what they do
+not is the model code and its initialization: the reference is written as a practitioner writes it, with
+PyTorch's defaults, so a toolkit initialization that a careful practitioner would not use shows as a gap.
+The comparison is the mean training loss over the last quarter of the recorded steps (lower is better
+for every task); both sides' validation metric is reported beside it. ``lr_cut`` (which reads the
+validation split) is off on both sides. Each calibration is kept in
+``results/<experiment>/calibration/<scale>/<variant>.json`` with both curves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from spectral_analysis.data.objectives import task_loss_and_metrics
+from spectral_analysis.experiments.catalog import Experiment, Trial
+from spectral_analysis.experiments.reference import REFERENCE_MODELS, ReferenceRecurrent
+from spectral_analysis.train import Trainer
+from spectral_analysis.train.config import OPTIMIZERS
+from spectral_analysis.train.evaluation import evaluate
+from spectral_analysis.vocabulary import MODEL_OPTIONS
+
+CALIBRATION_DIR = "calibration"
+DEFAULT_MARGIN = 0.1  # the toolkit's final training loss may exceed the reference's by this fraction
+
+
+def _tail_mean(curve: list[tuple[int, float]]) -> float:
+    """The mean loss over the last quarter of a curve's points (at least one)."""
+    tail = curve[-max(1, len(curve) // 4):]
+    return sum(loss for _, loss in tail) / len(tail)
+
+
+def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[list[tuple[int, float]], dict]:
+    """Train the plain-PyTorch twin of ``trainer``'s model on ``trainer``'s batches, its recipe."""
+    config, task = trainer.config, trainer.task
+    options = {**MODEL_OPTIONS[config.model], **config.model_options}
+    torch.manual_seed(config.seed)
+    model = ReferenceRecurrent(config.model, task.input_size, config.hidden, task.output_size,
+                               options.get("activation", "tanh"), options.get("leak", 0.2))
+    optimizer = OPTIMIZERS[config.optimizer](model.parameters(), lr=config.lr, **config.optimizer_options)
+    curve = []
+    for step in range(steps):
+        x, y, _ = trainer.batches.get(step)
+        for group in optimizer.param_groups:
+            group["lr"] = config.lr * config.lr_decay ** trainer.batches.epoch_of(step)
+        loss, _ = task_loss_and_metrics(task, model(x), y)
+        if not torch.isfinite(loss):
+            curve.append((step + 1, float("inf")))
+            break
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if config.clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
+        optimizer.step()
+        if (step + 1) % record_every == 0 or step + 1 == steps:
+            curve.append((step + 1, loss.item()))
+    valid = evaluate(model, task, task.valid, config.batch_size, torch.device("cpu"), config.eval_batches)
+    return curve, valid
+
+
+def calibrate_trial(trial: Trial, steps: int, margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
+    """One baseline of a grid ``steps`` steps beside its reference (module docstring): both curves, both
+    validation metrics, and whether the toolkit trails (``trails``)."""
+    model = trial.config["model"]
+    if model not in REFERENCE_MODELS:
+        raise ValueError(f"{trial.key}: no plain-PyTorch reference of {model!r} (there is one of "
+                         f"{REFERENCE_MODELS})")
+    with tempfile.TemporaryDirectory(prefix="calibrate-") as out:
+        config = trial.train_config(Path(out) / trial.key)
+        record_every = max(1, steps // 20)
+        config = dataclasses.replace(config, steps=steps, epochs=None, max_steps=None, lr_cut=1.0,
+                                     eval_every=steps, checkpoint_every=steps, record_every=record_every,
+                                     test_batches=1, tensorboard=False, progress=False)
+        trainer = Trainer(config)
+        trainer.run()
+        toolkit = [(line["step"], line["loss"]) for line in trainer.log.read() if line["phase"] == "train"]
+        toolkit_valid = trainer.latest["valid"]
+        reference, reference_valid = _reference_run(trainer, steps, record_every)
+    toolkit_loss, reference_loss = _tail_mean(toolkit), _tail_mean(reference)
+    return {"variant": trial.variant, "trial": trial.key, "model": model, "steps": steps,
+            "margin": margin, "toolkit_loss": toolkit_loss, "reference_loss": reference_loss,
+            "trails": not toolkit_loss <= reference_loss * (1 + margin),
+            "metric": trainer.primary, "toolkit_valid": toolkit_valid[trainer.primary],
+            "reference_valid": reference_valid[trainer.primary],
+            "curves": {"toolkit": toolkit, "reference": reference}}
+
+
+def calibrate(experiment: Experiment, scale: str, steps: int, margin: float = DEFAULT_MARGIN,
+              results: str | Path | None = None) -> list[dict[str, Any]]:
+    """Calibrate every baseline of ``experiment``'s grid at ``scale`` that has a reference (one trial per
+    variant: its first grid point, seed 0), keeping each in ``results`` when given."""
+    first: dict[str, Trial] = {}
+    for trial in experiment.trials(scale):
+        if trial.config["model"] in REFERENCE_MODELS and trial.seed == 0:
+            first.setdefault(trial.variant, trial)
+    if not first:
+        raise ValueError(f"{experiment.name} has no baseline with a plain-PyTorch reference at {scale!r} "
+                         f"(models with one: {REFERENCE_MODELS})")
+    rows = [calibrate_trial(trial, steps, margin) for trial in first.values()]
+    if results is not None:
+        folder = Path(results) / experiment.name / CALIBRATION_DIR / scale
+        folder.mkdir(parents=True, exist_ok=True)
+        for row in rows:
+            (folder / f"{row['variant']}.json").write_text(json.dumps(row, indent=1))
+    return rows

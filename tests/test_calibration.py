@@ -1,0 +1,78 @@
+"""Calibration before compute: the plain-PyTorch references, and `calibrate` refusing a grid whose
+baseline trails its reference."""
+
+import json
+
+import torch
+
+from spectral_analysis.cli import main
+from spectral_analysis.experiments.reference import LoopRNN, ReferenceRecurrent
+
+GRID = """
+name = "calib"
+source = "test"
+description = "an LSTM as a practitioner would train it, and an RNN started far too large"
+[base]
+task = "addition"
+task_options = { length = 6, train_size = 256, valid_size = 64, test_size = 64 }
+batch_size = 16
+lr = 1e-2
+[[variants]]
+label = "lstm"
+model = "lstm"
+[[variants]]
+label = "too-large"
+model = "rnn"
+model_options = { activation = "tanh", init_std = 30.0 }
+[[variants]]
+label = "spectral"
+model = "spectral"
+[scales.paper]
+stated = "unused"
+hidden = 8
+steps = 60
+[scales.smoke]
+hidden = 8
+steps = 60
+"""
+
+
+def test_the_loop_reference_computes_what_nn_rnn_computes_and_irnn_starts_at_the_identity():
+    torch.manual_seed(0)
+    cudnn_like = ReferenceRecurrent("rnn", 3, 5, 2, activation="tanh")
+    loop = LoopRNN(3, 5, "tanh", 0.2)
+    rnn = cudnn_like.recurrent
+    with torch.no_grad():
+        loop.input_layer.weight.copy_(rnn.weight_ih_l0)
+        loop.input_layer.bias.copy_(rnn.bias_ih_l0)
+        loop.recurrent.weight.copy_(rnn.weight_hh_l0)
+        loop.recurrent.bias.copy_(rnn.bias_hh_l0)
+    x = torch.randn(4, 7, 3)
+    assert torch.allclose(loop(x)[0], rnn(x)[0], atol=1e-6)
+    irnn = ReferenceRecurrent("irnn", 3, 5, 2, activation="leaky_relu")
+    assert torch.equal(irnn.recurrent.recurrent.weight, torch.eye(5))
+    assert not irnn.recurrent.recurrent.bias.any()
+    ids = torch.randint(0, 3, (4, 7))  # symbol ids read as one-hot vectors
+    assert torch.equal(irnn(ids), irnn(torch.nn.functional.one_hot(ids, 3).float()))
+
+
+def test_calibrate_refuses_a_grid_whose_baseline_trails_its_reference_and_keeps_both_curves(tmp_path, capsys):
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "calib.toml").write_text(GRID)
+    results = tmp_path / "results"
+    args = ["--quiet", "calibrate", "calib", "--steps", "60", "--catalog", str(catalog), "--results",
+            str(results), "--json"]
+    assert main(args) == 1
+    payload = json.loads(capsys.readouterr().out)
+    rows = {row["variant"]: row for row in payload["rows"]}
+    assert set(rows) == {"lstm", "too-large"}  # the Spectral-RNN is the toolkit's own: no reference
+    assert payload["refused"] == ["too-large"] and rows["too-large"]["trails"]
+    assert rows["too-large"]["toolkit_loss"] > 1.1 * rows["too-large"]["reference_loss"]
+    assert not rows["lstm"]["trails"]
+    kept = json.loads((results / "calib" / "calibration" / "paper" / "too-large.json").read_text())
+    toolkit, reference = kept["curves"]["toolkit"], kept["curves"]["reference"]
+    assert [step for step, _ in toolkit] == [step for step, _ in reference]
+    assert kept["curves"]["toolkit"][-1][0] == 60
+    assert main(["--quiet", "calibrate", "nope", "--catalog", str(catalog)]) == 1
+    assert "unknown experiment 'nope'" in capsys.readouterr().err
