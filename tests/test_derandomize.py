@@ -9,6 +9,8 @@ import torch
 from spectral_analysis.analysis.derandomize import (
     GAMMA_GRID,
     HELD_CHUNK,
+    NOISE_SCALES,
+    _scaled,
     derandomized_certificate,
     held_out_bound,
     margins,
@@ -55,17 +57,23 @@ def test_without_noise_the_terms_are_the_margin_loss_and_zero():
     posterior = _posterior(model, -30.0)
     rates, chunks, leftover = perturbation_rates(model, posterior, held, GAMMA_GRID)
     assert rates == [0.0] * len(GAMMA_GRID) and (chunks, leftover) == (10, 3)
-    result = derandomized_certificate(model, posterior, kl=0.0, inputs=x, labels=y, held_inputs=held,
-                                      mc_samples=20, chunk_size=50)
-    k = len(GAMMA_GRID)
+    result = derandomized_certificate(model, posterior, prior_variance=1.0, inputs=x, labels=y,
+                                      held_inputs=held, mc_samples=20, chunk_size=50)
+    k = len(GAMMA_GRID) * len(NOISE_SCALES)
     expected_r = (100 * kl_inverse_upper(0.0, math.log(2 * k / 0.01) / 10) + 3) / 103
-    assert result["perturbation_bounds"] == pytest.approx([expected_r] * k)
+    assert all(r == pytest.approx(expected_r) for row in result["perturbation_bounds"] for r in row)
     margin_loss = [(margins(last_logits(model, posterior.mu, x), y) < g / 2).float().mean().item()
                    for g in GAMMA_GRID]
-    assert all(bound >= loss for bound, loss in zip(result["q_margin_bounds"], margin_loss, strict=True))
-    best = GAMMA_GRID.index(result["derandomized_gamma"])
+    for row in result["q_margin_bounds"]:  # a bound on each scale's margin loss, which is w's here
+        assert all(bound >= loss for bound, loss in zip(row, margin_loss, strict=True))
+    # less noise costs KL: at scale 1/64 it grows by ln 64 a weight (the variance term is negligible here)
+    weights = sum(v.numel() for v in posterior.mu.values())
+    assert float(_scaled(posterior, 1 / 64).kl(1.0) - posterior.kl(1.0)) == pytest.approx(
+        weights * math.log(64), rel=1e-5)  # float32 sums
+    scale, gamma = (NOISE_SCALES.index(result["derandomized_noise_scale"]),
+                    GAMMA_GRID.index(result["derandomized_gamma"]))
     assert result["derandomized_bound"] == pytest.approx(
-        min(1.0, result["q_margin_bounds"][best] + expected_r))
+        min(1.0, result["q_margin_bounds"][scale][gamma] + expected_r))
     with pytest.raises(ValueError, match="at least 10 held-out sequences"):
         perturbation_rates(model, posterior, held[:9], GAMMA_GRID)
 

@@ -228,7 +228,7 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
                                    "selections": selections, "derandomized_bound": None}
         if len(perturbed) >= HELD_CHUNK:
             record["deterministic"].update(derandomized_certificate(
-                model, posterior, certificate.kl, inputs, labels, held_x[perturbed], delta, delta_prime,
-                delta_held, mc_samples, chunk_size, selections, seed, progress))
+                model, posterior, certificate.prior_variance, inputs, labels, held_x[perturbed], delta,
+                delta_prime, delta_held, mc_samples, chunk_size, selections, seed, progress))
     record["seconds"] = time.perf_counter() - started
     return record, posterior

@@ -15,8 +15,10 @@
   held-out sequences, one fresh ``u`` per chunk of them (the chunk rates are independent, as in the Monte
   Carlo step). ``w`` must not depend on those sequences (beyond choosing among ``selections`` checkpoints,
   charged by a union bound), and neither must Q's variances: a prior learned from the held-out split takes
-  half of it, and ``R_gamma`` is measured on the other half. Both terms run over :data:`GAMMA_GRID`, a
-  union bound; the certificate is the smallest sum, at confidence ``1 - delta - delta' - delta_held``.
+  half of it, and ``R_gamma`` is measured on the other half. Q's noise, fitted for the stochastic
+  certificate, is also scaled down by each of :data:`NOISE_SCALES` (less noise moves the outputs less, at a
+  larger KL); both terms run over that grid and :data:`GAMMA_GRID`, a union bound; the certificate is the
+  smallest sum, at confidence ``1 - delta - delta' - delta_held``.
 - **Held out** (Langford 2005's test-set bound): the binomial kl inverse of ``f_w``'s error on those
   held-out sequences, at ``delta_held / selections``. Tighter than any of the above wherever enough
   sequences are held out; it is the comparison a referee makes, so it is reported beside them.
@@ -39,6 +41,7 @@ from spectral_analysis.analysis.posterior import (
 )
 
 GAMMA_GRID = tuple(2.0 ** k for k in range(-4, 5))  # margins (in logits) from 1/16 to 16
+NOISE_SCALES = tuple(2.0 ** -k for k in range(7))  # Q's noise times 1, 1/2, ..., 1/64
 HELD_CHUNK = 10  # held-out sequences per sampled perturbation in R_gamma's estimate
 
 
@@ -85,34 +88,49 @@ def perturbation_rates(model: torch.nn.Module, posterior: Posterior, inputs: Ten
     return [int(c) / (chunks * HELD_CHUNK) for c in moved], chunks, len(inputs) - chunks * HELD_CHUNK
 
 
-def derandomized_certificate(model: torch.nn.Module, posterior: Posterior, kl: float, inputs: Tensor,
-                             labels: Tensor, held_inputs: Tensor, delta: float = 0.025,
+def _scaled(posterior: Posterior, scale: float) -> Posterior:
+    """Q with its standard deviations multiplied by ``scale`` (the same mean and prior)."""
+    shift = math.log(scale)
+    return Posterior(posterior.mu, {k: v + shift for k, v in posterior.log_s.items()}, posterior.w0,
+                     posterior.log_prior_var)
+
+
+def derandomized_certificate(model: torch.nn.Module, posterior: Posterior, prior_variance: float,
+                             inputs: Tensor, labels: Tensor, held_inputs: Tensor, delta: float = 0.025,
                              delta_prime: float = 0.01, delta_held: float = 0.01, mc_samples: int = 20000,
                              chunk_size: int = 50, selections: int = 1, seed: int = 0,
                              progress: bool = False) -> dict[str, float | list | None]:
-    """The certificate of ``f_w`` (module docstring) for Q centred on ``w = posterior.mu`` with KL ``kl``
-    (at the prior variance the 0-1 certificate snapped to), on training ``inputs``/``labels`` and
-    ``held_inputs`` the network never trained on. Returns the certificate, its gamma and both terms there,
-    and both terms at every gamma."""
+    """The certificate of ``f_w`` (module docstring) for Q centred on ``w = posterior.mu`` and its noise
+    scaled by each of :data:`NOISE_SCALES` (less noise moves the outputs less, at more KL), against the
+    prior ``N(w_0, prior_variance I)`` the 0-1 certificate snapped to, on training ``inputs``/``labels``
+    and ``held_inputs`` the network never trained on. Returns the certificate, its gamma and noise scale
+    and both terms there, and both terms at every gamma (rows) and scale (columns)."""
     if not all(0 < d < 1 for d in (delta, delta_prime, delta_held)):
         raise ValueError(f"delta, delta' and delta_held must lie in (0, 1), got {delta}, {delta_prime}, "
                          f"{delta_held}")
-    k, m = len(GAMMA_GRID), len(inputs)
+    k, m, n = len(GAMMA_GRID) * len(NOISE_SCALES), len(inputs), len(held_inputs)
 
     def margin_losses(logits: Tensor, y: Tensor) -> Tensor:
         return margins(logits, y)[:, None] < torch.tensor(GAMMA_GRID, device=logits.device)[None, :] / 2
 
-    _, uppers, _, _ = monte_carlo_losses(model, posterior, inputs, labels, margin_losses, mc_samples,
-                                         min(chunk_size, m), delta_prime / k, seed, progress)
-    complexity = (kl + math.log(2 * math.sqrt(m) / (delta / (len(PRIOR_GRID) * k)))) / m
-    q_margin = [kl_inverse_upper(u, complexity) for u in uppers]
-    rates, chunks, leftover = perturbation_rates(model, posterior, held_inputs, GAMMA_GRID, seed)
-    n = len(held_inputs)
-    r_upper = [((n - leftover) * kl_inverse_upper(r, math.log(2 * k * selections / delta_held) / chunks)
-                + leftover) / n for r in rates]
-    totals = [min(1.0, a + b) for a, b in zip(q_margin, r_upper, strict=True)]
-    best = min(range(k), key=totals.__getitem__)
-    return {"derandomized_bound": totals[best], "derandomized_gamma": GAMMA_GRID[best],
-            "q_margin_bound": q_margin[best], "perturbation_bound": r_upper[best],
-            "perturbation_rate": rates[best], "derandomized_confidence": 1 - delta - delta_prime - delta_held,
-            "gammas": list(GAMMA_GRID), "q_margin_bounds": q_margin, "perturbation_bounds": r_upper}
+    q_margin, r_upper, rates = [], [], []  # [scale][gamma]
+    for scale in NOISE_SCALES:
+        noisy = _scaled(posterior, scale)
+        kl = float(noisy.kl(prior_variance))
+        _, uppers, _, _ = monte_carlo_losses(model, noisy, inputs, labels, margin_losses, mc_samples,
+                                             min(chunk_size, m), delta_prime / k, seed, progress)
+        complexity = (kl + math.log(2 * math.sqrt(m) / (delta / (len(PRIOR_GRID) * k)))) / m
+        q_margin.append([kl_inverse_upper(u, complexity) for u in uppers])
+        moved, chunks, leftover = perturbation_rates(model, noisy, held_inputs, GAMMA_GRID, seed)
+        rates.append(moved)
+        r_upper.append([((n - leftover) * kl_inverse_upper(r, math.log(2 * k * selections / delta_held)
+                                                           / chunks) + leftover) / n for r in moved])
+    totals = [[min(1.0, a + b) for a, b in zip(qs, rs, strict=True)] for qs, rs in zip(q_margin, r_upper,
+                                                                                         strict=True)]
+    s_best, g_best = min(((i, j) for i in range(len(NOISE_SCALES)) for j in range(len(GAMMA_GRID))),
+                         key=lambda ij: totals[ij[0]][ij[1]])
+    return {"derandomized_bound": totals[s_best][g_best], "derandomized_gamma": GAMMA_GRID[g_best],
+            "derandomized_noise_scale": NOISE_SCALES[s_best], "q_margin_bound": q_margin[s_best][g_best],
+            "perturbation_bound": r_upper[s_best][g_best], "perturbation_rate": rates[s_best][g_best],
+            "derandomized_confidence": 1 - delta - delta_prime - delta_held, "gammas": list(GAMMA_GRID),
+            "noise_scales": list(NOISE_SCALES), "q_margin_bounds": q_margin, "perturbation_bounds": r_upper}

@@ -175,7 +175,8 @@ def certificate_text(p: dict) -> str:
         return "\n".join(lines)
     vacuous = " (vacuous)" if d["derandomized_bound"] >= 1 else ""
     lines.append(f"  the checkpoint itself, certified: 0-1 error <= {d['derandomized_bound']:.4f}{vacuous} "
-                 f"derandomized through margins (gamma {d['derandomized_gamma']:g}: Q's margin term "
+                 f"derandomized through margins (gamma {d['derandomized_gamma']:g}, Q's noise times "
+                 f"{d['derandomized_noise_scale']:g}: its margin term "
                  f"{d['q_margin_bound']:.4f} + perturbation term {d['perturbation_bound']:.4f}; "
                  f"confidence {d['derandomized_confidence']:.3f}); {held}")
     return "\n".join(lines)
