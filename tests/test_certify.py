@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from train_fixtures import constant_classifier
 
 from spectral_analysis.analysis import certify as certify_module
 from spectral_analysis.analysis.certify import certificate_from_posterior, certify, monte_carlo_error
@@ -46,19 +47,10 @@ def test_gaussian_kl_matches_torch_distributions():
     assert float(gaussian_kl(mu, log_s, w0.double(), 0.04)) == pytest.approx(float(expected), rel=1e-12)
 
 
-def _constant_classifier():
-    model = build_model("rnn", 1, 3, 2, output_bias=True)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.zero_()
-        model.output.bias.copy_(torch.tensor([1.0, 0.0]))  # always class 0
-    return model
-
-
 def test_constant_classifier_certificate_is_the_binomial_bound():
     """Q = P concentrated on a constant classifier: KL = 0, every sample errs on exactly the class-1
     examples, so the certificate is the kl inverse of the training error alone."""
-    model = _constant_classifier()
+    model = constant_classifier()
     params = {k: v.detach() for k, v in model.named_parameters()}
     posterior = Posterior(params, {k: torch.full_like(v, -30.0) for k, v in params.items()}, params,
                           torch.tensor(0.0))
@@ -192,7 +184,7 @@ def test_chunked_monte_carlo_matches_whole_set_networks():
 
 
 def test_monte_carlo_counts_leftover_examples_as_errors():
-    model = _constant_classifier()  # always class 0: every example of class 0 is right
+    model = constant_classifier()  # always class 0: every example of class 0 is right
     posterior = _noisy_posterior(model, log_s=-30.0)
     x, y = torch.randn(103, 4, 1), torch.zeros(103).long()
     estimate, upper, samples, _ = monte_carlo_error(model, posterior, x, y, 10, 10, 0.01)

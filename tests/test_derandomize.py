@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from train_fixtures import constant_classifier
 
 from spectral_analysis.analysis.derandomize import (
     GAMMA_GRID,
@@ -79,11 +80,7 @@ def test_without_noise_the_terms_are_the_margin_loss_and_zero():
 
 
 def test_the_held_out_bound_is_the_binomial_kl_inverse_with_its_selections():
-    model = build_model("rnn", 1, 3, 2, output_bias=True)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.zero_()
-        model.output.bias.copy_(torch.tensor([1.0, 0.0]))  # always class 0
+    model = constant_classifier()  # always class 0
     weights = dict(model.named_parameters())
     x, y = torch.randn(400, 4, 1), torch.cat([torch.zeros(300), torch.ones(100)]).long()
     result = held_out_bound(model, weights, x, y, delta=0.01, selections=20)

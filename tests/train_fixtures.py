@@ -1,8 +1,12 @@
-"""Shared by the training tests: a small Spectral-RNN run's configuration and its log's rows."""
+"""Shared by the training tests: a small Spectral-RNN run's configuration, its log's rows, and a constant
+classifier (the certificates' closed case)."""
 
 import json
 from pathlib import Path
 
+import torch
+
+from spectral_analysis.nn import build_model
 from spectral_analysis.train import TrainConfig
 
 
@@ -19,3 +23,13 @@ def small_config(out: Path, **overrides) -> TrainConfig:
 def log_lines(out: Path) -> list[dict]:
     """The rows of ``out``'s ``metrics.jsonl``."""
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def constant_classifier() -> torch.nn.Module:
+    """An RNN whose weights are all zero but its output bias: it answers class 0 to every sequence."""
+    model = build_model("rnn", 1, 3, 2, output_bias=True)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.zero_()
+        model.output.bias.copy_(torch.tensor([1.0, 0.0]))
+    return model
