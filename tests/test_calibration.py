@@ -11,7 +11,7 @@ from spectral_analysis.experiments.reference import LoopRNN, ReferenceRecurrent
 GRID = """
 name = "calib"
 source = "test"
-description = "an LSTM as a practitioner would train it, and an RNN started far too large"
+description = "an LSTM trained as a practitioner would, an RNN started far too large, a GRU that cannot learn"
 [base]
 task = "addition"
 task_options = { length = 6, train_size = 256, valid_size = 64, test_size = 64 }
@@ -24,6 +24,10 @@ model = "lstm"
 label = "too-large"
 model = "rnn"
 model_options = { activation = "tanh", init_std = 30.0 }
+[[variants]]
+label = "still"
+model = "gru"
+lr = 1e-9
 [[variants]]
 label = "spectral"
 model = "spectral"
@@ -66,8 +70,11 @@ def test_calibrate_refuses_a_grid_whose_baseline_trails_its_reference_and_keeps_
     assert main(args) == 1
     payload = json.loads(capsys.readouterr().out)
     rows = {row["variant"]: row for row in payload["rows"]}
-    assert set(rows) == {"lstm", "too-large"}  # the Spectral-RNN is the toolkit's own: no reference
+    assert set(rows) == {"lstm", "too-large", "still"}  # the Spectral-RNN is the toolkit's own: no reference
     assert payload["refused"] == ["too-large"] and rows["too-large"]["trails"]
+    # at lr 1e-9 neither side leaves its start: that shows nothing, and is no pass
+    assert payload["inconclusive"] == ["still"] and rows["still"]["verdict"].startswith("inconclusive")
+    assert rows["lstm"]["verdict"] == "ok" and rows["lstm"]["reference_learned"]
     assert rows["too-large"]["toolkit_loss"] > 1.1 * rows["too-large"]["reference_loss"]
     assert not rows["lstm"]["trails"]
     kept = json.loads((results / "calib" / "calibration" / "paper" / "too-large.json").read_text())
