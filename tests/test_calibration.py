@@ -74,7 +74,7 @@ def test_calibrate_refuses_a_grid_whose_baseline_trails_its_reference_and_keeps_
     assert payload["refused"] == ["too-large"] and rows["too-large"]["trails"]
     # at lr 1e-9 neither side leaves its start: that shows nothing, and is no pass
     assert payload["inconclusive"] == ["still"] and rows["still"]["verdict"].startswith("inconclusive")
-    assert rows["lstm"]["verdict"] == "ok" and rows["lstm"]["reference_learned"]
+    assert rows["lstm"]["verdict"] == "ok" and rows["lstm"]["learned"] == {"toolkit": True, "reference": True}
     assert rows["too-large"]["toolkit_loss"] > 1.1 * rows["too-large"]["reference_loss"]
     assert not rows["lstm"]["trails"]
     kept = json.loads((results / "calib" / "calibration" / "paper" / "too-large.json").read_text())

@@ -26,12 +26,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise CommandError(f"{args.name!r} has no {args.scale!r} scale; it has {sorted(experiment.scales)}")
     results = results_dir(args)
     rows = calibrate(experiment, args.scale, args.steps, args.margin, results)
-    words = {"ok": "ok", "inconclusive": "inconclusive: the reference did not learn"}
+    words = {"ok": "ok", "inconclusive": "inconclusive: neither side learned"}
     for row in rows:
         row["verdict"] = words.get(row["verdict"]) or \
             f"TRAILS by {row['toolkit_loss'] / row['reference_loss'] - 1:.0%}"
     trailing = [row["variant"] for row in rows if row["trails"]]
-    unsettled = [row["variant"] for row in rows if not row["reference_learned"]]
+    unsettled = [row["variant"] for row in rows if row["verdict"].startswith("inconclusive")]
     kept = results / experiment.name / CALIBRATION_DIR / args.scale
 
     def text(payload: dict) -> str:
@@ -42,9 +42,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             lines.append(f"refused: {', '.join(trailing)} trail(s) the plain-PyTorch reference by more than "
                          f"{args.margin:.0%}; mend the recipe before spending compute on {experiment.name}")
         if unsettled:
-            lines.append(f"not calibrated: the reference of {', '.join(unsettled)} did not learn in "
-                         f"{args.steps} steps (its loss fell by less than {args.margin:.0%}); give more "
-                         "--steps")
+            lines.append(f"not calibrated: neither side of {', '.join(unsettled)} learned in {args.steps} "
+                         f"steps (no loss fell by {args.margin:.0%}); give more --steps")
         return "\n".join(lines)
 
     emit(args, {"experiment": experiment.name, "scale": args.scale, "margin": args.margin,

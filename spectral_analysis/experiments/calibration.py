@@ -8,10 +8,10 @@ What the two sides share is the recipe (optimizer, rate, clipping, batches, the 
 not is the model code and its initialization: the reference is written as a practitioner writes it, with
 PyTorch's defaults, so a toolkit initialization that a careful practitioner would not use shows as a gap.
 The comparison is the mean training loss over the last quarter of the recorded steps (lower is better
-for every task); both sides' validation metric is reported beside it. A calibration whose reference did
-not learn (its loss fell by less than the margin from its first recorded step: both sides still at chance)
-shows nothing and is ``inconclusive``, never a pass. ``lr_cut`` (which reads the
-validation split) is off on both sides. Each calibration is kept in
+for every task); both sides' validation metric is reported beside it. A calibration in which neither side
+learned (neither loss fell by the margin from its first recorded step: both still at chance) shows
+nothing and is ``inconclusive``, never a pass. ``lr_cut`` (which reads the validation split) is off on
+both sides. Each calibration is kept in
 ``results/<experiment>/calibration/<scale>/<variant>.json`` with both curves.
 """
 
@@ -90,12 +90,14 @@ def calibrate_trial(trial: Trial, steps: int, margin: float = DEFAULT_MARGIN) ->
         toolkit_valid = trainer.latest["valid"]
         reference, reference_valid = _reference_run(trainer, steps, record_every)
     toolkit_loss, reference_loss = _tail_mean(toolkit), _tail_mean(reference)
-    learned = reference_loss < reference[0][1] * (1 - margin)
-    trails = learned and not toolkit_loss <= reference_loss * (1 + margin)  # beside a learning reference
+    learned = {"toolkit": toolkit_loss < toolkit[0][1] * (1 - margin),
+               "reference": reference_loss < reference[0][1] * (1 - margin)}
+    settled = learned["toolkit"] or learned["reference"]  # two curves still at their start show nothing
+    trails = settled and not toolkit_loss <= reference_loss * (1 + margin)
     return {"variant": trial.variant, "trial": trial.key, "model": model, "steps": steps,
             "margin": margin, "toolkit_loss": toolkit_loss, "reference_loss": reference_loss,
-            "reference_learned": learned, "trails": trails,
-            "verdict": "inconclusive" if not learned else ("trails" if trails else "ok"),
+            "learned": learned, "trails": trails,
+            "verdict": "inconclusive" if not settled else ("trails" if trails else "ok"),
             "metric": trainer.primary, "toolkit_valid": toolkit_valid[trainer.primary],
             "reference_valid": reference_valid[trainer.primary],
             "curves": {"toolkit": toolkit, "reference": reference}}
