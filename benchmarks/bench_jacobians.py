@@ -4,6 +4,7 @@ Side by side in one run on the same model and input (Spectral-RNN, leaky_relu, f
 - ``recursion``: :func:`jacobian_products` (one step Jacobian ``D W`` and one matmul a step,
   rescaled), every ``J(t)`` kept, no singular values (what the autograd twin also returns);
 - ``recursion_with_spectra``: the same plus all singular values of every ``J(t)`` (what ``analyze`` runs);
+- ``table``: :func:`jacobian_table` (``sa.jacobians``), the spectra as a long-form DataFrame;
 - ``autograd_vectorized``: :func:`jacobians_by_autograd` with ``vectorize=True`` (one batched
   backward of ``s_t -> s_T`` per t);
 - ``autograd``: the same with PyTorch's default ``vectorize=False`` (n backward passes per t); timed
@@ -21,6 +22,7 @@ import torch
 from report import seconds, write_report
 
 from spectral_analysis.analysis import jacobian_products, jacobians_by_autograd
+from spectral_analysis.analysis.jacobians import jacobian_table
 from spectral_analysis.nn import build_model
 
 
@@ -44,12 +46,14 @@ def main() -> None:
             "recursion_s": seconds(lambda: jacobian_products(model, x, keep_matrices=True, spectra=False),
                                    args.repeats),
             "recursion_with_spectra_s": seconds(lambda: jacobian_products(model, x), args.repeats),
+            "table_s": seconds(lambda: jacobian_table(model, x), args.repeats),
             "autograd_vectorized_s": seconds(lambda: jacobians_by_autograd(model, x, vectorize=True), 1)}
     k = args.autograd_steps
     partial = seconds(lambda: jacobians_by_autograd(model, x, times=k), 1)
     work_all, work_part = sum(T - t for t in range(T + 1)), sum(T - t for t in range(k))
     case["autograd_first_t_s"] = partial
     case["autograd_extrapolated_s"] = partial * work_all / work_part
+    case["table_over_recursion_with_spectra"] = case["table_s"] / case["recursion_with_spectra_s"]
     case["autograd_vectorized_over_recursion"] = case["autograd_vectorized_s"] / case["recursion_s"]
     case["autograd_over_recursion"] = case["autograd_extrapolated_s"] / case["recursion_s"]
     case["autograd_vectorized_over_recursion_with_spectra"] = (case["autograd_vectorized_s"]
