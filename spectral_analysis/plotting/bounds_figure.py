@@ -36,9 +36,9 @@ def _group(row: dict[str, Any]) -> tuple[float, str]:
 def plot_bounds_against_error(rows: list[dict[str, Any]], title: str) -> plt.Figure:
     """Left: each bound (colour) of each checkpoint (marker: model) against its test error, log y; the
     line y = 1 separates vacuous bounds, the dotted diagonal is the test error itself. Right: per model,
-    ordered by the largest singular value its structure allows, the certificates and the test errors
-    (mean and range over the checkpoints)."""
-    fig, (ax, right) = plt.subplots(1, 2, figsize=(13, 5.5), gridspec_kw={"width_ratios": [1.2, 1]})
+    ordered by the largest singular value its structure allows, the certificates of Q and of the trained
+    network w itself and the test errors (mean and range over the checkpoints)."""
+    fig, (ax, right) = plt.subplots(1, 2, figsize=(14, 7.5), gridspec_kw={"width_ratios": [1.2, 1]})
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     models: set[str] = set()
     for colour, (column, label, is_log) in zip(colours, BOUND_SERIES, strict=False):
@@ -58,23 +58,27 @@ def plot_bounds_against_error(rows: list[dict[str, Any]], title: str) -> plt.Fig
     ax.set_yscale("log")
     ax.set_xlabel("test error of the trained network")
     ax.set_ylabel("bound on the expected 0-1 error (log scale)")
-    ax.add_artist(ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(0.0, 0.33), title="bound"))
+    ax.add_artist(ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2,
+                            title="bound"))
     ax.legend(handles=[plt.Line2D([], [], color="grey", marker=MARKERS.get(m, "x"), ls="", label=m)
                        for m in sorted(models)], fontsize=7, loc="lower right", title="model")
 
     groups = sorted({_group(r) for r in rows})
     positions = {label: i for i, (_, label) in enumerate(groups)}
-    series = (("test_error", "test error (trained network)"),
+    series = (("test_error", "test error (trained network w)"),
+              ("held_out_bound", "w certified by the validation split alone"),
+              ("derandomized_init", "w certified, derandomized (prior at init)"),
+              ("derandomized_learned", "w certified, derandomized (learned prior)"),
               ("q_test_error_init", "test error of Q (prior at init)"),
-              ("certified_error_init", "certificate, prior at init"),
+              ("certified_error_init", "Q certified (prior at init)"),
               ("q_test_error_learned", "test error of Q (learned prior)"),
-              ("certified_error_learned", "certificate, learned prior"))
+              ("certified_error_learned", "Q certified (learned prior)"))
     for k, (column, label) in enumerate(series):
         xs, means, lows, highs = [], [], [], []
         for _, group in groups:
             values = [r[column] for r in rows if _group(r)[1] == group and r.get(column) is not None]
             if values:
-                xs.append(positions[group] + (k - 2) * 0.08)
+                xs.append(positions[group] + (k - (len(series) - 1) / 2) * 0.09)
                 means.append(np.mean(values))
                 lows.append(np.mean(values) - min(values))
                 highs.append(max(values) - np.mean(values))
@@ -83,7 +87,7 @@ def plot_bounds_against_error(rows: list[dict[str, Any]], title: str) -> plt.Fig
     right.set_xticks(range(len(groups)), [label for _, label in groups], fontsize=8)
     right.set_ylabel("0-1 error (mean and range over the checkpoints)")
     right.set_xlabel("model, by the largest singular value of W its structure allows")
-    right.legend(fontsize=7)
+    right.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
     fig.suptitle(title, fontsize=10)
     return fig
 
