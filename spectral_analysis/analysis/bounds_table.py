@@ -24,7 +24,7 @@ import torch
 
 from spectral_analysis.analysis.bound_report import bound_report, split_margins
 from spectral_analysis.analysis.certify import certify, error_rate
-from spectral_analysis.analysis.checkpoint_data import checkpoint_task, validation_selections
+from spectral_analysis.analysis.checkpoint_data import checkpoint_task, held_out_split
 from spectral_analysis.analysis.margins import margin_loss
 from spectral_analysis.analysis.unrolled_bound import model_unrolled_bound
 from spectral_analysis.io import Subject, load, zoo_entries
@@ -77,12 +77,11 @@ def bounds_row(name: str, certificates: tuple[str, ...] = (), mc_samples: int = 
                     "log10_unrolled_bound": model_unrolled_bound(
                         model, task.train.inputs, task.train.targets, task.symbolic).log10_bound})
     x_test, y_test = task.test.inputs, task.test.targets
-    selections = validation_selections(subject.metadata)  # the validation split held out, as certify does
-    held_out = (task.valid.inputs, task.valid.targets) if selections is not None and len(task.valid) else None
+    held_out, selections = held_out_split(subject.metadata, task)  # as certify's command takes it
     for prior in certificates:
         record, posterior = certify(subject, task.train.inputs, task.train.targets, mc_samples=mc_samples,
                                     epochs=epochs, objective=objective, prior=prior, held_out=held_out,
-                                    selections=selections or 1, seed=seed)
+                                    selections=selections, seed=seed)
         generator = torch.Generator().manual_seed(seed)
         q_test = sum(error_rate(model, posterior.sample(generator), x_test, y_test)
                      for _ in range(Q_TEST_SAMPLES)) / Q_TEST_SAMPLES

@@ -114,6 +114,11 @@ def certificate_from_posterior(model: torch.nn.Module, posterior: Posterior, inp
                        delta_prime, mean_error, time.perf_counter() - started)
 
 
+def _sequences_on(x: Tensor, device: torch.device) -> Tensor:
+    """Input sequences on ``device``: floats in float32 (the model's), symbol ids as they are."""
+    return (x.float() if x.is_floating_point() else x).to(device)
+
+
 def _distance(a: dict[str, Tensor], b: dict[str, Tensor]) -> float:
     """The Euclidean distance between two sets of the same named tensors, over all of them."""
     return math.sqrt(sum(float(((a[k].double() - b[k].double()) ** 2).sum()) for k in a))
@@ -180,14 +185,13 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
     started = time.perf_counter()
     model = subject.model.float()
     device = next(model.parameters()).device
-    inputs = (inputs.float() if inputs.is_floating_point() else inputs).to(device)
+    inputs = _sequences_on(inputs, device)
     labels = labels.to(device)
     weights = {k: v.detach().clone() for k, v in model.named_parameters()}
     w0, prior_text = prior_mean(subject)
     split = {"prior": 0, "certificate": len(inputs), "prior_data": "none (data-independent)"}
     if held_out is not None:
-        held_x, held_y = held_out[0].to(device), held_out[1].to(device)
-        held_x = held_x.float() if held_x.is_floating_point() else held_x
+        held_x, held_y = _sequences_on(held_out[0], device), held_out[1].to(device)
         perturbed = torch.arange(len(held_x))  # the held-out sequences R_gamma is measured on
     if prior == "learned":
         if held_out is not None:
@@ -220,7 +224,7 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
               "checkpoint_train_error": error_rate(model, weights, inputs, labels),
               "prior": prior_text, "prior_kind": prior, "sample_split": split,
               "epochs": epochs, "objective": objective, "lr": lr, "init_std": init_std,
-              "parameters": sum(v.numel() for v in w0.values()), "seconds": time.perf_counter() - started,
+              "parameters": sum(v.numel() for v in w0.values()),
               "subject": subject.describe()}
     record["deterministic"] = None
     if held_out is not None and mean == "checkpoint":

@@ -50,3 +50,12 @@ def validation_selections(metadata: dict[str, Any]) -> int | None:
     if train.get("max_steps") is None:
         return 1
     return max(1, -(-int(train["max_steps"]) // int(train.get("eval_every") or 1)))
+
+
+def held_out_split(metadata: dict[str, Any], task: TaskData) -> tuple[tuple[Tensor, Tensor] | None, int]:
+    """A toolkit checkpoint's validation split as the certificates' held-out sequences, with the
+    :func:`validation_selections` they chose among; ``(None, 1)`` where it holds nothing out."""
+    selections = validation_selections(metadata)
+    if selections is None or not len(task.valid):
+        return None, 1
+    return (task.valid.inputs, task.valid.targets), selections

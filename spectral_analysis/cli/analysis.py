@@ -112,7 +112,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
     import torch
 
     from spectral_analysis.analysis.certify import CLASS_TASKS, certify, error_rate
-    from spectral_analysis.analysis.checkpoint_data import checkpoint_task, validation_selections
+    from spectral_analysis.analysis.checkpoint_data import checkpoint_task, held_out_split
     from spectral_analysis.analysis.report import json_ready
 
     subject, data = subject_and_data(args, feedforward=True)
@@ -125,14 +125,13 @@ def cmd_certify(args: argparse.Namespace) -> int:
         raise CommandError(f"a certificate of the 0-1 error needs one class per sequence (or per flat "
                            f"example); task {task.name!r} is {task.kind}")
     # a toolkit checkpoint's validation split is held out: it never trained on it, at most chose its end
-    selections = validation_selections(subject.metadata) if data is None else None
-    held_out = (task.valid.inputs, task.valid.targets) if selections is not None and len(task.valid) else None
+    held_out, selections = held_out_split(subject.metadata, task) if data is None else (None, 1)
     progress = show_progress(args)
     record, posterior = certify(subject, task.train.inputs, task.train.targets, delta=args.delta,
                                 delta_prime=args.delta_prime, mc_samples=args.mc_samples, epochs=args.epochs,
                                 seed=args.seed, chunk_size=args.chunk_size, objective=args.objective,
                                 prior=args.prior, mean=args.mean, held_out=held_out,
-                                selections=selections or 1, prior_fraction=args.prior_fraction,
+                                selections=selections, prior_fraction=args.prior_fraction,
                                 prior_epochs=args.prior_epochs, lr=args.lr, init_std=args.init_std,
                                 delta_held=args.delta_held, progress=progress)
     if data is None:  # reported beside the certificates, never used by them
