@@ -26,12 +26,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise CommandError(f"{args.name!r} has no {args.scale!r} scale; it has {sorted(experiment.scales)}")
     results = results_dir(args)
     rows = calibrate(experiment, args.scale, args.steps, args.margin, results)
+    trailing = [row["variant"] for row in rows if row["verdict"] == "trails"]
+    unsettled = [row["variant"] for row in rows if row["verdict"] == "inconclusive"]
     words = {"ok": "ok", "inconclusive": "inconclusive: neither side learned"}
-    for row in rows:
+    for row in rows:  # the verdict in words for the table: by how much a trailing baseline trails
         row["verdict"] = words.get(row["verdict"]) or \
             f"TRAILS by {row['toolkit_loss'] / row['reference_loss'] - 1:.0%}"
-    trailing = [row["variant"] for row in rows if row["trails"]]
-    unsettled = [row["variant"] for row in rows if row["verdict"].startswith("inconclusive")]
     kept = results / experiment.name / CALIBRATION_DIR / args.scale
 
     def text(payload: dict) -> str:

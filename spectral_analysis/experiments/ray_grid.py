@@ -106,9 +106,9 @@ def report_evaluation(line: dict[str, Any], primary: str, run_dir: Path) -> dict
 
     metrics = evaluation_metrics(line, primary)
     with tempfile.TemporaryDirectory(prefix="tune-checkpoint-") as folder:
-        parked = park_run(run_dir, Path(folder) / "run", any_size=True)
-        checkpoint = tune.Checkpoint.from_directory(str(Path(folder) / "run")) \
-            if parked.startswith("parked") else None
+        state = Path(folder) / "run"
+        park_run(run_dir, state, any_size=True)  # nothing there when the run has no checkpoint yet
+        checkpoint = tune.Checkpoint.from_directory(str(state)) if state.is_dir() else None
         tune.report(metrics, checkpoint=checkpoint)  # persisted before report returns
     return metrics
 
