@@ -5,6 +5,8 @@ are what to read on a noisy machine):
 - ``blocked``: the compact-WY product (spectral_analysis.linalg.packed_reflector_product);
 - ``sequential``: m rank-one updates (packed_reflector_product_sequential, the reference);
 - ``torch``: torch.linalg.householder_product (LAPACK orgqr and its autograd backward);
+- ``fused`` (CUDA with Triton, n <= 128): the one-launch kernels of
+  spectral_analysis.linalg.fused_householder, what the SVD map forms U and V with there;
 - ``matmul``: one n x n matmul, forward + backward, the unit of the targets.
 
     python benchmarks/bench_householder.py --out benchmarks/householder_cpu.json [--device cuda]
@@ -26,6 +28,7 @@ from spectral_analysis.linalg import (
     packed_reflector_product_sequential,
     trapezoid_mask,
 )
+from spectral_analysis.linalg.svd_map import fused_product_unavailable
 
 
 def torch_product(Y: torch.Tensor) -> torch.Tensor:
@@ -59,6 +62,9 @@ def bench_case(n: int, m: int, repeats: int, device: str, block_sizes: list[int]
         methods[f"blocked_b{b}"] = (lambda y, b=b: packed_reflector_product(y, b), [Y])
     methods["sequential"] = (packed_reflector_product_sequential, [Y])
     methods["torch"] = (torch_product, [Y])
+    if not fused_product_unavailable(Y):
+        from spectral_analysis.linalg.fused_householder import fused_reflector_product
+        methods["fused"] = (fused_reflector_product, [Y])
     times: dict[str, list[float]] = {k: [] for k in methods}
     for fn, inputs in methods.values():  # warm-up
         fwd_bwd_seconds(fn, inputs)
@@ -73,7 +79,8 @@ def bench_case(n: int, m: int, repeats: int, device: str, block_sizes: list[int]
         "blocked_over_matmul": blocked / med["matmul"],
         "sequential_over_blocked": med["sequential"] / blocked,
         "torch_over_blocked": med["torch"] / blocked,
-    }
+    } | ({"fused_over_blocked": med["fused"] / blocked, "fused_over_matmul": med["fused"] / med["matmul"]}
+         if "fused" in med else {})
 
 
 def main() -> None:
@@ -93,7 +100,9 @@ def main() -> None:
             print(f"n={n:5d} m={m:5d}  blocked(b={case['best_block']}) = "
                   f"{case['blocked_over_matmul']:.2f} x matmul   sequential = "
                   f"{case['sequential_over_blocked']:.1f} x blocked   torch = "
-                  f"{case['torch_over_blocked']:.1f} x blocked", flush=True)
+                  f"{case['torch_over_blocked']:.1f} x blocked"
+                  + (f"   fused = {case['fused_over_blocked']:.2f} x blocked"
+                     if "fused_over_blocked" in case else ""), flush=True)
     write_report(args.out, args.device, "forward + backward", cases)
 
 

@@ -35,7 +35,8 @@ MODEL_OPTIONS: dict[str, dict[str, Any]] = {
 }
 MODEL_NAMES = tuple(MODEL_OPTIONS)
 RECURRENT_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn", "spectral", "kru", "dizzy", "urnn")
-RECURRENCES = ("auto", "torch", "scan", "graph", "loop", "reflector")  # time-loop kernels (nn.time_loop)
+# time-loop kernels (nn.time_loop)
+RECURRENCES = ("auto", "torch", "scan", "graph", "fused", "loop", "reflector")
 DENSE_INITS = ("gaussian", "identity", "orthogonal")  # a dense transition's initializations
 SIGMA_MAP_KINDS = ("sigmoid", "clip", "none")  # Eq. 7's sigmoid map, a clip, or none
 

@@ -6,9 +6,15 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
-from spectral_analysis.checks import CheckRecord
-from spectral_analysis.symbolic import run_symbolic_checks
+# The fused Triton kernels (nn.fused_recurrence) run on the CPU through Triton's interpreter where there is
+# no GPU. Triton reads the setting when a kernel is defined, so it is set before anything imports them.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from spectral_analysis.checks import CheckRecord  # noqa: E402
+from spectral_analysis.symbolic import run_symbolic_checks  # noqa: E402
 
 # Fixtures that cost seconds to tens of seconds once per module or session: a test that reads one is
 # slow (left out of `make test-fast`) whichever test of its module happens to pay for it. Tests slow on

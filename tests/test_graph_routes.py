@@ -112,7 +112,7 @@ def test_models_hand_the_graph_route_to_the_replayed_scan(name, monkeypatch):
 
     kept = _replay_twin(monkeypatch)
     for module in (recurrent, modrelu_rnn):
-        monkeypatch.setattr(module, "resolve_recurrence", lambda mode, activation, device: mode)
+        monkeypatch.setattr(module, "resolve_recurrence", lambda mode, activation, device, *shape: mode)
     model_name, hidden, options = MODELS[name]
     torch.manual_seed(0)
     model = build_model(model_name, 2, hidden, 3, **options).double()
@@ -135,7 +135,7 @@ def test_the_urnn_keeps_its_own_scan(monkeypatch):
     from spectral_analysis.nn import modrelu_rnn
 
     monkeypatch.setattr(modrelu_rnn, "resolve_recurrence",
-                        lambda mode, activation, device: "graph" if mode == "auto" else mode)
+                        lambda mode, activation, device, *shape: "graph" if mode == "auto" else mode)
     model = build_model("urnn", 2, 6, 3)
     x = torch.randn(2, 5, 2)
     assert torch.equal(model.run(x, recurrence="auto").outputs, model.run(x, recurrence="scan").outputs)

@@ -13,7 +13,13 @@ import torch
 from torch import Tensor
 
 from spectral_analysis.linalg.householder import check_vector_lengths, pack_reflectors, reflector
+from spectral_analysis.linalg.triton_support import triton_unavailable
 from spectral_analysis.linalg.wy import apply_householder, packed_reflector_product
+
+FUSED_PRODUCT_MAX_SIZE = 128
+"""The largest n whose reflector products the SVD map forms by the fused kernels on a GPU: two n x n tiles
+on chip per program (the backward's), 128 KB in float32 at n = 128."""
+FUSED_PRODUCT_DTYPES = (torch.float32, torch.float64)
 
 
 def _packed_or_empty(vectors: Sequence[Tensor], n: int, like: Tensor) -> Tensor:
@@ -22,13 +28,40 @@ def _packed_or_empty(vectors: Sequence[Tensor], n: int, like: Tensor) -> Tensor:
     return torch.zeros(*like.shape[:-1], n, 0, dtype=like.dtype, device=like.device)
 
 
+def fused_product_unavailable(Y: Tensor) -> str | None:
+    """Why the SVD map does not form ``Y``'s reflector product by the fused kernels
+    (:mod:`~spectral_analysis.linalg.fused_householder`), or ``None`` when it does: a CUDA device, Triton,
+    ``n <= 128``, float32 or float64.
+
+    >>> fused_product_unavailable(torch.zeros(512, 16, device="cuda"))  # doctest: +SKIP
+    'the fused product holds n x n on chip up to n = 128, not 512'
+    """
+    if Y.shape[-2] > FUSED_PRODUCT_MAX_SIZE:
+        return f"the fused product holds n x n on chip up to n = {FUSED_PRODUCT_MAX_SIZE}, not {Y.shape[-2]}"
+    if Y.dtype not in FUSED_PRODUCT_DTYPES:
+        return f"the fused product runs in float32 or float64, not {Y.dtype}"
+    if Y.device.type != "cuda":  # the interpreter runs them on the CPU in tests, never by default
+        return f"the fused product runs on a CUDA device, not on {Y.device.type!r}"
+    return triton_unavailable(Y.device)
+
+
 def svd_compose_packed(Yu: Tensor, Yv: Tensor, sigma: Tensor,
                        block_size: int | None = None) -> Tensor:
-    """``U Sigma_hat V^T`` from packed reflectors ``Yu (..., r, m1)``, ``Yv (..., c, m2)``, sigma (..., p)."""
+    """``U Sigma_hat V^T`` from packed reflectors ``Yu (..., r, m1)``, ``Yv (..., c, m2)``, sigma (..., p).
+
+    A square W on a GPU with ``n <= 128`` forms U and V by the fused kernels, in one launch when
+    ``m1 = m2`` (:func:`fused_product_unavailable` says when not); elsewhere by the blocked compact-WY
+    product, U applied to ``diag(sigma) V^T`` without being formed."""
     r, c = Yu.shape[-2], Yv.shape[-2]
     p = min(r, c)
     if sigma.shape[-1] != p:
         raise ValueError(f"svd_compose: sigma has length {sigma.shape[-1]}, expected min({r}, {c}) = {p}")
+    if r == c and not (fused_product_unavailable(Yu) or fused_product_unavailable(Yv)):
+        from spectral_analysis.linalg.fused_householder import fused_reflector_product  # Triton: optional
+
+        U, V = (fused_reflector_product(torch.stack([Yu, Yv])).unbind(0) if Yu.shape == Yv.shape
+                else (fused_reflector_product(Yu), fused_reflector_product(Yv)))
+        return (U * sigma.unsqueeze(-2)) @ V.mT
     if p == c:
         V = packed_reflector_product(Yv, block_size)
     else:  # only the first p columns of V meet Sigma_hat

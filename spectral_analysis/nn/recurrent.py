@@ -337,7 +337,8 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         B = x.shape[0]
         h0 = self.start_state(B) if h0 is None else self.check_state(h0, B)
         requested = recurrence or self.recurrence
-        mode = resolve_recurrence(requested, self.activation, x.device)
+        mode = resolve_recurrence(requested, self.activation, x.device, self.hidden_size,
+                                  self._reference_weight().dtype)
         if requested == "auto" and all(t.structured_apply for t in self.transitions):
             mode = "reflector"  # W h by the structure (KRU's factor-by-factor product), W never formed
         if mode == "reflector" and any(isinstance(t, DenseTransition) for t in self.transitions):
@@ -359,6 +360,9 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
                     xp = input_projection(layer_input.transpose(0, 1), M, b)  # (T, B, n)
                 if mode in ("scan", "graph"):  # graph: the dense scan's loops replayed as CUDA graphs
                     Ht = transition.scan(xp, h_init, self.activation, self.leak, graphs=mode == "graph")
+                elif mode == "fused":  # imported here: Triton is optional, and only this route needs it
+                    from spectral_analysis.nn.fused_recurrence import recurrence_fused
+                    Ht = recurrence_fused(xp, transition.matrix(), h_init, self.activation, self.leak)
                 else:
                     step = transition.apply_reference if mode == "reflector" else _dense_step(transition)
                     Ht = recurrence_loop(xp, h_init, step, self.activation, self.leak)

@@ -1,6 +1,6 @@
 """The time loop of Eq. 4, ``h_t = phi(W h_{t-1} + M x_t + b)``, for a W that is fixed over time.
 
-Five interchangeable routes, all exact (they differ only in rounding):
+Six interchangeable routes, all exact (they differ only in rounding):
 
 - ``torch``: PyTorch's fused RNN kernel (``torch.rnn_relu`` / ``torch.rnn_tanh``, cuDNN on a
   GPU), which takes any weight tensors and keeps autograd; relu and tanh only.
@@ -9,16 +9,21 @@ Five interchangeable routes, all exact (they differ only in rounding):
   and forms ``dL/dW = sum_t g_t h_{t-1}^T`` as one large GEMM at the end. Every activation.
 - ``graph`` (CUDA only): the scan with its two time loops captured as CUDA graphs once per shape and
   replayed (:mod:`spectral_analysis.nn.cuda_graphs`): the same kernels without a host launch each.
+- ``fused`` (CUDA, Triton): one persistent Triton kernel per direction that keeps W on chip across all
+  T steps (:mod:`spectral_analysis.nn.fused_recurrence`), for ``n <= 256`` in float32 or float64; every
+  activation but modReLU.
 - ``loop``: the obviously correct twin, a plain Python loop under autograd (dense W).
 - ``reflector``: the same loop with ``W h`` applied by the transition's own structure, W never formed:
   the reflectors one at a time (Algorithm 1, :func:`~spectral_analysis.linalg.reflector_loop`), KRU's
   factor-by-factor product, DizzyRNN's packed rotations.
 
-``auto`` picks ``torch`` for relu/tanh on CUDA (cuDNN); ``graph`` for the other activations on CUDA
-(3.5x the scan's training steps a second on an H200, ``benchmarks/bench_gpu_sharing.py``), except
-modReLU, which stays on ``scan`` until a card has timed KRU's replayed loops; and ``scan`` on the CPU,
-where it measured faster than PyTorch's own kernel (``benchmarks/bench_recurrence.py``). Models whose
-transitions apply themselves (the uRNN) take ``reflector`` instead (``nn.recurrent``).
+``auto`` picks ``torch`` for relu/tanh on CUDA (cuDNN); for the other activations on CUDA ``fused`` where
+it can run (two launches a pass, against the graph's replay of a few kernels a step; no card has timed it
+yet), else ``graph`` (3.5x the scan's training steps a second on an H200,
+``benchmarks/bench_gpu_sharing.py``), except modReLU, which stays on ``scan`` until a card has timed KRU's
+replayed loops; and ``scan`` on the CPU, where it measured faster than PyTorch's own kernel
+(``benchmarks/bench_recurrence.py``). Models whose transitions apply themselves (the uRNN) take
+``reflector`` instead (``nn.recurrent``).
 """
 
 from __future__ import annotations
@@ -30,11 +35,15 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from spectral_analysis.linalg.triton_support import triton_unavailable
 from spectral_analysis.nn.activations import activate, activate_, derivative_from_output
 from spectral_analysis.nn.cuda_graphs import Buffers, run_body
 from spectral_analysis.vocabulary import MODRELU, RECURRENCES
 
 TORCH_KERNEL_ACTIVATIONS = ("relu", "tanh")
+FUSED_MAX_SIZE = 256
+"""The largest hidden size whose W the fused kernels hold on chip (256 x 256 float32 is 256 KB)."""
+FUSED_DTYPES = (torch.float32, torch.float64)
 
 
 class _Scan(torch.autograd.Function):
@@ -130,14 +139,39 @@ def recurrence_torch(x: Tensor, M: Tensor, b: Tensor, W: Tensor, h0: Tensor, act
     return out
 
 
-def resolve_recurrence(mode: str, activation: str, device: torch.device) -> str:
-    """The concrete route for ``mode`` (``auto`` resolved); ``ValueError`` when it cannot run."""
+def fused_unavailable(activation: str, size: int | None, dtype: torch.dtype,
+                      device: torch.device) -> str | None:
+    """Why the ``fused`` route cannot run for this layer, or ``None`` when it can (``size`` None: unknown).
+
+    >>> fused_unavailable("leaky_relu", 512, torch.float32, torch.device("cuda"))  # doctest: +SKIP
+    'the fused kernels hold W on chip up to n = 256, and this layer has n = 512; use 'graph' or 'scan''
+    """
+    if activation == MODRELU:
+        return "the fused kernels have no modReLU; use 'scan' or 'graph'"
+    if reason := triton_unavailable(device):
+        return f"{reason}; use 'scan'"
+    if size is None or size > FUSED_MAX_SIZE:
+        return (f"the fused kernels hold W on chip up to n = {FUSED_MAX_SIZE}, and this layer has "
+                f"n = {size}; use 'graph' or 'scan'")
+    if dtype not in FUSED_DTYPES:
+        return f"the fused kernels run in float32 or float64, not {dtype}; use 'scan'"
+    return None
+
+
+def resolve_recurrence(mode: str, activation: str, device: torch.device, size: int | None = None,
+                       dtype: torch.dtype = torch.float32) -> str:
+    """The concrete route for ``mode`` (``auto`` resolved) for a layer of hidden size ``size``;
+    ``ValueError`` when it cannot run."""
     if mode not in RECURRENCES:
         raise ValueError(f"unknown recurrence {mode!r}; expected one of {RECURRENCES}")
     if mode == "auto":
         if device.type != "cuda" or activation == MODRELU:  # modReLU: graph by name until a card times it
             return "scan"
-        return "torch" if activation in TORCH_KERNEL_ACTIVATIONS else "graph"
+        if activation in TORCH_KERNEL_ACTIVATIONS:
+            return "torch"
+        return "graph" if fused_unavailable(activation, size, dtype, device) else "fused"
+    if mode == "fused" and (reason := fused_unavailable(activation, size, dtype, device)):
+        raise ValueError(f"recurrence='fused' cannot run here: {reason}")
     if mode == "graph" and device.type != "cuda":
         raise ValueError(f"recurrence='graph' replays CUDA graphs: it needs a CUDA device, not "
                          f"{device.type!r}; use 'scan'")

@@ -1,0 +1,154 @@
+"""Eq. 4's time loop as one persistent Triton kernel per direction (after Diamos et al., "Persistent
+RNNs", ICML 2016).
+
+Each program owns ``BLOCK_B`` rows of the batch and loads all of ``W`` (padded to a power of two) once,
+then keeps it on chip across the T steps:
+
+- forward: ``h_t = phi(W h_{t-1} + xp_t)``, with ``xp_t = M x_t + b`` one batched GEMM before the loop;
+- backward: ``dL/dz_t = (g_t + dL/dz_(t+1) W) * phi'_t``, with ``phi'`` read off the stored ``h_t`` (off
+  ``z_t`` for ``abs``); ``dL/dW = sum_t dL/dz_t h_(t-1)^T`` is one GEMM after the loop, as in the scan
+  (:mod:`spectral_analysis.nn.time_loop`), which is this route's reference.
+
+Two kernel launches a pass instead of a few launches a step. Triton is optional (``pip install
+spectral-analysis[kernels]``); this module imports it and is imported only when the ``fused`` route runs.
+With ``TRITON_INTERPRET=1`` set before the import, the same kernels run on the CPU through Triton's
+interpreter (the test suite does so where there is no GPU).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+from torch import Tensor
+from torch.autograd.function import once_differentiable
+
+ACTIVATION_CODES = {"identity": 0, "relu": 1, "leaky_relu": 1, "tanh": 2, "abs": 3}
+"""relu is leaky ReLU with leak 0: one code, the leak passed as a number."""
+
+
+@triton.jit
+def _activate(z, leak, ACTIVATION: tl.constexpr):
+    if ACTIVATION == 1:
+        return tl.where(z > 0, z, z * leak)
+    if ACTIVATION == 2:
+        return 1.0 - 2.0 / (tl.exp(2.0 * z) + 1.0)  # tanh; saturates to +-1 where exp over/underflows
+    if ACTIVATION == 3:
+        return tl.abs(z)
+    return z
+
+
+@triton.jit
+def _derivative(h, z, leak, ACTIVATION: tl.constexpr):
+    """``phi'`` from the output ``h`` (from ``z`` for abs), with autograd's values at the kinks."""
+    if ACTIVATION == 1:
+        return tl.where(h > 0, 1.0, leak)
+    if ACTIVATION == 2:
+        return 1.0 - h * h
+    if ACTIVATION == 3:
+        return tl.where(z > 0, 1.0, tl.where(z < 0, -1.0, 0.0))
+    return tl.full(h.shape, 1.0, h.dtype)
+
+
+@triton.jit
+def _forward_kernel(xp_ptr, w_ptr, h_ptr, z_ptr, leak_ptr, T, B, n,
+                    ACTIVATION: tl.constexpr, KEEP_Z: tl.constexpr, BLOCK_B: tl.constexpr,
+                    BLOCK_N: tl.constexpr, PRECISION: tl.constexpr):
+    """``h_ptr`` holds ``(T + 1, B, n)`` with ``h_0`` in its first slice; the rest is written. The leak is
+    read from memory in the states' dtype (a float argument would be rounded to float32)."""
+    leak = tl.load(leak_ptr)
+    rows = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    cols = tl.arange(0, BLOCK_N)
+    inside = (rows < B)[:, None] & (cols < n)[None, :]
+    square = (cols < n)[:, None] & (cols < n)[None, :]
+    Wt = tl.load(w_ptr + cols[None, :] * n + cols[:, None], mask=square, other=0.0)  # Wt[k, j] = W[j, k]
+    offsets = rows[:, None] * n + cols[None, :]
+    h = tl.load(h_ptr + offsets, mask=inside, other=0.0)
+    for _ in range(T):
+        z = tl.dot(h, Wt, input_precision=PRECISION) + tl.load(xp_ptr + offsets, mask=inside, other=0.0)
+        h = _activate(z, leak, ACTIVATION)
+        h_ptr += B * n
+        tl.store(h_ptr + offsets, h, mask=inside)
+        if KEEP_Z:
+            tl.store(z_ptr + offsets, z, mask=inside)
+            z_ptr += B * n
+        xp_ptr += B * n
+
+
+@triton.jit
+def _backward_kernel(g_ptr, w_ptr, h_ptr, z_ptr, gz_ptr, leak_ptr, T, B, n,
+                     ACTIVATION: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr,
+                     PRECISION: tl.constexpr):
+    """``gz_t = (g_t + gz_(t+1) W) * phi'_t`` from ``t = T - 1`` down; ``h_ptr`` is ``h_1`` .. ``h_T``."""
+    leak = tl.load(leak_ptr)
+    rows = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    cols = tl.arange(0, BLOCK_N)
+    inside = (rows < B)[:, None] & (cols < n)[None, :]
+    square = (cols < n)[:, None] & (cols < n)[None, :]
+    W = tl.load(w_ptr + cols[:, None] * n + cols[None, :], mask=square, other=0.0)
+    offsets = rows[:, None] * n + cols[None, :] + (T - 1) * B * n
+    gz = tl.zeros((BLOCK_B, BLOCK_N), dtype=W.dtype)
+    for _ in range(T):
+        h = tl.load(h_ptr + offsets, mask=inside, other=0.0)
+        z = tl.load(z_ptr + offsets, mask=inside, other=0.0) if ACTIVATION == 3 else h
+        gz = (tl.load(g_ptr + offsets, mask=inside, other=0.0) + tl.dot(gz, W, input_precision=PRECISION)) \
+            * _derivative(h, z, leak, ACTIVATION)
+        tl.store(gz_ptr + offsets, gz, mask=inside)
+        offsets -= B * n
+
+
+def block_rows(batch: int) -> int:
+    """Batch rows per program: 16, the smallest ``tl.dot`` takes, so a batch of 64 runs on 4 programs."""
+    return 16 if batch <= 256 else 32
+
+
+def _launch_settings(W: Tensor, batch: int) -> dict:
+    precision = "ieee" if W.dtype == torch.float64 or torch.get_float32_matmul_precision() == "highest" \
+        else "tf32"
+    return {"BLOCK_B": block_rows(batch), "BLOCK_N": max(16, triton.next_power_of_2(W.shape[0])),
+            "PRECISION": precision}
+
+
+class _FusedScan(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, xp: Tensor, W: Tensor, h0: Tensor, activation: str, leak: float) -> Tensor:
+        T, B, n = xp.shape
+        xp, W = xp.contiguous(), W.contiguous()
+        code, keep_z = ACTIVATION_CODES[activation], activation == "abs"
+        leak = W.new_full((1,), 0.0 if activation == "relu" else leak)
+        H = xp.new_empty((T + 1, B, n))
+        H[0].copy_(h0)
+        Z = torch.empty_like(xp) if keep_z else H  # an unread placeholder when z is not kept
+        settings = _launch_settings(W, B)
+        grid = (triton.cdiv(B, settings["BLOCK_B"]),)
+        _forward_kernel[grid](xp, W, H, Z, leak, T, B, n, ACTIVATION=code, KEEP_Z=keep_z, **settings)
+        ctx.code = code
+        ctx.save_for_backward(W, H, leak, *((Z,) if keep_z else ()))
+        return H[1:]
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g: Tensor):
+        W, H, leak, *z = ctx.saved_tensors
+        T, B, n = g.shape
+        GZ = torch.empty_like(g, memory_format=torch.contiguous_format)
+        settings = _launch_settings(W, B)
+        grid = (triton.cdiv(B, settings["BLOCK_B"]),)
+        states = H[1:]
+        _backward_kernel[grid](g.contiguous(), W, states, z[0] if z else states, GZ, leak, T, B, n,
+                               ACTIVATION=ctx.code, **settings)
+        grad_W = torch.tensordot(GZ, H[:-1], dims=([0, 1], [0, 1])) if ctx.needs_input_grad[1] else None
+        grad_h0 = GZ[0] @ W if ctx.needs_input_grad[2] else None
+        return GZ, grad_W, grad_h0, None, None
+
+
+def recurrence_fused(xp: Tensor, W: Tensor, h0: Tensor, activation: str, leak: float) -> Tensor:
+    """Hidden states ``(T, B, n)`` from input projections ``xp (T, B, n)``, ``W (n, n)`` and ``h0 (B, n)``,
+    by the persistent kernels; the same function as
+    :func:`~spectral_analysis.nn.time_loop.recurrence_scan`. Where it can run (Triton, a CUDA device or
+    the interpreter, ``n <= 256``, float32 or float64) is for
+    :func:`~spectral_analysis.nn.time_loop.fused_unavailable` to say.
+
+    >>> H = recurrence_fused(xp, W, h0, "leaky_relu", 0.3)  # doctest: +SKIP
+    """
+    return _FusedScan.apply(xp, W, h0, activation, leak)
