@@ -14,15 +14,18 @@ MODRELU = "modrelu"
 DEFAULT_LEAK = 0.2  # tf.nn.leaky_relu's default alpha; the ICML paper's experiments ran on TensorFlow
 
 # the registered models and every option with its default (spectral_analysis.nn.registry)
+# dropout on the non-recurrent connections (spectral_analysis.nn.dropout): zeroing probability and kind
+DROPOUT_KINDS = ("standard", "locked")
+_DROPOUT = {"dropout": 0.0, "dropout_kind": "standard"}
 _RECURRENT = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 1, "recurrence": "auto",
-              "output_bias": False, "input_std": None}
+              "output_bias": False, "input_std": None, **_DROPOUT}
 _SIGMA = {"sigma_map": "sigmoid", "sigma_star": 1.0, "r": 0.1, "unit_reflectors": False}
 _FEEDFORWARD = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 2, "output_bias": True}
 MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     "rnn": {**_RECURRENT, "init": "gaussian", "init_std": None},
     "irnn": {**_RECURRENT, "init": "orthogonal"},  # ICML Section 7: "initialized to be orthogonal"
-    "lstm": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "forget_bias": 1.0},
-    "gru": {"num_layers": 1, "recurrence": "auto", "output_bias": False},
+    "lstm": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "forget_bias": 1.0, **_DROPOUT},
+    "gru": {"num_layers": 1, "recurrence": "auto", "output_bias": False, **_DROPOUT},
     "ornn": {**_RECURRENT, "m": None, "unit_reflectors": False},
     "spectral": {**_RECURRENT, "m1": None, "m2": None, **_SIGMA},
     "kru": {**_RECURRENT, "activation": "relu", "factor_sizes": None, "complex": False},

@@ -42,8 +42,10 @@ def _gru_update(projected: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor) -> Ten
 
 class GRUNet(GatedWeights, RecurrentModel):
     def __init__(self, input_size: int, hidden_size: int, output_size: int, num_layers: int = 1,
-                 recurrence: str = "auto", output_bias: bool = False) -> None:
+                 recurrence: str = "auto", output_bias: bool = False, dropout: float = 0.0,
+                 dropout_kind: str = "standard") -> None:
         super().__init__()
+        self.set_dropout(dropout, dropout_kind)
         for name, value in (("input_size", input_size), ("hidden_size", hidden_size),
                             ("output_size", output_size), ("num_layers", num_layers)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -107,8 +109,11 @@ class GRUNet(GatedWeights, RecurrentModel):
         for layer in range(self.num_layers):
             w_ih, w_hh = self.input_weights[layer], self.recurrent_weights[layer]
             b_ih, b_hh = self.biases[layer], self.recurrent_biases[layer]
+            if layer_input.is_floating_point():
+                layer_input = self.drop(layer_input)
             if mode == "loop" or not layer_input.is_floating_point():
-                projected = self._project(layer, layer_input)
+                projected = (self._project(layer, layer_input) if layer_input.is_floating_point()
+                             else self.drop(nn.functional.embedding(layer_input, w_ih.T)) + b_ih)
                 h, states = h0[layer], []
                 for t in range(projected.shape[1]):
                     h = _gru_update(projected[:, t], h, w_hh, b_hh)
@@ -120,4 +125,4 @@ class GRUNet(GatedWeights, RecurrentModel):
             hidden.append(H)
             layer_input = H
         state = torch.stack([H[:, -1] for H in hidden])
-        return RecurrentRun(self.output, hidden, state)
+        return RecurrentRun(self.read_out, hidden, state)

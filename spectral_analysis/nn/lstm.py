@@ -24,8 +24,10 @@ LSTM_RECURRENCES = ("auto", "torch", "loop")
 
 class LSTMNet(GatedWeights, RecurrentModel):
     def __init__(self, input_size: int, hidden_size: int, output_size: int, num_layers: int = 1,
-                 forget_bias: float = 1.0, recurrence: str = "auto", output_bias: bool = False) -> None:
+                 forget_bias: float = 1.0, recurrence: str = "auto", output_bias: bool = False,
+                 dropout: float = 0.0, dropout_kind: str = "standard") -> None:
         super().__init__()
+        self.set_dropout(dropout, dropout_kind)
         for name, value in (("input_size", input_size), ("hidden_size", hidden_size),
                             ("output_size", output_size), ("num_layers", num_layers)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -102,7 +104,8 @@ class LSTMNet(GatedWeights, RecurrentModel):
         for layer in range(self.num_layers):
             w_ih, w_hh, b = self.input_weights[layer], self.recurrent_weights[layer], self.biases[layer]
             if not layer_input.is_floating_point():
-                layer_input, w_ih = _symbol_input(layer_input, w_ih)
+                layer_input, w_ih = _symbol_input(layer_input, w_ih, embed=self.training and self.dropout > 0)
+            layer_input = self.drop(layer_input)
             if mode == "loop":
                 H, (h, c) = _lstm_loop(layer_input, w_ih, w_hh, b, h_init[layer], c_init[layer])
             else:
@@ -115,16 +118,17 @@ class LSTMNet(GatedWeights, RecurrentModel):
             finals_c.append(c)
             layer_input = H
         state = (torch.stack(finals_h), torch.stack(finals_c))
-        return RecurrentRun(self.output, hidden, state)
+        return RecurrentRun(self.read_out, hidden, state)
 
 
-def _symbol_input(ids: Tensor, w_ih: Tensor) -> tuple[Tensor, Tensor]:
+def _symbol_input(ids: Tensor, w_ih: Tensor, embed: bool) -> tuple[Tensor, Tensor]:
     """``torch.lstm``'s input and input weight for symbol ids ``(B, T)``. A small alphabet (at most the
     ``4n`` gate rows, e.g. copy's 10 symbols) goes in one-hot against ``w_ih`` itself: ``n_i`` multiply-adds
     per gate row instead of ``4n`` (3.4x faster forward + backward on the copy task, n = 128, T = 220).
-    A large vocabulary (PTB's 10,000 words) selects columns of ``w_ih`` and passes ``w_ih = I``."""
+    A large vocabulary (PTB's 10,000 words), or any with ``embed`` (the embedding that dropout acts on),
+    selects columns of ``w_ih`` and passes ``w_ih = I``."""
     rows, symbols = w_ih.shape
-    if symbols <= rows:
+    if symbols <= rows and not embed:
         return nn.functional.one_hot(ids, symbols).to(w_ih.dtype), w_ih
     return nn.functional.embedding(ids, w_ih.T), torch.eye(rows, dtype=w_ih.dtype, device=w_ih.device)
 

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from spectral_analysis.nn.activations import activate, check_activation, derivative
+from spectral_analysis.nn.dropout import check_dropout, sequence_dropout
 from spectral_analysis.nn.time_loop import (
     RECURRENCES,
     recurrence_loop,
@@ -70,6 +71,21 @@ class RecurrentModel(nn.Module, ABC):
     output_size: int
     num_layers: int
     symbol_ids_refused: str | None = None  # an imported model's dropped input module (see check_input)
+    dropout: float = 0.0  # on the non-recurrent connections while training (nn.dropout)
+    dropout_kind: str = "standard"
+
+    def set_dropout(self, p: float, kind: str) -> None:
+        """Dropout ``p`` of ``kind`` on every layer's input and the read-out's, while training."""
+        check_dropout(p, kind)
+        self.dropout, self.dropout_kind = float(p), kind
+
+    def drop(self, x: Tensor, time_dim: int = 1) -> Tensor:
+        """``x`` (a layer's input, time along ``time_dim``) after the model's dropout when training."""
+        return sequence_dropout(x, self.dropout, self.dropout_kind, self.training, time_dim)
+
+    def read_out(self, hidden: Tensor) -> Tensor:
+        """Eq. 5's read-out of hidden states ``(B, T, n)``, after dropout when training."""
+        return self.output(self.drop(hidden))
 
     def _reference_weight(self) -> Tensor:
         return next(self.parameters())
@@ -243,11 +259,13 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
 
     Every layer's input weight M starts with N(0, s^2) entries: ``s = input_std``, or ``1/sqrt(fan-in)``
     when ``None`` (the paper: "other matrices are initialized by sampling from a Gaussian distribution",
-    Section 7, its variance unstated)."""
+    Section 7, its variance unstated). ``dropout`` acts on each layer's input and the read-out's while
+    training (:mod:`spectral_analysis.nn.dropout`)."""
 
     def __init__(self, transitions: Sequence[Transition], input_size: int, output_size: int,
                  activation: str = "leaky_relu", leak: float = DEFAULT_LEAK, recurrence: str = "auto",
-                 output_bias: bool = False, input_std: float | None = None) -> None:
+                 output_bias: bool = False, input_std: float | None = None, dropout: float = 0.0,
+                 dropout_kind: str = "standard") -> None:
         super().__init__()
         if not transitions:
             raise ValueError("a recurrent net needs at least one layer (num_layers >= 1)")
@@ -264,6 +282,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
                                       or not math.isfinite(input_std) or input_std <= 0):
             raise ValueError(f"input_std must be a finite number > 0 (or None for 1/sqrt(fan-in)), "
                              f"got {input_std!r}")
+        self.set_dropout(dropout, dropout_kind)
         n = sizes.pop()
         self.input_size, self.hidden_size, self.output_size = input_size, n, output_size
         self.num_layers = len(transitions)
@@ -328,7 +347,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         """Eq. 4-5 on ``x (B, T, n_i)``, by route ``recurrence`` (default: the model's own)."""
         hidden = self.hidden_states(x, h0, recurrence)
         state = torch.stack([H[:, -1] for H in hidden])
-        return RecurrentRun(self.output, hidden, state)
+        return RecurrentRun(self.read_out, hidden, state)
 
     def hidden_states(self, x: Tensor, h0: Tensor | None = None,
                       recurrence: str | None = None) -> list[Tensor]:
@@ -348,14 +367,16 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         for transition, M, b, h_init in zip(self.transitions, self.input_weights, self.biases, h0,
                                             strict=True):
             symbols = not layer_input.is_floating_point()
+            if not symbols:
+                layer_input = self.drop(layer_input)
             if mode == "torch":
                 if symbols:  # the fused kernel wants vectors: look up M's columns, then M = I
-                    layer_input, M = nn.functional.embedding(layer_input, M.T), torch.eye(
+                    layer_input, M = self.drop(nn.functional.embedding(layer_input, M.T)), torch.eye(
                         M.shape[0], dtype=M.dtype, device=M.device)
                 H = recurrence_torch(layer_input, M, b, transition.matrix(), h_init, self.activation)
             else:
-                if symbols:
-                    xp = nn.functional.embedding(layer_input.T, M.T) + b  # (T, B, n)
+                if symbols:  # M's columns are the embedding that dropout acts on, time first: (T, B, n)
+                    xp = self.drop(nn.functional.embedding(layer_input.T, M.T), time_dim=0) + b
                 else:
                     xp = input_projection(layer_input.transpose(0, 1), M, b)  # (T, B, n)
                 if mode in ("scan", "graph"):  # graph: the dense scan's loops replayed as CUDA graphs

@@ -47,9 +47,11 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
     if name == "urnn":
         return UnitaryRNN(ni, n, ny, o["output_bias"], o["num_layers"])
     if name == "lstm":
-        return LSTMNet(ni, n, ny, o["num_layers"], o["forget_bias"], o["recurrence"], o["output_bias"])
+        return LSTMNet(ni, n, ny, o["num_layers"], o["forget_bias"], o["recurrence"], o["output_bias"],
+                       o["dropout"], o["dropout_kind"])
     if name == "gru":
-        return GRUNet(ni, n, ny, o["num_layers"], o["recurrence"], o["output_bias"])
+        return GRUNet(ni, n, ny, o["num_layers"], o["recurrence"], o["output_bias"], o["dropout"],
+                      o["dropout_kind"])
     if name in ("mlp", "resnet", "spectral-mlp", "spectral-resnet"):
         make_linear = {}
         if name.startswith("spectral"):
@@ -73,9 +75,9 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
         transitions = [KroneckerTransition(n, None if sizes is None else list(sizes), bool(o["complex"]))
                        for _ in range(layers)]
         if o["activation"] == MODRELU:
-            if not o["complex"] or o["input_std"] is not None:
+            if not o["complex"] or o["input_std"] is not None or o["dropout"]:
                 raise ValueError("KRU's modReLU acts on complex units (complex=True) and starts its input "
-                                 "weights as the uRNN's (input_std must be left unset)")
+                                 "weights as the uRNN's (input_std must be left unset), without dropout")
             return ModReLURNN(transitions, ni, ny, o["output_bias"], o["recurrence"])
     elif name == "dizzy":
         kind = GivensSVDTransition if o["svd"] else GivensTransition
@@ -85,7 +87,7 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
         transitions = [SpectralTransition(n, o["m1"], o["m2"], sigma_map, o["unit_reflectors"])
                        for _ in range(layers)]
     return RecurrentNet(transitions, ni, ny, o["activation"], o["leak"], o["recurrence"], o["output_bias"],
-                        o["input_std"])
+                        o["input_std"], o["dropout"], o["dropout_kind"])
 
 
 def build_model(name: str, input_size: int, hidden_size: int, output_size: int, **options: Any) -> nn.Module:

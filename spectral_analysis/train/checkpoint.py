@@ -184,7 +184,8 @@ def build_from_metadata(meta: dict[str, Any], path: str | Path) -> nn.Module:
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
                     allow_nonfinite: bool = False) -> Checkpoint:
-    """Rebuild the model of a checkpoint from its metadata and load its tensors (no code runs)."""
+    """Rebuild the model of a checkpoint from its metadata and load its tensors (no code runs). The model
+    comes back in eval mode (no dropout): what analyzers read; ``.train()`` it to train on."""
     meta, tensors = read_checkpoint(path)
     state = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
     check_sizes(meta, state, path)
@@ -203,4 +204,4 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
         raise CheckpointError(f"{path}: tensors do not match the model in the metadata "
                               f"(missing {sorted(result.missing_keys)[:3]}, "
                               f"unexpected {sorted(result.unexpected_keys)[:3]})")
-    return Checkpoint(model.to(device), meta, tensors)
+    return Checkpoint(model.to(device).eval(), meta, tensors)
