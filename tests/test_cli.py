@@ -212,3 +212,15 @@ def test_every_real_valued_option_refuses_nan_inf_and_overflow_at_the_edge(capsy
         assert exit_.value.code == 2
         last = capsys.readouterr().err.strip().splitlines()[-1]
         assert f"argument {option}: must be a finite number" in last and "Traceback" not in last
+
+
+def test_every_model_option_has_a_flag(capsys):
+    """Each option of every registered model can be set from the command line, dropout included."""
+    from spectral_analysis.cli.models import MODEL_FLAGS
+    from spectral_analysis.vocabulary import MODEL_OPTIONS
+
+    assert set(MODEL_FLAGS) == {option for options in MODEL_OPTIONS.values() for option in options}
+    assert main(["params", "--model", "lstm", "--inputs", "3", "--hidden", "4", "--outputs", "2",
+                 "--dropout", "0.2", "--dropout-kind", "locked", "--json"]) == 0
+    options = json.loads(capsys.readouterr().out)["options"]
+    assert options["dropout"] == 0.2 and options["dropout_kind"] == "locked"

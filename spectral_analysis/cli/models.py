@@ -14,6 +14,7 @@ from spectral_analysis.cli.common import add_output_arguments, emit, real
 from spectral_analysis.vocabulary import (
     ACTIVATIONS,
     DENSE_INITS,
+    DROPOUT_KINDS,
     MODEL_NAMES,
     MODRELU,
     RECURRENCES,
@@ -37,6 +38,11 @@ MODEL_FLAGS: dict[str, dict[str, Any]] = {
     "num_layers": {"type": int, "help": "stacked recurrent layers / hidden layers of an MLP"},
     "recurrence": {"choices": RECURRENCES, "help": "time-loop route (default auto)"},
     "init": {"choices": DENSE_INITS, "help": "RNN/IRNN transition init"},
+    "init_std": {"type": real, "help": "RNN: std of the gaussian transition init (default 1/sqrt(n))"},
+    "dropout": {"type": real, "help": "probability of zeroing a unit of each layer's input and the "
+                "read-out's while training (default 0; never on W h)"},
+    "dropout_kind": {"choices": DROPOUT_KINDS, "help": "standard: a fresh mask each step; locked: one mask "
+                     "per sequence (variational)"},
     "forget_bias": {"type": real, "help": "LSTM forget-gate bias init (default 1)"},
     "output_bias": {"action": argparse.BooleanOptionalAction, "help": "bias on the read-out Y"},
     "factor_sizes": {"type": int, "nargs": "+", "help": "KRU factor sizes p_f, product = hidden size "
