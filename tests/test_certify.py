@@ -1,6 +1,7 @@
 """The PAC-Bayes certificate: the kl inverse, the Gaussian KL, the bound's pieces, and the record."""
 
 import functools
+import json
 import math
 
 import pytest
@@ -306,3 +307,59 @@ def test_a_prior_learned_on_held_out_data_leaves_every_training_sequence_to_the_
     assert "held-out sequences the subject never trained on" in record["prior"]
     relabelled, _ = certify(subject, x, y, held_out=(held[0], (held[1] + 1) % 2), **options)
     assert relabelled["prior_distance"] != record["prior_distance"]  # the prior is learned from them
+
+
+def test_an_interrupted_certificate_resumes_to_the_uninterrupted_record(trained, tmp_path, monkeypatch):
+    """With ``state``, every finished stage is kept: a run stopped in the middle of the derandomized
+    certificate's Monte Carlo resumes there (the prior, Q and the 0-1 Monte Carlo read back, not redone)
+    and gives the uninterrupted run's record; a folder of another evaluation is refused."""
+    from spectral_analysis.analysis import derandomize, posterior
+    from spectral_analysis.analysis.checkpoint_data import checkpoint_task
+
+    subject = load(trained)
+    task = checkpoint_task(subject.metadata)
+    x, y = task.train.inputs, task.train.targets
+    # enough held-out sequences for the derandomized certificate's half (what they are does not matter here)
+    held = tuple(torch.cat([a, b]) for a, b in ((task.valid.inputs, task.test.inputs),
+                                                (task.valid.targets, task.test.targets)))
+    options = {"mc_samples": 30, "chunk_size": 7, "epochs": 1, "prior": "learned", "prior_epochs": 1,
+               "held_out": held}
+    whole, _ = certify(subject, x, y, **options)
+    original, calls = posterior.monte_carlo_losses, []
+
+    def stop_in_the_third_stage(*args, **kwargs):
+        calls.append(kwargs.get("stage", args[12] if len(args) > 12 else "monte-carlo"))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(derandomize, "monte_carlo_losses", stop_in_the_third_stage)
+    with pytest.raises(KeyboardInterrupt):
+        certify(subject, x, y, state=tmp_path / "state", **options)
+    monkeypatch.undo()
+    kept = sorted(p.stem for p in (tmp_path / "state").glob("*.safetensors"))
+    assert kept == ["margins-0", "margins-1", "monte-carlo", "moved-0", "moved-1", "posterior", "prior"]
+    trained_again = []
+    monkeypatch.setattr(certify_module, "fit_posterior", lambda *a, **k: trained_again.append(1))
+    monkeypatch.setattr(certify_module, "train_prior", lambda *a, **k: trained_again.append(1))
+    resumed, _ = certify(subject, x, y, state=tmp_path / "state", **options)
+    assert not trained_again
+    assert resumed["state"]["resumed"][:4] == ["prior", "posterior", "monte-carlo", "margins-0"]
+    for key in ("certified_error", "mc_error", "kl", "prior_distance", "deterministic"):
+        assert resumed[key] == whole[key], key
+    with pytest.raises(ValueError, match=r"holds the state of another evaluation \(it differs in options\)"):
+        certify(subject, x, y, state=tmp_path / "state", **{**options, "mc_samples": 31})
+
+
+def test_certify_resumes_from_its_state_folder_on_the_command_line(trained, tmp_path, capsys):
+    args = ["certify", str(trained), "--mc-samples", "10", "--chunk-size", "7", "--epochs", "1",
+            "--state", str(tmp_path / "state")]
+    assert main([*args, "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["state"]["resumed"] == []
+    assert main(args) == 0
+    assert f"resumed from {tmp_path / 'state'}: posterior, monte-carlo read back" in capsys.readouterr().out
+    assert main([*args, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["certified_error"] == first["certified_error"]
+    assert main([*args, "--seed", "1"]) == 1
+    assert "holds the state of another evaluation (it differs in options)" in capsys.readouterr().err

@@ -106,7 +106,8 @@ API_MODULES = ["spectral_analysis", "spectral_analysis.tables", "spectral_analys
                "spectral_analysis.nn.registry", "spectral_analysis.analysis.certify",
                "spectral_analysis.analysis.unrolled_bound", "spectral_analysis.analysis.spectra",
                "spectral_analysis.analysis.bound_report", "spectral_analysis.analysis.jacobians",
-               "spectral_analysis.analysis.posterior", "spectral_analysis.analysis.derandomize"]
+               "spectral_analysis.analysis.posterior", "spectral_analysis.analysis.derandomize",
+               "spectral_analysis.analysis.evaluation_store"]
 
 
 @pytest.mark.parametrize("name", API_MODULES)

@@ -29,6 +29,9 @@ mean lies from the subject's weights (``mean_distance``), beside the subject's o
   the binomial kl inverse at ``delta'`` (Langford & Caruana 2001), then
   the PAC-Bayes-kl bound (Seeger 2002; Maurer 2004) ``kl(e_S(Q) || e(Q)) <= (KL + ln(2 sqrt(m)/delta)) / m``.
   The total confidence is ``1 - delta - delta'``.
+- Resuming (``state``): the learned prior, Q and every Monte Carlo pass are kept in a folder as they
+  finish (:mod:`~spectral_analysis.analysis.evaluation_store`); the same call with the same folder
+  continues an interrupted evaluation and gives the record an uninterrupted one gives.
 """
 
 from __future__ import annotations
@@ -36,11 +39,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
 from spectral_analysis.analysis.derandomize import HELD_CHUNK, derandomized_certificate, held_out_bound
+from spectral_analysis.analysis.evaluation_store import EvaluationStore, digest
 from spectral_analysis.analysis.posterior import (
     INIT_STD,
     PRIOR_GRID,
@@ -80,7 +85,8 @@ class Certificate:
 
 def monte_carlo_error(model: torch.nn.Module, posterior: Posterior, inputs: Tensor, labels: Tensor,
                       mc_samples: int, chunk_size: int, delta_prime: float, seed: int = 0,
-                      progress: bool = False) -> tuple[float, float, int, int]:
+                      progress: bool = False, store: EvaluationStore | None = None
+                      ) -> tuple[float, float, int, int]:
     """Q's training 0-1 error, estimated and bounded (:func:`monte_carlo_losses`): ``(estimate, upper
     bound, N, passes)``."""
     def wrong(logits: Tensor, y: Tensor) -> Tensor:
@@ -88,13 +94,14 @@ def monte_carlo_error(model: torch.nn.Module, posterior: Posterior, inputs: Tens
 
     (estimate,), (upper,), samples, passes = monte_carlo_losses(model, posterior, inputs, labels, wrong,
                                                                 mc_samples, chunk_size, delta_prime, seed,
-                                                                progress)
+                                                                progress, store)
     return estimate, upper, samples, passes
 
 
 def certificate_from_posterior(model: torch.nn.Module, posterior: Posterior, inputs: Tensor, labels: Tensor,
                                delta: float = 0.025, delta_prime: float = 0.01, mc_samples: int = 20000,
-                               chunk_size: int = 50, seed: int = 0, progress: bool = False) -> Certificate:
+                               chunk_size: int = 50, seed: int = 0, progress: bool = False,
+                               store: EvaluationStore | None = None) -> Certificate:
     """Evaluate the bound for a fixed ``Q`` (the prior variance snapped to :data:`PRIOR_GRID`)."""
     if not (0 < delta < 1 and 0 < delta_prime < 1):
         raise ValueError(f"delta and delta' must lie in (0, 1), got {delta} and {delta_prime}")
@@ -107,7 +114,7 @@ def certificate_from_posterior(model: torch.nn.Module, posterior: Posterior, inp
     kl = float(posterior.kl(prior_var).detach())
     chunk_size = min(chunk_size, m)
     mc_error, mc_upper, samples, passes = monte_carlo_error(model, posterior, inputs, labels, mc_samples,
-                                                            chunk_size, delta_prime, seed, progress)
+                                                            chunk_size, delta_prime, seed, progress, store)
     bound = kl_inverse_upper(mc_upper, (kl + math.log(2 * math.sqrt(m) / (delta / len(PRIOR_GRID)))) / m)
     mean_error = error_rate(model, posterior.mu, inputs, labels)
     return Certificate(bound, mc_error, mc_upper, kl, prior_var, m, samples, chunk_size, passes, delta,
@@ -139,7 +146,7 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
             chunk_size: int = 50, objective: str = "quadratic", prior: str = "init", mean: str = "checkpoint",
             held_out: tuple[Tensor, Tensor] | None = None, selections: int = 1, prior_fraction: float = 0.5,
             prior_epochs: int = 20, lr: float = 1e-4, init_std: float = INIT_STD, delta_held: float = 0.01,
-            progress: bool = False) -> tuple[dict, Posterior]:
+            progress: bool = False, state: str | Path | None = None) -> tuple[dict, Posterior]:
     """Fit Q on the training sequences ``(inputs, labels)`` and certify it (module docstring): the
     record (what is certified, the certificate, the prior and the data it read, Q's distance to the
     subject's weights, the subject's own training error) and Q itself. ``mean``: ``checkpoint`` (Q's mean
@@ -149,7 +156,8 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
     (else from a ``prior_fraction`` of the training set, which the certificate then leaves out), and with
     a Q centred on the checkpoint, the certificates of the deterministic network
     (:mod:`~spectral_analysis.analysis.derandomize`: a prior learned from them takes half, the other half
-    measures the perturbations), at ``delta_held``.
+    measures the perturbations), at ``delta_held``. ``state``: a folder that keeps each finished stage, so
+    that the same call resumes an interrupted evaluation (module docstring).
 
     ```python
     >>> import torch
@@ -188,6 +196,13 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
     inputs = _sequences_on(inputs, device)
     labels = labels.to(device)
     weights = {k: v.detach().clone() for k, v in model.named_parameters()}
+    options = {"delta": delta, "delta_prime": delta_prime, "mc_samples": mc_samples, "epochs": epochs,
+               "seed": seed, "chunk_size": chunk_size, "objective": objective, "prior": prior, "mean": mean,
+               "selections": selections, "prior_fraction": prior_fraction, "prior_epochs": prior_epochs,
+               "lr": lr, "init_std": init_std, "delta_held": delta_held}
+    store = EvaluationStore(state, {"subject": digest(weights), "data": digest([inputs, labels]),
+                                    "held_out": None if held_out is None else digest(list(held_out)),
+                                    "options": options})
     w0, prior_text = prior_mean(subject)
     split = {"prior": 0, "certificate": len(inputs), "prior_data": "none (data-independent)"}
     if held_out is not None:
@@ -203,15 +218,19 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
             prior_x, prior_y = inputs[prior_index], labels[prior_index]
             inputs, labels = inputs[certificate_index], labels[certificate_index]
             source = f"{len(prior_index)} training sequences the certificate does not use"
-        torch.manual_seed(seed)
-        w0 = train_prior(model, w0, prior_x, prior_y, prior_epochs, seed=seed, progress=progress)
+        kept = store.stage("prior")
+        if kept is None:
+            torch.manual_seed(seed)
+            w0 = train_prior(model, w0, prior_x, prior_y, prior_epochs, seed=seed, progress=progress)
+            store.keep("prior", w0)
+        else:  # in the model's order, not the file's: Q's samples draw from one generator in that order
+            w0 = {k: kept[k].to(device) for k in weights}
         prior_text = f"learned: {prior_text} trained {prior_epochs} epochs on {source}"
         split = {"prior": len(prior_x), "certificate": len(inputs), "prior_data": source}
-    torch.manual_seed(seed)
-    posterior = fit_posterior(model, w0, inputs, labels, delta, epochs, lr=lr, init_std=init_std, seed=seed,
-                              objective=objective, fit_mean=mean == "fitted", progress=progress)
+    posterior = _fitted_posterior(store, model, w0, inputs, labels, delta, epochs, lr, init_std, seed,
+                                  objective, mean, progress)
     certificate = certificate_from_posterior(model, posterior, inputs, labels, delta, delta_prime, mc_samples,
-                                             chunk_size, seed, progress)
+                                             chunk_size, seed, progress, store)
     distance = _distance(posterior.mu, weights)
     norm = math.sqrt(sum(float((v.double() ** 2).sum()) for v in weights.values()))
     relative = distance / norm if norm > 0 else math.inf
@@ -233,6 +252,27 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
         if len(perturbed) >= HELD_CHUNK:
             record["deterministic"].update(derandomized_certificate(
                 model, posterior, certificate.prior_variance, inputs, labels, held_x[perturbed], delta,
-                delta_prime, delta_held, mc_samples, chunk_size, selections, seed, progress))
+                delta_prime, delta_held, mc_samples, chunk_size, selections, seed, progress, store))
+    record["state"] = None if state is None else {"folder": str(state), "resumed": store.resumed}
     record["seconds"] = time.perf_counter() - started
     return record, posterior
+
+
+def _fitted_posterior(store: EvaluationStore, model: nn.Module, w0: dict[str, Tensor], inputs: Tensor,
+                      labels: Tensor, delta: float, epochs: int, lr: float, init_std: float, seed: int,
+                      objective: str, mean: str, progress: bool) -> Posterior:
+    """Q fitted (:func:`fit_posterior`), or read back from ``store`` where an earlier run kept it."""
+    kept = store.stage("posterior")
+    if kept is not None:  # in the model's order: Q's samples draw from one generator in that order
+        device = next(iter(w0.values())).device
+        names = [name for name, _ in model.named_parameters()]
+        part = {kind: {k: kept[f"{kind}/{k}"].to(device) for k in names} for kind in ("mu", "log_s")}
+        return Posterior(part["mu"], part["log_s"], {k: w0[k].to(v) for k, v in part["mu"].items()},
+                         kept["log_prior_var"].to(device))
+    torch.manual_seed(seed)
+    posterior = fit_posterior(model, w0, inputs, labels, delta, epochs, lr=lr, init_std=init_std, seed=seed,
+                              objective=objective, fit_mean=mean == "fitted", progress=progress)
+    store.keep("posterior", {**{f"mu/{k}": v for k, v in posterior.mu.items()},
+                             **{f"log_s/{k}": v for k, v in posterior.log_s.items()},
+                             "log_prior_var": posterior.log_prior_var})
+    return posterior

@@ -31,6 +31,7 @@ import math
 import torch
 from torch import Tensor
 
+from spectral_analysis.analysis.evaluation_store import EvaluationStore
 from spectral_analysis.analysis.posterior import (
     PRIOR_GRID,
     Posterior,
@@ -99,12 +100,14 @@ def derandomized_certificate(model: torch.nn.Module, posterior: Posterior, prior
                              inputs: Tensor, labels: Tensor, held_inputs: Tensor, delta: float = 0.025,
                              delta_prime: float = 0.01, delta_held: float = 0.01, mc_samples: int = 20000,
                              chunk_size: int = 50, selections: int = 1, seed: int = 0,
-                             progress: bool = False) -> dict[str, float | list | None]:
+                             progress: bool = False, store: EvaluationStore | None = None
+                             ) -> dict[str, float | list | None]:
     """The certificate of ``f_w`` (module docstring) for Q centred on ``w = posterior.mu`` and its noise
     scaled by each of :data:`NOISE_SCALES` (less noise moves the outputs less, at more KL), against the
     prior ``N(w_0, prior_variance I)`` the 0-1 certificate snapped to, on training ``inputs``/``labels``
     and ``held_inputs`` the network never trained on. Returns the certificate, its gamma and noise scale
-    and both terms there, and both terms at every gamma (rows) and scale (columns)."""
+    and both terms there, and both terms at every gamma (rows) and scale (columns). A ``store`` keeps each
+    scale's Monte Carlo passes and perturbation rates as they finish (a rerun resumes from them)."""
     if not all(0 < d < 1 for d in (delta, delta_prime, delta_held)):
         raise ValueError(f"delta, delta' and delta_held must lie in (0, 1), got {delta}, {delta_prime}, "
                          f"{delta_held}")
@@ -114,14 +117,22 @@ def derandomized_certificate(model: torch.nn.Module, posterior: Posterior, prior
         return margins(logits, y)[:, None] < torch.tensor(GAMMA_GRID, device=logits.device)[None, :] / 2
 
     q_margin, r_upper, rates = [], [], []  # [scale][gamma]
-    for scale in NOISE_SCALES:
+    for index, scale in enumerate(NOISE_SCALES):
         noisy = _scaled(posterior, scale)
         kl = float(noisy.kl(prior_variance))
         _, uppers, _, _ = monte_carlo_losses(model, noisy, inputs, labels, margin_losses, mc_samples,
-                                             min(chunk_size, m), delta_prime / k, seed, progress)
+                                             min(chunk_size, m), delta_prime / k, seed, progress, store,
+                                             f"margins-{index}")
         complexity = (kl + math.log(2 * math.sqrt(m) / (delta / (len(PRIOR_GRID) * k)))) / m
         q_margin.append([kl_inverse_upper(u, complexity) for u in uppers])
-        moved, chunks, leftover = perturbation_rates(model, noisy, held_inputs, GAMMA_GRID, seed)
+        kept = store.stage(f"moved-{index}") if store is not None else None
+        if kept is None:
+            moved, chunks, leftover = perturbation_rates(model, noisy, held_inputs, GAMMA_GRID, seed)
+            if store is not None:
+                store.keep(f"moved-{index}", {"rates": torch.tensor(moved, dtype=torch.float64),
+                                              "chunks": torch.tensor([chunks, leftover])})
+        else:
+            moved, (chunks, leftover) = kept["rates"].tolist(), kept["chunks"].tolist()
         rates.append(moved)
         r_upper.append([((n - leftover) * kl_inverse_upper(r, math.log(2 * k * selections / delta_held)
                                                            / chunks) + leftover) / n for r in moved])

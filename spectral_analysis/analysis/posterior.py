@@ -15,6 +15,7 @@ from torch import Tensor
 from torch.func import functional_call
 from tqdm import tqdm
 
+from spectral_analysis.analysis.evaluation_store import EvaluationStore
 from spectral_analysis.vocabulary import OBJECTIVES
 
 P_MIN = 1e-4  # the surrogate's probability clamp
@@ -179,7 +180,8 @@ def error_rate(model: torch.nn.Module, params: dict[str, Tensor], inputs: Tensor
 
 def monte_carlo_losses(model: torch.nn.Module, posterior: Posterior, inputs: Tensor, labels: Tensor,
                        losses: Callable[[Tensor, Tensor], Tensor], mc_samples: int, chunk_size: int,
-                       delta_prime: float, seed: int = 0, progress: bool = False
+                       delta_prime: float, seed: int = 0, progress: bool = False,
+                       store: EvaluationStore | None = None, stage: str = "monte-carlo"
                        ) -> tuple[list[float], list[float], int, int]:
     """Q's training losses ``e_S(Q)``, estimated and bounded (Dziugaite & Roy's Monte Carlo step, with a
     fresh network per chunk of examples rather than per pass over the set); ``losses(logits, labels)``
@@ -190,21 +192,30 @@ def monte_carlo_losses(model: torch.nn.Module, posterior: Posterior, inputs: Ten
     the shuffles, the N chunk loss rates are independent in [0, 1] with mean ``p`` over the covered
     examples, so ``kl(mean || p) <= ln(2/delta')/N`` (Maurer 2004) and
     ``e_S(Q) <= ((m - r) p + r) / m``, for each of the K losses. Returns ``(estimates, upper bounds, N,
-    passes)``."""
+    passes)``. With a ``store``, each pass's counts and the generator's state are kept as ``stage``, and a
+    rerun continues after the last pass kept."""
     m = len(inputs)
     chunks = m // chunk_size
     if chunk_size < 1 or chunks < 1:
         raise ValueError(f"chunk_size must lie in [1, m = {m}], got {chunk_size}")
     passes = math.ceil(mc_samples / chunks)
     generator = torch.Generator().manual_seed(seed)
-    counts = None  # counted in integers: the estimates are exact
+    counts, done = None, 0  # counted in integers: the estimates are exact
+    kept = store.stage(stage) if store is not None else None
+    if kept is not None:
+        counts, done = kept["counts"], int(kept["passes"])
+        generator.set_state(kept["generator"])
     with torch.no_grad():
-        for _ in tqdm(range(passes), desc="Monte Carlo", disable=not progress, leave=False):
+        for finished in tqdm(range(done + 1, passes + 1), desc="Monte Carlo", initial=done, total=passes,
+                             disable=not progress, leave=False):
             order = torch.randperm(m, generator=generator)
             for j in range(chunks):
                 index = order[j * chunk_size:(j + 1) * chunk_size]
                 lost = losses(last_logits(model, posterior.sample(generator), inputs[index]), labels[index])
-                counts = lost.sum(dim=0).long() + (0 if counts is None else counts)
+                counts = lost.sum(dim=0).long() + (0 if counts is None else counts.to(lost.device))
+            if store is not None:
+                store.keep(stage, {"counts": counts, "passes": torch.tensor(finished),
+                                   "generator": generator.get_state()})
     samples, leftover = passes * chunks, m - chunks * chunk_size
     estimates = [int(c) / (samples * chunk_size) for c in counts]
     uppers = [((m - leftover) * kl_inverse_upper(e, math.log(2 / delta_prime) / samples) + leftover) / m

@@ -133,7 +133,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
                                 prior=args.prior, mean=args.mean, held_out=held_out,
                                 selections=selections, prior_fraction=args.prior_fraction,
                                 prior_epochs=args.prior_epochs, lr=args.lr, init_std=args.init_std,
-                                delta_held=args.delta_held, progress=progress)
+                                delta_held=args.delta_held, progress=progress, state=args.state)
     if data is None:  # reported beside the certificates, never used by them
         x, y = task.test.inputs.float(), task.test.targets
         generator = torch.Generator().manual_seed(args.seed)
@@ -155,6 +155,8 @@ def certificate_text(p: dict) -> str:
              f"  0-1 error of Q <= {p['certified_error']:.4f} (confidence {confidence:.3f}; Q's training "
              f"error {p['mc_error']:.4f} over {p['mc_samples']} sampled networks, KL {p['kl']:.1f}, "
              f"m = {p['m']}, prior {p['prior']}, variance {p['prior_variance']:.3g})"]
+    if p.get("state") and p["state"]["resumed"]:
+        lines.append(f"  resumed from {p['state']['folder']}: {', '.join(p['state']['resumed'])} read back")
     seen = f"the checkpoint itself: training error {p['checkpoint_train_error']:.4f}"
     if "checkpoint_test_error" in p:
         seen += (f", test error {p['checkpoint_test_error']:.4f}; Q's test error "
@@ -321,6 +323,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     cert.add_argument("--prior-epochs", type=count(0, 10 ** 5), default=20,
                       help="with --prior learned: its epochs")
     cert.add_argument("--seed", type=SEED, default=0)
+    cert.add_argument("--state", default=None, metavar="DIR",
+                      help="keep each finished stage (prior, Q, every Monte Carlo pass) in DIR; the same "
+                      "command with the same DIR resumes an interrupted evaluation")
     add_output_arguments(cert)
     cert.set_defaults(func=cmd_certify)
 
