@@ -3,6 +3,7 @@ baseline trails its reference."""
 
 import json
 
+import pytest
 import torch
 
 from spectral_analysis.cli import main
@@ -83,3 +84,37 @@ def test_calibrate_refuses_a_grid_whose_baseline_trails_its_reference_and_keeps_
     assert kept["curves"]["toolkit"][-1][0] == 60
     assert main(["--quiet", "calibrate", "nope", "--catalog", str(catalog)]) == 1
     assert "unknown experiment 'nope'" in capsys.readouterr().err
+
+
+def test_the_reference_stacks_drops_embeds_a_vocabulary_and_carries_its_state():
+    """A word-level reference as PyTorch's word_language_model writes it: an embedding, stacked cuDNN
+    layers with dropout between them and on their input and output, and a state that carries over
+    successive windows: in eval mode two carried halves give the whole sequence's outputs."""
+    torch.manual_seed(1)
+    model = ReferenceRecurrent("lstm", 50, 8, 50, num_layers=2, dropout=0.5, embed=True)
+    assert model.recurrent.num_layers == 2 and model.recurrent.dropout == 0.5 and model.drop.p == 0.5
+    ids = torch.randint(0, 50, (3, 12))
+    model.eval()
+    whole, _ = model.run(ids)
+    first, state = model.run(ids[:, :5])
+    second, _ = model.run(ids[:, 5:], state)
+    assert torch.allclose(torch.cat([first, second], dim=1), whole, atol=1e-6)
+    model.train()
+    assert not torch.equal(model(ids), model(ids))  # dropout while training
+    loop = ReferenceRecurrent("rnn", 3, 5, 2, activation="leaky_relu")
+    x = torch.randn(2, 6, 3)
+    head, h = loop.run(x[:, :2])
+    assert torch.allclose(torch.cat([head, loop.run(x[:, 2:], h)[0]], dim=1), loop(x), atol=1e-6)
+
+
+@pytest.mark.slow
+def test_the_ptb_grid_calibrates_on_its_token_stream(tmp_path, capsys):
+    """Table 3's baselines beside their references on Penn Treebank's stream (smoke scale): the reference
+    is validated over the stream's windows with its carried state, as the toolkit's model is."""
+    args = ["--quiet", "calibrate", "table3-ptb", "--scale", "smoke", "--steps", "4", "--results",
+            str(tmp_path), "--json"]
+    assert main(args) == 1  # four steps of a 10,000-word vocabulary: neither side has learned
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [row["variant"] for row in rows] == ["rnn-1x128", "lstm-1x128", "rnn-2x128", "lstm-2x128"]
+    for row in rows:
+        assert row["verdict"].startswith("inconclusive") and 8 < row["reference_valid"] < 10  # ln 10000 = 9.2

@@ -25,7 +25,8 @@ from typing import Any
 
 import torch
 
-from spectral_analysis.data.objectives import task_loss_and_metrics
+from spectral_analysis.data import Split, TaskData
+from spectral_analysis.data.objectives import scored_count, task_loss_and_metrics, weighted_mean
 from spectral_analysis.experiments.catalog import Experiment, Trial
 from spectral_analysis.experiments.reference import REFERENCE_MODELS, ReferenceRecurrent
 from spectral_analysis.train import Trainer
@@ -43,20 +44,45 @@ def _tail_mean(curve: list[tuple[int, float]]) -> float:
     return sum(loss for _, loss in tail) / len(tail)
 
 
+def _detached(state):
+    return tuple(s.detach() for s in state) if isinstance(state, tuple) else state.detach()
+
+
+@torch.no_grad()
+def _stream_metrics(model: ReferenceRecurrent, task: TaskData, split: Split,
+                    max_batches: int | None) -> dict[str, float]:
+    """The reference's metrics over a token stream's windows, carrying its state as training did."""
+    model.eval()
+    state, parts = None, []
+    for start in range(0, split.inputs.shape[1], task.length):
+        y = split.targets[:, start:start + task.length]
+        outputs, state = model.run(split.inputs[:, start:start + task.length], state)
+        parts.append((task_loss_and_metrics(task, outputs, y)[1], scored_count(task, y)))
+        if max_batches and len(parts) >= max_batches:
+            break
+    model.train()
+    return weighted_mean(parts)
+
+
 def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[list[tuple[int, float]], dict]:
-    """Train the plain-PyTorch twin of ``trainer``'s model on ``trainer``'s batches, its recipe."""
+    """Train the plain-PyTorch twin of ``trainer``'s model on ``trainer``'s batches, its recipe: its layers
+    and dropout, and on a token stream (PTB) the state carried from window to window as the trainer does."""
     config, task = trainer.config, trainer.task
     options = {**MODEL_OPTIONS[config.model], **config.model_options}
     torch.manual_seed(config.seed)
+    vocabulary = not task.train.inputs.is_floating_point() and task.input_size > config.hidden
     model = ReferenceRecurrent(config.model, task.input_size, config.hidden, task.output_size,
-                               options.get("activation", "tanh"), options.get("leak", 0.2))
+                               options.get("activation", "tanh"), options.get("leak", 0.2),
+                               options["num_layers"], options["dropout"], embed=vocabulary)
     optimizer = OPTIMIZERS[config.optimizer](model.parameters(), lr=config.lr, **config.optimizer_options)
-    curve = []
+    curve, state = [], None
     for step in range(steps):
-        x, y, _ = trainer.batches.get(step)
+        x, y, fresh = trainer.batches.get(step)
         for group in optimizer.param_groups:
             group["lr"] = config.lr * config.lr_decay ** trainer.batches.epoch_of(step)
-        loss, _ = task_loss_and_metrics(task, model(x), y)
+        outputs, final = model.run(x, None if fresh or not task.stream else state)
+        state = _detached(final) if task.stream else None
+        loss, _ = task_loss_and_metrics(task, outputs, y)
         if not torch.isfinite(loss):
             curve.append((step + 1, float("inf")))
             break
@@ -67,7 +93,8 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
         optimizer.step()
         if (step + 1) % record_every == 0 or step + 1 == steps:
             curve.append((step + 1, loss.item()))
-    valid = evaluate(model, task, task.valid, config.batch_size, torch.device("cpu"), config.eval_batches)
+    valid = (_stream_metrics(model, task, task.valid, config.eval_batches) if task.stream else
+             evaluate(model, task, task.valid, config.batch_size, torch.device("cpu"), config.eval_batches))
     return curve, valid
 
 

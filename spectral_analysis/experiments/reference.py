@@ -26,33 +26,45 @@ class LoopRNN(nn.Module):
         self.recurrent = nn.Linear(hidden_size, hidden_size)
         self.hidden_size, self.activation, self.leak = hidden_size, activation, leak
 
-    def forward(self, x: Tensor) -> tuple[Tensor, None]:
-        h = x.new_zeros(x.shape[0], self.hidden_size)
+    def forward(self, x: Tensor, h: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        h = x.new_zeros(x.shape[0], self.hidden_size) if h is None else h[0]
         drive, states = self.input_layer(x), []
         for t in range(x.shape[1]):
             pre = self.recurrent(h) + drive[:, t]
             h = F.leaky_relu(pre, self.leak) if self.activation == "leaky_relu" else PHI[self.activation](pre)
             states.append(h)
-        return torch.stack(states, dim=1), None
+        return torch.stack(states, dim=1), h[None]
 
 
 class ReferenceRecurrent(nn.Module):
-    """A baseline of :data:`REFERENCE_MODELS` with a linear read-out at every step; symbol ids become
-    one-hot vectors. ``activation``: ``tanh`` or ``relu`` run ``nn.RNN``, others a :class:`LoopRNN`."""
+    """A baseline of :data:`REFERENCE_MODELS` with a linear read-out at every step. Symbol ids become
+    one-hot vectors, or with ``embed`` (a word vocabulary) pass an ``nn.Embedding`` of the hidden size, as
+    PyTorch's word_language_model example does. ``activation``: ``tanh`` or ``relu`` run ``nn.RNN``, others
+    a :class:`LoopRNN` (one layer). ``num_layers`` stack; ``dropout`` acts where Zaremba et al. (2014) put
+    it: on the (embedded) input, between layers (the cuDNN modules' own ``dropout``) and before the read-out.
+    """
 
     def __init__(self, model: str, input_size: int, hidden_size: int, output_size: int,
-                 activation: str = "tanh", leak: float = 0.2) -> None:
+                 activation: str = "tanh", leak: float = 0.2, num_layers: int = 1, dropout: float = 0.0,
+                 embed: bool = False) -> None:
         super().__init__()
         if model not in REFERENCE_MODELS:
             raise ValueError(f"no plain-PyTorch reference of {model!r}; there is one of {REFERENCE_MODELS}")
         self.input_size = input_size
+        self.embedding = nn.Embedding(input_size, hidden_size) if embed else None
+        width = hidden_size if embed else input_size
+        stacked = {"num_layers": num_layers, "dropout": dropout if num_layers > 1 else 0.0,
+                   "batch_first": True}
         if model in ("lstm", "gru"):
             cell = nn.LSTM if model == "lstm" else nn.GRU
-            self.recurrent = cell(input_size, hidden_size, batch_first=True)
+            self.recurrent = cell(width, hidden_size, **stacked)
         elif activation in ("tanh", "relu"):
-            self.recurrent = nn.RNN(input_size, hidden_size, nonlinearity=activation, batch_first=True)
+            self.recurrent = nn.RNN(width, hidden_size, nonlinearity=activation, **stacked)
+        elif num_layers == 1:
+            self.recurrent = LoopRNN(width, hidden_size, activation, leak)
         else:
-            self.recurrent = LoopRNN(input_size, hidden_size, activation, leak)
+            raise ValueError(f"the loop reference ({activation}) has one layer, not {num_layers}")
+        self.drop = nn.Dropout(dropout)
         if model == "irnn":
             with torch.no_grad():
                 for name, parameter in self.recurrent.named_parameters():
@@ -62,8 +74,12 @@ class ReferenceRecurrent(nn.Module):
                         parameter.zero_()
         self.output = nn.Linear(hidden_size, output_size)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def run(self, x: Tensor, state=None) -> tuple[Tensor, object]:
+        """Outputs at every step and the final state, from ``state`` (zeros when None)."""
         if not x.is_floating_point():
-            x = F.one_hot(x, self.input_size).float()
-        states, _ = self.recurrent(x)
-        return self.output(states)
+            x = self.embedding(x) if self.embedding is not None else F.one_hot(x, self.input_size).float()
+        states, final = self.recurrent(self.drop(x), state)
+        return self.output(self.drop(states)), final
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.run(x)[0]
