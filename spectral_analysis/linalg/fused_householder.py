@@ -59,8 +59,11 @@ def _gradient_kernel(y_ptr, q_ptr, dq_ptr, dy_ptr, n, m, BLOCK_N: tl.constexpr):
         G -= 2.0 * v[:, None] * Gtv[None, :]  # G_(k+1) = H_k G_k
 
 
-def _block(n: int) -> int:
-    return max(16, triton.next_power_of_2(n))
+def _launch(n: int) -> dict[str, int]:
+    """The tile and the warps holding it: at most 64 registers a thread per n x n tile (a first setting:
+    no card has timed it)."""
+    block = max(16, triton.next_power_of_2(n))
+    return {"BLOCK_N": block, "num_warps": min(16, max(4, block * block // 2048))}
 
 
 class _FusedProduct(torch.autograd.Function):
@@ -69,7 +72,7 @@ class _FusedProduct(torch.autograd.Function):
         batch, n, m = V.shape
         V = V.contiguous()
         Q = V.new_empty((batch, n, n))
-        _product_kernel[(batch,)](V, Q, n, m, BLOCK_N=_block(n))
+        _product_kernel[(batch,)](V, Q, n, m, **_launch(n))
         ctx.save_for_backward(V, Q)
         return Q
 
@@ -79,7 +82,7 @@ class _FusedProduct(torch.autograd.Function):
         V, Q = ctx.saved_tensors
         batch, n, m = V.shape
         dV = torch.empty_like(V)
-        _gradient_kernel[(batch,)](V, Q, dQ.contiguous(), dV, n, m, BLOCK_N=_block(n))
+        _gradient_kernel[(batch,)](V, Q, dQ.contiguous(), dV, n, m, **_launch(n))
         return dV
 
 

@@ -105,8 +105,10 @@ def block_rows(batch: int) -> int:
 def _launch_settings(W: Tensor, batch: int) -> dict:
     precision = "ieee" if W.dtype == torch.float64 or torch.get_float32_matmul_precision() == "highest" \
         else "tf32"
-    return {"BLOCK_B": block_rows(batch), "BLOCK_N": max(16, triton.next_power_of_2(W.shape[0])),
-            "PRECISION": precision}
+    block = max(16, triton.next_power_of_2(W.shape[0]))
+    # warps enough that W's tile takes at most 64 registers a thread (a first setting: no card has timed it)
+    return {"BLOCK_B": block_rows(batch), "BLOCK_N": block, "PRECISION": precision,
+            "num_warps": min(16, max(4, block * block // 2048))}
 
 
 class _FusedScan(torch.autograd.Function):
