@@ -24,8 +24,9 @@ _FEEDFORWARD = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 
 MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     "rnn": {**_RECURRENT, "init": "gaussian", "init_std": None},
     "irnn": {**_RECURRENT, "init": "orthogonal"},  # ICML Section 7: "initialized to be orthogonal"
-    "lstm": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "forget_bias": 1.0, **_DROPOUT},
-    "gru": {"num_layers": 1, "recurrence": "auto", "output_bias": False, **_DROPOUT},
+    "lstm": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "forget_bias": 1.0,
+             "input_std": None, **_DROPOUT},
+    "gru": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "input_std": None, **_DROPOUT},
     "ornn": {**_RECURRENT, "m": None, "unit_reflectors": False},
     "spectral": {**_RECURRENT, "m1": None, "m2": None, **_SIGMA},
     "kru": {**_RECURRENT, "activation": "relu", "factor_sizes": None, "complex": False},

@@ -104,3 +104,4 @@ def test_a_loaded_checkpoint_evaluates_without_dropout(tmp_path):
     assert not loaded.training and loaded.dropout == 0.5 and loaded.dropout_kind == "locked"
     x = torch.randn(2, 5, 4)
     assert torch.equal(loaded(x), loaded(x))
+

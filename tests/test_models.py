@@ -347,3 +347,16 @@ def test_stacked_svd_weights_only_stacks_alike_spectral_layers():
     assert stacked_svd_weights([SpectralLinear(4, 4), SpectralLinear(4, 4, m1=2)]) is None
     assert stacked_svd_weights([]) is None
     assert stacked_svd_weights([SpectralLinear(4, 4), SpectralLinear(4, 4)]).shape == (2, 4, 4)
+
+
+@pytest.mark.parametrize(("name", "gates"), [("lstm", 4), ("gru", 3)])
+def test_gated_models_take_the_input_weights_standard_deviation(name, gates):
+    """``input_std`` sets the gated models' input weights as it does the Eq. 4 nets' (pixel MNIST's single
+    input otherwise starts at std 1.0); a bad value is refused by name."""
+    torch.manual_seed(4)
+    default = build_model(name, 1, 128, 10).input_weights[0]
+    chosen = build_model(name, 1, 128, 10, input_std=0.056).input_weights[0]
+    assert default.shape == chosen.shape == (gates * 128, 1)
+    assert abs(float(default.std()) - 1.0) < 0.1 and abs(float(chosen.std()) - 0.056) < 0.006
+    with pytest.raises(ValueError, match="input_std must be a finite number > 0"):
+        build_model(name, 1, 8, 2, input_std=0.0)

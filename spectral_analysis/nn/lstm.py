@@ -17,7 +17,13 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.nn.recurrent import GatedWeights, RecurrentModel, RecurrentRun, make_readout
+from spectral_analysis.nn.recurrent import (
+    GatedWeights,
+    RecurrentModel,
+    RecurrentRun,
+    check_input_std,
+    make_readout,
+)
 
 LSTM_RECURRENCES = ("auto", "torch", "loop")
 
@@ -25,9 +31,11 @@ LSTM_RECURRENCES = ("auto", "torch", "loop")
 class LSTMNet(GatedWeights, RecurrentModel):
     def __init__(self, input_size: int, hidden_size: int, output_size: int, num_layers: int = 1,
                  forget_bias: float = 1.0, recurrence: str = "auto", output_bias: bool = False,
-                 dropout: float = 0.0, dropout_kind: str = "standard") -> None:
+                 dropout: float = 0.0, dropout_kind: str = "standard",
+                 input_std: float | None = None) -> None:
         super().__init__()
         self.set_dropout(dropout, dropout_kind)
+        check_input_std(input_std)
         for name, value in (("input_size", input_size), ("hidden_size", hidden_size),
                             ("output_size", output_size), ("num_layers", num_layers)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -38,8 +46,9 @@ class LSTMNet(GatedWeights, RecurrentModel):
         self.input_size, self.hidden_size, self.output_size = input_size, n, output_size
         self.num_layers, self.recurrence = num_layers, recurrence
         fan_ins = [input_size] + [n] * (num_layers - 1)
-        self.input_weights = nn.ParameterList([nn.Parameter(torch.randn(4 * n, f) * f ** -0.5)
-                                               for f in fan_ins])
+        self.input_weights = nn.ParameterList(
+            [nn.Parameter(torch.randn(4 * n, f) * (f ** -0.5 if input_std is None else input_std))
+             for f in fan_ins])
         self.recurrent_weights = nn.ParameterList([nn.Parameter(torch.randn(4 * n, n) * n ** -0.5)
                                                    for _ in fan_ins])
         biases = []

@@ -196,6 +196,15 @@ class RecurrentModel(nn.Module, ABC):
         return (run.outputs, torch.stack(run.hidden)) if return_hidden else run.outputs
 
 
+def check_input_std(input_std: float | None) -> None:
+    """``ValueError`` unless ``input_std`` (the input weights' standard deviation) is None or a finite
+    number > 0."""
+    if input_std is not None and (isinstance(input_std, bool) or not isinstance(input_std, int | float)
+                                  or not math.isfinite(input_std) or input_std <= 0):
+        raise ValueError(f"input_std must be a finite number > 0 (or None for 1/sqrt(fan-in)), "
+                         f"got {input_std!r}")
+
+
 def make_readout(n: int, output_size: int, bias: bool) -> nn.Linear:
     """Eq. 5's read-out ``Y`` (weights N(0, 1/n)), with a zero bias when asked for."""
     output = nn.Linear(n, output_size, bias=bias)
@@ -278,10 +287,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         check_activation(activation, leak)
         if recurrence not in RECURRENCES:
             raise ValueError(f"unknown recurrence {recurrence!r}; expected one of {RECURRENCES}")
-        if input_std is not None and (isinstance(input_std, bool) or not isinstance(input_std, int | float)
-                                      or not math.isfinite(input_std) or input_std <= 0):
-            raise ValueError(f"input_std must be a finite number > 0 (or None for 1/sqrt(fan-in)), "
-                             f"got {input_std!r}")
+        check_input_std(input_std)
         self.set_dropout(dropout, dropout_kind)
         n = sizes.pop()
         self.input_size, self.hidden_size, self.output_size = input_size, n, output_size
