@@ -17,8 +17,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from spectral_analysis.nn.gated import GatedWeights
 from spectral_analysis.nn.recurrent import (
-    GatedWeights,
     RecurrentModel,
     RecurrentRun,
     check_input_std,
