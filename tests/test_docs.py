@@ -15,7 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 NAV_ORDER = ["getting-started.md", "howto/analyze-your-model.md", "concepts/svd-map.md",
-             "howto/constrain-any-weight.md", "concepts/models.md", "concepts/tasks.md", "howto/train.md",
+             "howto/constrain-any-weight.md", "concepts/models.md", "concepts/recipes.md",
+             "concepts/tasks.md", "howto/train.md",
              "howto/experiments.md", "concepts/bounds.md", "concepts/jacobians.md", "concepts/linear-rnn.md",
              "howto/analyze.md", "howto/verify-a-formula.md", "figures.md", "reference/cli.md",
              "paper-checks.md", "reference/reliability.md"]
