@@ -32,6 +32,7 @@ from spectral_analysis.experiments.reference import REFERENCE_MODELS, ReferenceR
 from spectral_analysis.train import Trainer
 from spectral_analysis.train.config import OPTIMIZERS
 from spectral_analysis.train.evaluation import evaluate
+from spectral_analysis.train.trainer import detach_state
 from spectral_analysis.vocabulary import MODEL_OPTIONS
 
 CALIBRATION_DIR = "calibration"
@@ -42,10 +43,6 @@ def _tail_mean(curve: list[tuple[int, float]]) -> float:
     """The mean loss over the last quarter of a curve's points (at least one)."""
     tail = curve[-max(1, len(curve) // 4):]
     return sum(loss for _, loss in tail) / len(tail)
-
-
-def _detached(state):
-    return tuple(s.detach() for s in state) if isinstance(state, tuple) else state.detach()
 
 
 @torch.no_grad()
@@ -81,7 +78,7 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
         for group in optimizer.param_groups:
             group["lr"] = config.lr * config.lr_decay ** trainer.batches.epoch_of(step)
         outputs, final = model.run(x, None if fresh or not task.stream else state)
-        state = _detached(final) if task.stream else None
+        state = detach_state(final) if task.stream else None
         loss, _ = task_loss_and_metrics(task, outputs, y)
         if not torch.isfinite(loss):
             curve.append((step + 1, float("inf")))

@@ -111,7 +111,8 @@ def freeze_parameters(model: nn.Module, patterns: list[str]) -> list[str]:
     return frozen
 
 
-def _detach(state):
+def detach_state(state):
+    """A recurrent state (a tensor, or the LSTM's pair) cut from the graph, to carry into the next window."""
     return tuple(s.detach() for s in state) if isinstance(state, tuple) else state.detach()
 
 
@@ -287,7 +288,7 @@ class Trainer:
         self.optimizer.step()
         self.model.constrain_()
         if self.task.stream:
-            self.carry = _detach(run.state)
+            self.carry = detach_state(run.state)
         record_line = {"step": self.step + 1, "phase": "train", "epoch": epoch, "loss": loss.item(),
                        **metrics}
         if record:
