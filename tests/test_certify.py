@@ -11,17 +11,23 @@ from train_fixtures import constant_classifier
 from spectral_analysis.analysis import certify as certify_module
 from spectral_analysis.analysis.certify import certificate_from_posterior, certify, monte_carlo_error
 from spectral_analysis.analysis.posterior import (
+    NOISE_GRID,
+    NOISE_TOLERANCE,
     PRIOR_GRID,
     Posterior,
     error_rate,
+    fit_posterior,
     gaussian_kl,
     kl_bernoulli,
     kl_inverse_upper,
+    last_logits,
+    noise_probe,
     pac_bayes_objective,
 )
 from spectral_analysis.analysis.priors import prior_split
 from spectral_analysis.cli import main
 from spectral_analysis.io import load
+from spectral_analysis.io.subjects import as_subject
 from spectral_analysis.nn import build_model
 from spectral_analysis.train import TrainConfig, train
 from spectral_analysis.vocabulary import OBJECTIVES
@@ -363,3 +369,76 @@ def test_certify_resumes_from_its_state_folder_on_the_command_line(trained, tmp_
     assert json.loads(capsys.readouterr().out)["certified_error"] == first["certified_error"]
     assert main([*args, "--seed", "1"]) == 1
     assert "holds the state of another evaluation (it differs in options)" in capsys.readouterr().err
+
+
+def sharp_rnn() -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor]:
+    """A relu RNN over 40 steps whose recurrence amplifies (W_hh tripled), labelled by its own outputs:
+    training error 0, and noise of std 0.02 on its weights already changes about one output in ten."""
+    torch.manual_seed(0)
+    rnn = torch.nn.RNN(3, 6, batch_first=True, nonlinearity="relu")
+    with torch.no_grad():
+        rnn.weight_hh_l0.mul_(3.0)
+    x = torch.randn(300, 40, 3)
+    model = as_subject(rnn).model
+    return rnn, x, last_logits(model, dict(model.named_parameters()), x).argmax(1)
+
+
+def test_the_noise_probe_starts_q_where_the_sampled_networks_still_follow_the_checkpoint():
+    rnn, x, y = sharp_rnn()
+    model = as_subject(rnn).model
+    std, errors = noise_probe(model, x, y, seed=3)
+    tried = list(errors)
+    assert tried == list(NOISE_GRID[:len(tried)]) and std == tried[-1]
+    assert errors[std] <= NOISE_TOLERANCE  # the checkpoint errs on none of its own labels
+    assert all(errors[s] > NOISE_TOLERANCE for s in tried[:-1])  # every larger std errs more
+    assert noise_probe(model, x, y, seed=3) == (std, errors)
+    assert noise_probe(model, x, y, tolerance=0.5, seed=3)[0] > std
+    with pytest.raises(ValueError, match="tolerance must lie in"):
+        noise_probe(model, x, y, tolerance=0.0)
+
+
+def test_q_fitted_from_the_probe_keeps_the_checkpoints_error_where_a_fixed_start_does_not():
+    """Started at std 0.02 the sampled sharp networks err on about one sequence in ten; from the probe's
+    std they err as the checkpoint does, and the record says where the fit started."""
+    rnn, x, y = sharp_rnn()
+    options = {"mc_samples": 60, "chunk_size": 10, "epochs": 1}
+    probed, _ = certify(rnn, x, y, **options)
+    fixed, _ = certify(rnn, x, y, init_std=0.02, **options)
+    assert probed["init_std"] in NOISE_GRID and probed["init_std"] < 0.02
+    assert set(probed["noise_probe"]) == {s for s in NOISE_GRID if s >= probed["init_std"]}
+    assert fixed["init_std"] == 0.02 and fixed["noise_probe"] is None
+    assert probed["mc_error"] < NOISE_TOLERANCE < fixed["mc_error"] - 0.05
+    for wrong in ("big", -0.1, True, math.inf):
+        with pytest.raises(ValueError, match="init_std must be 'auto' or a positive"):
+            certify(rnn, x, y, init_std=wrong, **options)
+
+
+def test_the_fit_starts_at_the_prior_variance_that_minimizes_the_kl():
+    """lambda starts where d KL / d lambda = 0 for Q's initial noise: a start far from it (lambda = s^2
+    beside weights far from the prior) would let the KL's mean term drive the fit."""
+    rnn, x, y = sharp_rnn()
+    model = as_subject(rnn).model
+    w0 = {k: torch.zeros_like(v) for k, v in model.named_parameters()}
+    posterior = fit_posterior(model, w0, x, y, init_std=1e-3, epochs=0)
+    log_prior_var = posterior.log_prior_var.clone().requires_grad_()
+    kl = sum(gaussian_kl(posterior.mu[k], posterior.log_s[k], w0[k], torch.exp(log_prior_var))
+             for k in w0)
+    (slope,) = torch.autograd.grad(kl, log_prior_var)
+    assert abs(float(slope)) < 1e-3 * float(kl.detach())
+    assert float(torch.exp(posterior.log_prior_var)) > 100 * 1e-3 ** 2
+
+
+def test_the_command_line_takes_auto_or_a_positive_init_std(trained, capsys):
+    base = ["certify", str(trained), "--mc-samples", "10", "--chunk-size", "7", "--epochs", "1", "--json"]
+    assert main([*base, "--init-std", "0.01"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["init_std"] == 0.01 and record["noise_probe"] is None
+    assert main(base) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["init_std"] in NOISE_GRID and record["noise_probe"][str(record["init_std"])] is not None
+    assert main([*base[:-1], "--init-std", "0.01"]) == 0
+    assert "  Q's fit started at s = 0.01 (--init-std)\n" in capsys.readouterr().out
+    for wrong in ("big", "-0.1"):
+        with pytest.raises(SystemExit):
+            main([*base, "--init-std", wrong])
+        assert "--init-std" in capsys.readouterr().err

@@ -47,13 +47,13 @@ from torch import Tensor, nn
 from spectral_analysis.analysis.derandomize import HELD_CHUNK, derandomized_certificate, held_out_bound
 from spectral_analysis.analysis.evaluation_store import EvaluationStore, digest
 from spectral_analysis.analysis.posterior import (
-    INIT_STD,
     PRIOR_GRID,
     Posterior,
     error_rate,
     fit_posterior,
     kl_inverse_upper,
     monte_carlo_losses,
+    noise_probe,
 )
 from spectral_analysis.analysis.priors import prior_mean, prior_split, train_prior
 from spectral_analysis.io import Subject
@@ -145,8 +145,9 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
             delta_prime: float = 0.01, mc_samples: int = 20000, epochs: int = 20, seed: int = 0,
             chunk_size: int = 50, objective: str = "quadratic", prior: str = "init", mean: str = "checkpoint",
             held_out: tuple[Tensor, Tensor] | None = None, selections: int = 1, prior_fraction: float = 0.5,
-            prior_epochs: int = 20, lr: float = 1e-4, init_std: float = INIT_STD, delta_held: float = 0.01,
-            progress: bool = False, state: str | Path | None = None) -> tuple[dict, Posterior]:
+            prior_epochs: int = 20, lr: float = 1e-4, init_std: float | str = "auto",
+            delta_held: float = 0.01, progress: bool = False, state: str | Path | None = None
+            ) -> tuple[dict, Posterior]:
     """Fit Q on the training sequences ``(inputs, labels)`` and certify it (module docstring): the
     record (what is certified, the certificate, the prior and the data it read, Q's distance to the
     subject's weights, the subject's own training error) and Q itself. ``mean``: ``checkpoint`` (Q's mean
@@ -178,6 +179,9 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
     for name, value, low in counts:
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if init_std != "auto" and (isinstance(init_std, (bool, str))
+                               or not (math.isfinite(init_std) and init_std > 0)):
+        raise ValueError(f"init_std must be 'auto' or a positive standard deviation, got {init_std!r}")
     if not (math.isfinite(lr) and lr > 0):
         raise ValueError(f"lr must be a positive number (the posterior's Adam step; a negative one ascends "
                          f"the objective), got {lr}")
@@ -227,8 +231,8 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
             w0 = {k: kept[k].to(device) for k in weights}
         prior_text = f"learned: {prior_text} trained {prior_epochs} epochs on {source}"
         split = {"prior": len(prior_x), "certificate": len(inputs), "prior_data": source}
-    posterior = _fitted_posterior(store, model, w0, inputs, labels, delta, epochs, lr, init_std, seed,
-                                  objective, mean, progress)
+    posterior, start = _fitted_posterior(store, model, w0, inputs, labels, delta, epochs, lr, init_std, seed,
+                                         objective, mean, progress)
     certificate = certificate_from_posterior(model, posterior, inputs, labels, delta, delta_prime, mc_samples,
                                              chunk_size, seed, progress, store)
     distance = _distance(posterior.mu, weights)
@@ -242,7 +246,7 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
               "prior_distance": _distance(weights, w0),
               "checkpoint_train_error": error_rate(model, weights, inputs, labels),
               "prior": prior_text, "prior_kind": prior, "sample_split": split,
-              "epochs": epochs, "objective": objective, "lr": lr, "init_std": init_std,
+              "epochs": epochs, "objective": objective, "lr": lr, **start,
               "parameters": sum(v.numel() for v in w0.values()),
               "subject": subject.describe()}
     record["deterministic"] = None
@@ -259,20 +263,31 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
 
 
 def _fitted_posterior(store: EvaluationStore, model: nn.Module, w0: dict[str, Tensor], inputs: Tensor,
-                      labels: Tensor, delta: float, epochs: int, lr: float, init_std: float, seed: int,
-                      objective: str, mean: str, progress: bool) -> Posterior:
-    """Q fitted (:func:`fit_posterior`), or read back from ``store`` where an earlier run kept it."""
+                      labels: Tensor, delta: float, epochs: int, lr: float, init_std: float | str, seed: int,
+                      objective: str, mean: str, progress: bool) -> tuple[Posterior, dict]:
+    """Q fitted (:func:`fit_posterior`, from ``init_std`` or, for ``"auto"``, from where
+    :func:`noise_probe` finds it), or read back from ``store`` where an earlier run kept it; with where
+    the fit started (``init_std``, and the probe's error at each std it tried)."""
     kept = store.stage("posterior")
     if kept is not None:  # in the model's order: Q's samples draw from one generator in that order
         device = next(iter(w0.values())).device
         names = [name for name, _ in model.named_parameters()]
         part = {kind: {k: kept[f"{kind}/{k}"].to(device) for k in names} for kind in ("mu", "log_s")}
+        probe = kept["noise_probe"].tolist() if "noise_probe" in kept else []  # older folders kept no probe
+        start = {"init_std": float(kept["init_std"]) if "init_std" in kept else init_std,
+                 "noise_probe": dict(probe) if probe else None}
         return Posterior(part["mu"], part["log_s"], {k: w0[k].to(v) for k, v in part["mu"].items()},
-                         kept["log_prior_var"].to(device))
+                         kept["log_prior_var"].to(device)), start
+    start = {"init_std": init_std, "noise_probe": None}
+    if init_std == "auto":
+        start["init_std"], start["noise_probe"] = noise_probe(model, inputs, labels, seed=seed)
     torch.manual_seed(seed)
-    posterior = fit_posterior(model, w0, inputs, labels, delta, epochs, lr=lr, init_std=init_std, seed=seed,
+    posterior = fit_posterior(model, w0, inputs, labels, start["init_std"], delta, epochs, lr=lr, seed=seed,
                               objective=objective, fit_mean=mean == "fitted", progress=progress)
+    probe = [[std, error] for std, error in (start["noise_probe"] or {}).items()]
     store.keep("posterior", {**{f"mu/{k}": v for k, v in posterior.mu.items()},
                              **{f"log_s/{k}": v for k, v in posterior.log_s.items()},
-                             "log_prior_var": posterior.log_prior_var})
-    return posterior
+                             "log_prior_var": posterior.log_prior_var,
+                             "init_std": torch.tensor(start["init_std"], dtype=torch.float64),
+                             "noise_probe": torch.tensor(probe, dtype=torch.float64).reshape(-1, 2)})
+    return posterior, start

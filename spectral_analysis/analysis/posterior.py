@@ -19,7 +19,8 @@ from spectral_analysis.analysis.evaluation_store import EvaluationStore
 from spectral_analysis.vocabulary import OBJECTIVES
 
 P_MIN = 1e-4  # the surrogate's probability clamp
-INIT_STD = 0.02  # the posterior's and the prior's initial standard deviation
+NOISE_GRID = tuple(10.0 ** (-k / 2) for k in range(2, 13))  # Q's candidate initial std, 0.1 down to 1e-6
+NOISE_TOLERANCE = 0.05  # how much more than its mean a network drawn from Q may err where Q's fit starts
 PRIOR_GRID = tuple(10.0 ** (-k / 2) for k in range(2, 14))  # lambda from 1e-1 down to 3e-7
 
 
@@ -129,24 +130,64 @@ def batches(m: int, batch_size: int, epochs: int, generator: torch.Generator):
             yield order[start:start + batch_size]
 
 
+def noise_probe(model: torch.nn.Module, inputs: Tensor, labels: Tensor, tolerance: float = NOISE_TOLERANCE,
+                probe: int = 1000, samples: int = 4, seed: int = 0) -> tuple[float, dict[float, float]]:
+    """Where Q's fit starts: the largest std ``s`` of :data:`NOISE_GRID` at which networks drawn from
+    ``N(w, s^2 I)`` err on ``probe`` seeded training sequences at most ``tolerance`` more than ``w``
+    does (the smallest ``s`` of the grid if none does), with the mean error of ``samples`` draws at each
+    ``s`` tried. Started where noise already destroys the network, the surrogate is flat (clamped at
+    ``P_MIN``), only the KL moves ``s``, and the fit ends at a Q near chance; a network whose outputs
+    follow its weights over T = 784 steps tolerates far less noise than one of T = 28.
+
+    ```python
+    >>> from spectral_analysis.io.subjects import as_subject
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <torch._C.Generator object at ...>
+    >>> rnn, x = as_subject(torch.nn.RNN(2, 4, batch_first=True)).model, torch.randn(40, 5, 2)
+    >>> std, errors = noise_probe(rnn, x, last_logits(rnn, dict(rnn.named_parameters()), x).argmax(1))
+    >>> std in NOISE_GRID and errors[std] <= NOISE_TOLERANCE
+    True
+
+    ```
+    """
+    if not 0 < tolerance < 1:
+        raise ValueError(f"the noise probe's error tolerance must lie in (0, 1), got {tolerance}")
+    generator = torch.Generator().manual_seed(seed)
+    index = torch.randperm(len(inputs), generator=generator)[:probe]
+    x, y = inputs[index], labels[index]
+    weights = {k: v.detach() for k, v in model.named_parameters()}
+    clean, errors = error_rate(model, weights, x, y), {}
+    for std in NOISE_GRID:
+        draws = ({k: v + std * torch.randn(v.shape, generator=generator, dtype=v.dtype).to(v.device)
+                  for k, v in weights.items()} for _ in range(samples))
+        errors[std] = sum(error_rate(model, drawn, x, y) for drawn in draws) / samples
+        if errors[std] <= clean + tolerance:
+            return std, errors
+    return NOISE_GRID[-1], errors
+
+
 def fit_posterior(model: torch.nn.Module, w0: dict[str, Tensor], inputs: Tensor, labels: Tensor,
-                  delta: float = 0.025, epochs: int = 20, batch_size: int = 256, lr: float = 1e-4,
-                  scale_lr: float = 1e-2, init_std: float = INIT_STD, seed: int = 0,
-                  objective: str = "quadratic", fit_mean: bool = False, progress: bool = False) -> Posterior:
+                  init_std: float, delta: float = 0.025, epochs: int = 20, batch_size: int = 256,
+                  lr: float = 1e-4, scale_lr: float = 1e-2, seed: int = 0, objective: str = "quadratic",
+                  fit_mean: bool = False, progress: bool = False) -> Posterior:
     """Minimize a PAC-Bayes ``objective`` over ``log s`` and ``log lambda`` (``scale_lr``), from
-    ``s = sqrt(lambda) = init_std``, with Q's mean ``mu`` the model's own weights: held there, or with
-    ``fit_mean`` moved from there too (Adam, ``lr``; every weight that drifts by ``d`` costs
-    ``d^2 / (2 lambda)`` of KL, so ``lr`` is small). Q is never independent of the model's weights."""
+    ``s = init_std`` (:func:`noise_probe` finds one) and the ``lambda`` that minimizes the KL there, with
+    Q's mean ``mu`` the model's own weights: held there, or with ``fit_mean`` moved from there too (Adam,
+    ``lr``; every weight that drifts by ``d`` costs ``d^2 / (2 lambda)`` of KL, so ``lr`` is small). Q is
+    never independent of the model's weights."""
     if not init_std > 0:
         raise ValueError(f"the initial posterior standard deviation must be > 0, got {init_std}")
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown PAC-Bayes objective {objective!r}; expected one of {OBJECTIVES}")
     params = {k: v.detach().clone() for k, v in model.named_parameters()}
-    log_s = math.log(init_std)
-    posterior = Posterior({k: v.requires_grad_(fit_mean) for k, v in params.items()},
-                          {k: torch.full_like(v, log_s).requires_grad_() for k, v in params.items()},
-                          {k: w0[k].to(v) for k, v in params.items()},
-                          torch.tensor(2 * math.log(init_std), dtype=torch.float32).requires_grad_())
+    w0 = {k: w0[k].to(v) for k, v in params.items()}
+    # KL(N(mu, s^2) || N(w0, lambda)) is least at lambda = mean(s^2 + (mu - w0)^2)
+    spread = sum(float(((v.double() - w0[k].double()) ** 2).sum()) for k, v in params.items())
+    count = sum(v.numel() for v in params.values())
+    prior_var = init_std ** 2 + spread / count
+    log_s = {k: torch.full_like(v, math.log(init_std)).requires_grad_() for k, v in params.items()}
+    posterior = Posterior({k: v.requires_grad_(fit_mean) for k, v in params.items()}, log_s, w0,
+                          torch.tensor(math.log(prior_var), dtype=torch.float32).requires_grad_())
     groups = [{"params": [*posterior.log_s.values(), posterior.log_prior_var], "lr": scale_lr}]
     if fit_mean:
         groups.append({"params": list(posterior.mu.values()), "lr": lr})

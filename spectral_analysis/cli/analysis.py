@@ -11,6 +11,7 @@ from spectral_analysis.cli.common import (
     SEED,
     CommandError,
     add_output_arguments,
+    auto_or,
     checkpoint_arg,
     count,
     emit,
@@ -154,7 +155,9 @@ def certificate_text(p: dict) -> str:
     lines = [f"certified: {p['certifies']}",
              f"  0-1 error of Q <= {p['certified_error']:.4f} (confidence {confidence:.3f}; Q's training "
              f"error {p['mc_error']:.4f} over {p['mc_samples']} sampled networks, KL {p['kl']:.1f}, "
-             f"m = {p['m']}, prior {p['prior']}, variance {p['prior_variance']:.3g})"]
+             f"m = {p['m']}, prior {p['prior']}, variance {p['prior_variance']:.3g})",
+             f"  Q's fit started at s = {p['init_std']:.3g}"
+             + (" (the noise probe)" if p.get("noise_probe") else " (--init-std)")]
     if p.get("state") and p["state"]["resumed"]:
         lines.append(f"  resumed from {p['state']['folder']}: {', '.join(p['state']['resumed'])} read back")
     seen = f"the checkpoint itself: training error {p['checkpoint_train_error']:.4f}"
@@ -310,8 +313,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                       "(default); fitted: Q's mean is fitted from there too")
     cert.add_argument("--lr", type=positive_real(10.0), default=1e-4,
                       help="with --mean fitted: Adam learning rate of the posterior mean")
-    cert.add_argument("--init-std", type=positive_real(10.0), default=0.02,
-                      help="initial standard deviation of the posterior and the prior")
+    cert.add_argument("--init-std", type=auto_or(positive_real(10.0)), default="auto",
+                      help="the posterior's initial standard deviation; auto (default): the largest on a "
+                      "grid at which sampled networks err little more than the checkpoint on the training "
+                      "sequences (the noise probe)")
     cert.add_argument("--prior", choices=PRIORS, default="init", help="init: the seed's initialization "
                       "(data-independent); learned: trained on half the checkpoint's validation split (held "
                       "out: it never trained on it), or with --inputs on a part of the training set")

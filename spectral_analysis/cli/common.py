@@ -76,6 +76,14 @@ def positive_real(high: float) -> Callable[[str], float]:
     return parse
 
 
+def auto_or(parse: Callable[[str], float]) -> Callable[[str], float | str]:
+    """The argparse type of an option that is ``auto`` or a number ``parse`` accepts."""
+    def parse_or_auto(text: str) -> float | str:
+        return "auto" if text == "auto" else parse(text)
+
+    return parse_or_auto
+
+
 def probability(text: str) -> float:
     """The argparse type of a confidence or a fraction: a number in the open interval (0, 1)."""
     value = real(text)
