@@ -442,3 +442,20 @@ def test_the_command_line_takes_auto_or_a_positive_init_std(trained, capsys):
         with pytest.raises(SystemExit):
             main([*base, "--init-std", wrong])
         assert "--init-std" in capsys.readouterr().err
+
+
+def test_the_bounds_table_keeps_and_resumes_each_certificate_in_its_own_folder(trained, tmp_path,
+                                                                                monkeypatch):
+    from spectral_analysis.analysis.bounds_table import bounds_row, certificate_folder
+
+    first = bounds_row(str(trained), ("init",), mc_samples=6, epochs=1, state=tmp_path / "state")
+    folder = certificate_folder(tmp_path / "state", str(trained), "init")
+    assert folder.parts[-3:] == (trained.parent.name, "last", "init")
+    assert {"evaluation.json", "posterior.safetensors", "monte-carlo.safetensors"} <= {
+        p.name for p in folder.iterdir()}
+    monkeypatch.setattr(certify_module, "fit_posterior", lambda *a, **k: pytest.fail("Q fitted again"))
+    again = bounds_row(str(trained), ("init",), mc_samples=6, epochs=1, state=tmp_path / "state")
+    assert again == first
+    zoo = certificate_folder("root", "zoo:table2-mnist/paper/spectral_s0", "learned")
+    assert zoo.parts == ("root", "table2-mnist", "paper", "spectral_s0", "learned")
+    assert ".." not in certificate_folder("root", "../elsewhere/model.safetensors", "init").parts

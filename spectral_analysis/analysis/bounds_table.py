@@ -18,6 +18,7 @@ KL, and of the checkpoint itself derandomized through margins
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -49,10 +50,28 @@ def _bound_or_none(subject: Subject) -> tuple[dict[str, Any] | None, str | None]
     return bound_report(subject, data="train", margin=1.0), None
 
 
+def certificate_folder(root: str | Path, name: str, prior: str) -> Path:
+    """Where the certificate of checkpoint ``name`` with ``prior`` keeps its stages under ``root``:
+    ``root/EXPERIMENT/SCALE/TRIAL/PRIOR`` for a ``zoo:`` name, ``root/PATH/PRIOR`` (the checkpoint's path
+    less its suffix, as a relative path) for a file.
+
+    ```python
+    >>> certificate_folder("results/certificates", "zoo:table2-mnist/paper/spectral_s0", "learned").as_posix()
+    'results/certificates/table2-mnist/paper/spectral_s0/learned'
+
+    ```
+    """
+    where = name.removeprefix("zoo:") if name.startswith("zoo:") else Path(name).with_suffix("").as_posix()
+    parts = [part for part in Path(where).parts if part not in ("/", "..", ".")]
+    return Path(root, *parts, prior)
+
+
 def bounds_row(name: str, certificates: tuple[str, ...] = (), mc_samples: int = 20000, epochs: int = 20,
-               objective: str = "quadratic", seed: int = 0) -> dict[str, Any]:
+               objective: str = "quadratic", seed: int = 0, state: str | Path | None = None
+               ) -> dict[str, Any]:
     """The bounds of one checkpoint (a path or a ``zoo:`` name); ``certificates``: the priors to certify
-    with (``init``, ``learned``)."""
+    with (``init``, ``learned``); ``state``: a folder under which each certificate keeps its stages
+    (:func:`certificate_folder`), so that a rerun resumes them."""
     unknown = set(certificates) - set(PRIORS)
     if unknown:
         raise ValueError(f"unknown prior(s) {sorted(unknown)}; expected some of {PRIORS}")
@@ -81,7 +100,8 @@ def bounds_row(name: str, certificates: tuple[str, ...] = (), mc_samples: int = 
     for prior in certificates:
         record, posterior = certify(subject, task.train.inputs, task.train.targets, mc_samples=mc_samples,
                                     epochs=epochs, objective=objective, prior=prior, held_out=held_out,
-                                    selections=selections, seed=seed)
+                                    selections=selections, seed=seed,
+                                    state=None if state is None else certificate_folder(state, name, prior))
         generator = torch.Generator().manual_seed(seed)
         q_test = sum(error_rate(model, posterior.sample(generator), x_test, y_test)
                      for _ in range(Q_TEST_SAMPLES)) / Q_TEST_SAMPLES

@@ -198,7 +198,7 @@ def cmd_bounds_table(args: argparse.Namespace) -> int:
         raise CommandError("no checkpoints: name some, or keep paper-scale results of a classification task")
     progress = show_progress(args)
     priors = () if args.certify is None else tuple(args.certify) or ("init",)
-    rows = [bounds_row(name, priors, args.mc_samples, args.epochs, args.objective)
+    rows = [bounds_row(name, priors, args.mc_samples, args.epochs, args.objective, state=args.state)
             for name in tqdm(names, desc="checkpoints", disable=not progress)]
     if args.out:
         with open(args.out, "w", newline="") as f:
@@ -346,6 +346,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        help="the certificates' objective")
     table.add_argument("--mc-samples", type=count(1, 10 ** 7), default=20000)
     table.add_argument("--epochs", type=count(0, 10 ** 5), default=20)
+    table.add_argument("--state", default=None, metavar="DIR",
+                       help="keep each certificate's finished stages under DIR/EXPERIMENT/SCALE/TRIAL/PRIOR "
+                       "(what certify --state keeps); the same command resumes them")
     table.add_argument("--out", default=None, help="also write the rows to this CSV file")
     table.add_argument("--figure", default=None, help="also draw the bounds against the test error (PNG)")
     add_output_arguments(table)
