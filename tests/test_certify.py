@@ -344,7 +344,8 @@ def test_an_interrupted_certificate_resumes_to_the_uninterrupted_record(trained,
         certify(subject, x, y, state=tmp_path / "state", **options)
     monkeypatch.undo()
     kept = sorted(p.stem for p in (tmp_path / "state").glob("*.safetensors"))
-    assert kept == ["margins-0", "margins-1", "monte-carlo", "moved-0", "moved-1", "posterior", "prior"]
+    assert kept == ["margins-0", "margins-1", "monte-carlo", "moved-0", "moved-1", "posterior",
+                    "posterior-fit", "prior"]
     trained_again = []
     monkeypatch.setattr(certify_module, "fit_posterior", lambda *a, **k: trained_again.append(1))
     monkeypatch.setattr(certify_module, "train_prior", lambda *a, **k: trained_again.append(1))
@@ -459,3 +460,26 @@ def test_the_bounds_table_keeps_and_resumes_each_certificate_in_its_own_folder(t
     zoo = certificate_folder("root", "zoo:table2-mnist/paper/spectral_s0", "learned")
     assert zoo.parts == ("root", "table2-mnist", "paper", "spectral_s0", "learned")
     assert ".." not in certificate_folder("root", "../elsewhere/model.safetensors", "init").parts
+
+
+def test_an_interrupted_fit_of_q_continues_to_the_q_an_uninterrupted_one_gives(tmp_path):
+    """Q, Adam's moments and the generator are kept after each epoch: one epoch, then a rerun asked for
+    three, ends bit for bit where three epochs in one go end (Q's fit is most of a T = 784 certificate)."""
+    from spectral_analysis.analysis.evaluation_store import EvaluationStore
+
+    rnn, x, y = sharp_rnn()
+    model = as_subject(rnn).model
+    w0 = {k: torch.zeros_like(v) for k, v in model.named_parameters()}
+    options = {"init_std": 1e-2, "batch_size": 64, "seed": 2, "fit_mean": True, "lr": 1e-2}
+    whole = fit_posterior(model, w0, x, y, epochs=3, **options)
+    store = EvaluationStore(tmp_path, {"test": 1})
+    fit_posterior(model, w0, x, y, epochs=1, store=store, **options)
+    assert int(store.stage("posterior-fit")["epochs"]) == 1
+    store = EvaluationStore(tmp_path, {"test": 1})
+    resumed = fit_posterior(model, w0, x, y, epochs=3, store=store, **options)
+    for k in whole.mu:
+        assert torch.equal(resumed.log_s[k], whole.log_s[k]) and torch.equal(resumed.mu[k], whole.mu[k])
+    assert torch.equal(resumed.log_prior_var, whole.log_prior_var)
+    assert not torch.equal(whole.log_s[k], fit_posterior(model, w0, x, y, epochs=2, **options).log_s[k])
+    with pytest.raises(ValueError, match="kept fit ran 3 epochs, more than the 2"):
+        fit_posterior(model, w0, x, y, epochs=2, store=EvaluationStore(tmp_path, {"test": 1}), **options)

@@ -283,7 +283,7 @@ def _fitted_posterior(store: EvaluationStore, model: nn.Module, w0: dict[str, Te
         start["init_std"], start["noise_probe"] = noise_probe(model, inputs, labels, seed=seed)
     torch.manual_seed(seed)
     posterior = fit_posterior(model, w0, inputs, labels, start["init_std"], delta, epochs, lr=lr, seed=seed,
-                              objective=objective, fit_mean=mean == "fitted", progress=progress)
+                              objective=objective, fit_mean=mean == "fitted", progress=progress, store=store)
     probe = [[std, error] for std, error in (start["noise_probe"] or {}).items()]
     store.keep("posterior", {**{f"mu/{k}": v for k, v in posterior.mu.items()},
                              **{f"log_s/{k}": v for k, v in posterior.log_s.items()},

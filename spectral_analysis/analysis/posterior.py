@@ -169,12 +169,15 @@ def noise_probe(model: torch.nn.Module, inputs: Tensor, labels: Tensor, toleranc
 def fit_posterior(model: torch.nn.Module, w0: dict[str, Tensor], inputs: Tensor, labels: Tensor,
                   init_std: float, delta: float = 0.025, epochs: int = 20, batch_size: int = 256,
                   lr: float = 1e-4, scale_lr: float = 1e-2, seed: int = 0, objective: str = "quadratic",
-                  fit_mean: bool = False, progress: bool = False) -> Posterior:
+                  fit_mean: bool = False, progress: bool = False,
+                  store: EvaluationStore | None = None) -> Posterior:
     """Minimize a PAC-Bayes ``objective`` over ``log s`` and ``log lambda`` (``scale_lr``), from
     ``s = init_std`` (:func:`noise_probe` finds one) and the ``lambda`` that minimizes the KL there, with
     Q's mean ``mu`` the model's own weights: held there, or with ``fit_mean`` moved from there too (Adam,
     ``lr``; every weight that drifts by ``d`` costs ``d^2 / (2 lambda)`` of KL, so ``lr`` is small). Q is
-    never independent of the model's weights."""
+    never independent of the model's weights. With a ``store``, Q, Adam's state and the generator's are
+    kept after each epoch (stage ``posterior-fit``), and a rerun continues from the last epoch kept to
+    the Q an uninterrupted fit gives."""
     if not init_std > 0:
         raise ValueError(f"the initial posterior standard deviation must be > 0, got {init_std}")
     if objective not in OBJECTIVES:
@@ -193,19 +196,60 @@ def fit_posterior(model: torch.nn.Module, w0: dict[str, Tensor], inputs: Tensor,
         groups.append({"params": list(posterior.mu.values()), "lr": lr})
     optimizer = torch.optim.Adam(groups)
     generator = torch.Generator().manual_seed(seed)
+    done = _resume_fit(store, posterior, optimizer, generator)
+    if done > epochs:
+        raise ValueError(f"the kept fit ran {done} epochs, more than the {epochs} asked for")
     m = len(inputs)
-    steps = epochs * math.ceil(m / batch_size)
-    for index in tqdm(batches(m, batch_size, epochs, generator), total=steps, desc="posterior",
-                      disable=not progress, leave=False):
-        logits = last_logits(model, posterior.sample(generator), inputs[index])
-        objective_value = pac_bayes_objective(surrogate(logits, labels[index]), posterior.kl(), m,
-                                              delta / len(PRIOR_GRID), objective)
-        optimizer.zero_grad()
-        objective_value.backward()
-        optimizer.step()
+    per_epoch = math.ceil(m / batch_size)
+    bar = tqdm(total=epochs * per_epoch, initial=done * per_epoch, desc="posterior", disable=not progress,
+               leave=False)
+    for epoch in range(done, epochs):
+        for index in batches(m, batch_size, 1, generator):
+            logits = last_logits(model, posterior.sample(generator), inputs[index])
+            objective_value = pac_bayes_objective(surrogate(logits, labels[index]), posterior.kl(), m,
+                                                  delta / len(PRIOR_GRID), objective)
+            optimizer.zero_grad()
+            objective_value.backward()
+            optimizer.step()
+            bar.update()
+        if store is not None:
+            store.keep("posterior-fit", _fit_state(epoch + 1, posterior, optimizer, generator))
+    bar.close()
     return Posterior({k: v.detach() for k, v in posterior.mu.items()},
                      {k: v.detach() for k, v in posterior.log_s.items()}, posterior.w0,
                      posterior.log_prior_var.detach())
+
+
+def _fit_state(epochs: int, posterior: Posterior, optimizer: torch.optim.Optimizer,
+               generator: torch.Generator) -> dict[str, Tensor]:
+    """What :func:`fit_posterior` needs to continue after ``epochs``: Q, Adam's moments, the generator."""
+    adam = {f"adam/{index}/{name}": value for index, moments in optimizer.state_dict()["state"].items()
+            for name, value in moments.items()}
+    return {"epochs": torch.tensor(epochs), "generator": generator.get_state(),
+            "log_prior_var": posterior.log_prior_var, **adam,
+            **{f"mu/{k}": v for k, v in posterior.mu.items()},
+            **{f"log_s/{k}": v for k, v in posterior.log_s.items()}}
+
+
+def _resume_fit(store: EvaluationStore | None, posterior: Posterior, optimizer: torch.optim.Optimizer,
+                generator: torch.Generator) -> int:
+    """Load the last epoch :func:`_fit_state` kept into Q, Adam and the generator; the epochs done."""
+    kept = store.stage("posterior-fit") if store is not None else None
+    if kept is None:
+        return 0
+    with torch.no_grad():
+        posterior.log_prior_var.copy_(kept["log_prior_var"])
+        for k in posterior.mu:
+            posterior.mu[k].copy_(kept[f"mu/{k}"])
+            posterior.log_s[k].copy_(kept[f"log_s/{k}"])
+    moments: dict[int, dict[str, Tensor]] = {}
+    for key, value in kept.items():
+        if key.startswith("adam/"):
+            _, index, name = key.split("/")
+            moments.setdefault(int(index), {})[name] = value
+    optimizer.load_state_dict({"state": moments, "param_groups": optimizer.state_dict()["param_groups"]})
+    generator.set_state(kept["generator"])
+    return int(kept["epochs"])
 
 
 @torch.no_grad()
