@@ -49,6 +49,9 @@ MNIST_VARIANTS = ("mnist", "permuted-mnist", "mnist-flat")
 TASK_NAMES = ("addition", "copy", *MNIST_VARIANTS, "ucr", "ptb", "jsb")
 PTB_LEVELS = ("word", "char")  # Penn Treebank's tokens: ICML Table 3's words, KRU Table 3's characters
 OPTIMIZER_NAMES = ("adam", "rmsprop", "sgd")
+# what a sequence task's training objective does over the scored steps: their mean (PyTorch's
+# word_language_model), or their sum, averaged over the batch only (Zaremba et al. 2014; TensorFlow's PTB)
+SEQUENCE_LOSSES = ("mean", "sum-over-steps")
 SCALES = ("paper", "budget", "smoke")  # experiment scales of the catalog, in the order their evidence is read
 SWEEP_BACKENDS = ("ray", "processes")  # the runner: Ray Tune, or plain local processes
 MAX_SEEDS = 1000  # seeds of one grid configuration, in a catalog or --seeds

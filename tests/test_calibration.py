@@ -82,8 +82,23 @@ def test_calibrate_refuses_a_grid_whose_baseline_trails_its_reference_and_keeps_
     toolkit, reference = kept["curves"]["toolkit"], kept["curves"]["reference"]
     assert [step for step, _ in toolkit] == [step for step, _ in reference]
     assert kept["curves"]["toolkit"][-1][0] == 60
+    assert kept["config"]["model_options"] == {"activation": "tanh", "init_std": 30.0}  # the recipe it tried
     assert main(["--quiet", "calibrate", "nope", "--catalog", str(catalog)]) == 1
     assert "unknown experiment 'nope'" in capsys.readouterr().err
+
+
+def test_calibrate_takes_the_baselines_named_and_refuses_one_without_a_reference(tmp_path, capsys):
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "calib.toml").write_text(GRID)
+    results = tmp_path / "results"
+    common = ["--steps", "60", "--catalog", str(catalog), "--results", str(results), "--json"]
+    assert main(["--quiet", "calibrate", "calib", "--variant", "lstm", *common]) == 0
+    assert [row["variant"] for row in json.loads(capsys.readouterr().out)["rows"]] == ["lstm"]
+    assert [p.name for p in (results / "calib" / "calibration" / "paper").iterdir()] == ["lstm.json"]
+    assert main(["--quiet", "calibrate", "calib", "--variant", "spectral", *common]) == 1
+    assert ("calib has no baseline ['spectral'] with a plain-PyTorch reference at 'paper'; it has ['lstm', "
+            "'still', 'too-large']") in capsys.readouterr().err
 
 
 def test_the_reference_stacks_drops_embeds_a_vocabulary_and_carries_its_state():
@@ -115,6 +130,8 @@ def test_the_ptb_grid_calibrates_on_its_token_stream(tmp_path, capsys):
             str(tmp_path), "--json"]
     assert main(args) == 1  # four steps of a 10,000-word vocabulary: neither side has learned
     rows = json.loads(capsys.readouterr().out)["rows"]
-    assert [row["variant"] for row in rows] == ["rnn-1x128", "lstm-1x128", "rnn-2x128", "lstm-2x128"]
+    assert [row["variant"] for row in rows] == ["rnn-1x128", "lstm-1x128", "rnn-1x128-mean",
+                                                "lstm-1x128-mean", "rnn-2x128", "lstm-2x128",
+                                                "lstm-2x128-drop0.8"]
     for row in rows:
         assert row["verdict"].startswith("inconclusive") and 8 < row["reference_valid"] < 10  # ln 10000 = 9.2

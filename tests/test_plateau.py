@@ -198,6 +198,9 @@ def _row(status="done", steps=100, best_step=50, **config) -> dict:
     (_row(status="failed"), _trial(max_steps=300), True),  # failed within its minimum: fails the same
     (_row(status="failed", max_steps=500), _trial(max_steps=300), False),  # may have failed past 300
     (_row(best_step=50, max_steps=300), _trial(), False),  # the trial asks for the fixed budget only
+    (_row(), _trial(sequence_loss="mean"), True),  # kept before the field existed: it ran the default
+    (_row(), _trial(sequence_loss="sum-over-steps"), False),  # ... which is not this one
+    (_row(best_step=50), _trial(sequence_loss="mean", max_steps=300), True),
 ])
 def test_a_kept_row_stands_for_a_trial_when_the_trial_would_end_the_same(row, trial, stands):
     assert kept_row_stands(row, trial) is stands

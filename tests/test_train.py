@@ -429,3 +429,38 @@ def test_the_freeze_flag_reaches_the_run(tmp_path, capsys):
                  "--hidden", "6", "--freeze", "transitions.*", "--freeze", "output.*", "--no-progress",
                  "--out", str(out)]) == 0
     assert json.loads((out / "config.json").read_text())["train"]["freeze"] == ["transitions.*", "output.*"]
+
+
+def test_a_loss_summed_over_steps_is_the_mean_at_t_times_the_rate_and_a_t_times_smaller_clip(tmp_path):
+    """Zaremba et al.'s PTB objective (``sequence_loss = "sum-over-steps"``): SGD at lr with clip c on the
+    sum over T steps takes the step SGD at T lr with clip c / T takes on the per-step mean, while the logged
+    loss stays the per-step mean."""
+    length = 6  # the copy task's sequences are length + 20 steps long
+    steps_per_sequence = length + 20
+    task = {"length": length, "train_size": 64, "valid_size": 16, "test_size": 16}
+
+    def run(name: str, **recipe) -> tuple[dict, list[dict]]:
+        config = small_config(tmp_path / name, model="rnn", task="copy", task_options=task,
+                              model_options={"activation": "tanh"}, optimizer="sgd", steps=5, **recipe)
+        trainer = Trainer(config)
+        trainer.run()
+        return ({n: p.detach() for n, p in trainer.model.named_parameters()},
+                [line for line in log_lines(tmp_path / name) if line["phase"] == "train"])
+
+    summed, summed_log = run("sum", sequence_loss="sum-over-steps", lr=0.01, clip=2.0)
+    mean, mean_log = run("mean", lr=0.01 * steps_per_sequence, clip=2.0 / steps_per_sequence)
+    assert all(torch.allclose(summed[n], mean[n], atol=1e-5) for n in summed)
+    unscaled, _ = run("unscaled", lr=0.01, clip=2.0)
+    assert not all(torch.allclose(summed[n], unscaled[n], atol=1e-3) for n in summed)
+    assert summed_log[-1]["loss"] == pytest.approx(summed_log[-1]["cross_entropy"])  # the mean, not the sum
+    assert summed_log[0]["grad_norm"] == pytest.approx(steps_per_sequence * mean_log[0]["grad_norm"],
+                                                       rel=1e-4)
+
+
+def test_a_summed_loss_is_refused_where_there_are_no_steps_to_sum(tmp_path):
+    with pytest.raises(ValueError, match="sequence_loss 'sum-over-steps' sums a sequence task's loss over "
+                                         "its steps; task 'addition' is 'regression-last'"):
+        Trainer(small_config(tmp_path / "run", sequence_loss="sum-over-steps"))
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()
+    with pytest.raises(ValueError, match="unknown sequence_loss 'sum'"):
+        small_config(tmp_path / "run", sequence_loss="sum").validate()

@@ -25,7 +25,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.scale not in experiment.scales:
         raise CommandError(f"{args.name!r} has no {args.scale!r} scale; it has {sorted(experiment.scales)}")
     results = results_dir(args)
-    rows = calibrate(experiment, args.scale, args.steps, args.margin, results)
+    try:
+        rows = calibrate(experiment, args.scale, args.steps, args.margin, results, args.variant)
+    except ValueError as error:
+        raise CommandError(str(error)) from error
     trailing = [row["variant"] for row in rows if row["verdict"] == "trails"]
     unsettled = [row["variant"] for row in rows if row["verdict"] == "inconclusive"]
     words = {"ok": "ok", "inconclusive": "inconclusive: neither side learned"}
@@ -60,6 +63,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--scale", choices=SCALES, default="paper",
                         help="the grid whose recipes to calibrate")
     parser.add_argument("--steps", type=count(1, 10 ** 6), default=200, help="training steps of each side")
+    parser.add_argument("--variant", action="append", metavar="LABEL", help="calibrate only this baseline of "
+                        "the grid (repeatable; default: every baseline with a reference)")
     parser.add_argument("--margin", type=positive_real(10.0), default=0.1,
                         help="the toolkit's final training loss may exceed the reference's by this fraction")
     catalog_arguments(parser)

@@ -16,7 +16,7 @@ from spectral_analysis.cli.common import (
     real,
     show_progress,
 )
-from spectral_analysis.vocabulary import OPTIMIZER_NAMES, PTB_LEVELS, TASK_NAMES
+from spectral_analysis.vocabulary import OPTIMIZER_NAMES, PTB_LEVELS, SEQUENCE_LOSSES, TASK_NAMES
 
 TASK_FLAGS: dict[str, dict[str, Any]] = {
     "length": {"type": int, "help": "sequence length T (addition, copy) or window (ptb)"},
@@ -85,7 +85,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             lr=args.lr, lr_decay=args.lr_decay, lr_cut=args.lr_cut, batch_size=args.batch_size,
             steps=args.steps, epochs=args.epochs, max_steps=args.max_steps,
             plateau_min_delta=args.plateau_min_delta or 0.0, clip=args.clip,
-            penalty=args.penalty, freeze=args.freeze or [], seed=args.seed,
+            sequence_loss=args.sequence_loss, penalty=args.penalty, freeze=args.freeze or [], seed=args.seed,
             device=args.device or "auto", record_every=args.record_every, eval_every=args.eval_every,
             checkpoint_every=args.checkpoint_every, eval_batches=args.eval_batches, progress=progress,
             tensorboard=args.tensorboard, test_with_valid=args.test_with_valid)
@@ -262,6 +262,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--plateau-min-delta", type=real, default=None, help="with --max-steps: a validation "
                     "gain counts as an improvement only when larger than this (default 0: any gain)")
     tr.add_argument("--clip", type=real, default=None, help="clip the gradient norm to this value")
+    tr.add_argument("--sequence-loss", choices=SEQUENCE_LOSSES, default="mean", help="a sequence task's "
+                    "objective: the cross entropy's mean over steps and batch (default), or its sum over the "
+                    "steps averaged over the batch (Zaremba et al. 2014; lr and --clip then act on the sum)")
     tr.add_argument("--penalty", type=real, default=0.0, help="weight of ||sigma - sigma*||^2 (map none)")
     tr.add_argument("--freeze", action="append", metavar="PATTERN", help="keep the parameters whose names "
                     "match PATTERN (fnmatch, e.g. 'transitions.*') at their initial values; repeatable")

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from torch import Tensor
 from torch.nn import functional as F
 
+from spectral_analysis.vocabulary import SEQUENCE_LOSSES
+
 if TYPE_CHECKING:
     from spectral_analysis.data.base import TaskData
 
@@ -69,6 +71,26 @@ def task_loss_and_metrics(task: TaskData, outputs: Tensor,
                           targets: Tensor) -> tuple[Tensor, dict[str, float]]:
     """:func:`loss_and_metrics` as ``task`` scores itself (its kind, recall and loss steps)."""
     return loss_and_metrics(task.kind, outputs, targets, task.recall_steps, task.loss_steps)
+
+
+def training_objective(task: TaskData, loss: Tensor, outputs: Tensor, sequence_loss: str) -> Tensor:
+    """What the optimizer descends, from the batch's mean ``loss``: the loss itself (``mean``), or for a
+    sequence task with ``sum-over-steps`` the cross entropy summed over its scored steps and averaged over
+    the batch, the objective of Zaremba et al. (2014) and of TensorFlow's PTB model, on which a learning
+    rate ``lr`` and a clip ``c`` act as ``lr * T`` and ``c / T`` on the mean over T steps. Example: on
+    Penn Treebank's windows of 300 words, ``training_objective(task, loss, outputs, "sum-over-steps")`` is
+    ``300 * loss``."""
+    check_sequence_loss(task, sequence_loss)
+    return loss if sequence_loss == "mean" else loss * (task.loss_steps or outputs.shape[1])
+
+
+def check_sequence_loss(task: TaskData, sequence_loss: str) -> None:
+    """Refuse a ``sequence_loss`` that is unknown, or that sums over steps a task without them scores."""
+    if sequence_loss not in SEQUENCE_LOSSES:
+        raise ValueError(f"unknown sequence_loss {sequence_loss!r}; expected one of {SEQUENCE_LOSSES}")
+    if sequence_loss != "mean" and task.kind != "sequence":
+        raise ValueError(f"sequence_loss {sequence_loss!r} sums a sequence task's loss over its steps; task "
+                         f"{task.name!r} is {task.kind!r}")
 
 
 def weighted_mean(parts: list[tuple[dict[str, float], int]]) -> dict[str, float]:

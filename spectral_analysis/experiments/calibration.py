@@ -25,8 +25,14 @@ from typing import Any
 
 import torch
 
+from spectral_analysis.atomic import atomic_write_text
 from spectral_analysis.data import Split, TaskData
-from spectral_analysis.data.objectives import scored_count, task_loss_and_metrics, weighted_mean
+from spectral_analysis.data.objectives import (
+    scored_count,
+    task_loss_and_metrics,
+    training_objective,
+    weighted_mean,
+)
 from spectral_analysis.experiments.catalog import Experiment, Trial
 from spectral_analysis.experiments.reference import REFERENCE_MODELS, ReferenceRecurrent
 from spectral_analysis.train import Trainer
@@ -84,7 +90,7 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
             curve.append((step + 1, float("inf")))
             break
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        training_objective(task, loss, outputs, config.sequence_loss).backward()
         if config.clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
         optimizer.step()
@@ -128,9 +134,12 @@ def calibrate_trial(trial: Trial, steps: int, margin: float = DEFAULT_MARGIN) ->
 
 
 def calibrate(experiment: Experiment, scale: str, steps: int, margin: float = DEFAULT_MARGIN,
-              results: str | Path | None = None) -> list[dict[str, Any]]:
+              results: str | Path | None = None, variants: list[str] | None = None) -> list[dict[str, Any]]:
     """Calibrate every baseline of ``experiment``'s grid at ``scale`` that has a reference (one trial per
-    variant: its first grid point, seed 0), keeping each in ``results`` when given."""
+    variant: its first grid point, seed 0), or only the ``variants`` named, keeping each in ``results``
+    as it finishes (an interrupted calibration keeps the baselines done).
+
+    Example: ``calibrate(find_experiment("table3-ptb"), "paper", 155, variants=["lstm-1x128"])``."""
     first: dict[str, Trial] = {}
     for trial in experiment.trials(scale):
         if trial.config["model"] in REFERENCE_MODELS and trial.seed == 0:
@@ -138,10 +147,17 @@ def calibrate(experiment: Experiment, scale: str, steps: int, margin: float = DE
     if not first:
         raise ValueError(f"{experiment.name} has no baseline with a plain-PyTorch reference at {scale!r} "
                          f"(models with one: {REFERENCE_MODELS})")
-    rows = [calibrate_trial(trial, steps, margin) for trial in first.values()]
-    if results is not None:
-        folder = Path(results) / experiment.name / CALIBRATION_DIR / scale
-        folder.mkdir(parents=True, exist_ok=True)
-        for row in rows:
-            (folder / f"{row['variant']}.json").write_text(json.dumps(row, indent=1))
+    if variants is not None:
+        unknown = sorted(set(variants) - set(first))
+        if unknown:
+            raise ValueError(f"{experiment.name} has no baseline {unknown} with a plain-PyTorch reference at "
+                             f"{scale!r}; it has {sorted(first)}")
+        first = {label: trial for label, trial in first.items() if label in variants}
+    folder = None if results is None else Path(results) / experiment.name / CALIBRATION_DIR / scale
+    rows = []
+    for trial in first.values():
+        rows.append({**calibrate_trial(trial, steps, margin), "config": trial.config})
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(folder / f"{trial.variant}.json", json.dumps(rows[-1], indent=1))
     return rows

@@ -24,6 +24,7 @@ from spectral_analysis.experiments.catalog import Trial, configuration_key, find
 from spectral_analysis.experiments.fitness import diverged
 from spectral_analysis.experiments.results import (
     CURVES_NAME,
+    differing_fields,
     kept_row_stands,
     read_curves,
     read_rows,
@@ -318,9 +319,7 @@ def _stale_trials(experiment: str, scale: str, rows: list[dict[str, Any]]) -> di
         if trial is None:
             stale[row["trial"]] = ["trial"]
         elif not kept_row_stands(row, trial):
-            kept = row.get("config") or {}
-            stale[row["trial"]] = sorted(k for k in kept.keys() | trial.config.keys()
-                                         if kept.get(k) != trial.config.get(k))
+            stale[row["trial"]] = differing_fields(row.get("config") or {}, trial.config)
     return stale
 
 

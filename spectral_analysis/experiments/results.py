@@ -27,6 +27,7 @@ import json
 import os
 import platform
 import time
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,8 @@ from spectral_analysis.data.objectives import PRIMARY_METRIC
 from spectral_analysis.experiments.catalog import Trial
 from spectral_analysis.experiments.fitness import trial_fitness
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, RESULT_NAME, read_kept_row, trial_results_dir
-from spectral_analysis.train import Checkpoint, load_checkpoint, save_checkpoint
+from spectral_analysis.train import Checkpoint, TrainConfig, load_checkpoint, save_checkpoint
+from spectral_analysis.train.config import field_default
 from spectral_analysis.train.evaluation import RunLog
 from spectral_analysis.train.plateau import best_validation, is_plateau, last_improvement_step
 
@@ -117,6 +119,21 @@ def outcome_text(row: dict[str, Any]) -> str:
     return f"done: {steps} steps ({stopped}), {row.get('seconds', 0.0):.0f} s{score}"
 
 
+def differing_fields(kept: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
+    """The catalog configuration fields on which a kept row's ``kept`` and a trial's ``wanted`` differ; a
+    TrainConfig field that one of them leaves out has its default (a row kept before the field existed
+    trained with it), so ``{}`` and ``{"sequence_loss": "mean"}`` do not differ."""
+    defaulted = {f.name for f in fields(TrainConfig)
+                 if f.default is not MISSING or f.default_factory is not MISSING}
+
+    def value(config: dict[str, Any], key: str) -> Any:
+        if key in config:
+            return config[key]
+        return field_default(key) if key in defaulted else None
+
+    return sorted(k for k in kept.keys() | wanted.keys() if value(kept, k) != value(wanted, k))
+
+
 def kept_row_stands(kept: dict[str, Any], trial: Trial, retry_failed: bool = False) -> bool:
     """Whether a kept row stands for ``trial``, so that a sweep skips it: with the same configuration, a
     done row or (unless retried) a failed one or one a scheduler stopped. With the same configuration but
@@ -125,11 +142,10 @@ def kept_row_stands(kept: dict[str, Any], trial: Trial, retry_failed: bool = Fal
     ``max_steps`` (the trial fails at the same step); a row that stopped at a smaller cap without
     plateauing trains on."""
     config = kept.get("config") or {}
-    if config == trial.config:
+    if not differing_fields(config, trial.config):
         return kept["status"] == "done" or (kept["status"] in ("failed", "stopped") and not retry_failed)
-    without_cap = {k: v for k, v in config.items() if k != "max_steps"}
     cap = trial.config.get("max_steps")
-    if cap is None or without_cap != {k: v for k, v in trial.config.items() if k != "max_steps"}:
+    if cap is None or differing_fields(config, trial.config) != ["max_steps"]:
         return False
     if kept["status"] == "failed":
         return not retry_failed and (config.get("max_steps") or 0) <= cap

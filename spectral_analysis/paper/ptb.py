@@ -27,6 +27,16 @@ PPL = ".1f"  # how evidence prints a perplexity
 NO_DROPOUT = "the kept 2-layer rows trained without the paper's 80% dropout (run before the toolkit had one)"
 
 
+def dropout_text(groups: list[Group]) -> str:
+    """The dropout the 2-layer rows among ``groups`` trained with, read off their kept configurations."""
+    rates = sorted({(row["config"].get("model_options") or {}).get("dropout", 0.0)
+                    for g in groups if g.rows[0]["config"].get("model_options", {}).get("num_layers") == 2
+                    for row in g.rows})
+    if rates in ([], [0.0]):
+        return NO_DROPOUT
+    return f"the 2-layer rows' dropout: {', '.join(f'{r:g}' for r in rates)} (the paper's \"80% dropout\")"
+
+
 def ppl_on_test(group: Group) -> list[float]:
     """Each seed's test perplexity."""
     return group.final_per_seed("test_metrics", "perplexity")
@@ -47,7 +57,7 @@ def better_than_lstm(grid: KeptGrid, pairs: dict[int, tuple[Group, Group]]) -> C
         for d, (s, lstm) in pairs.items())
     groups = [g for pair in pairs.values() for g in pair]
     record = CheckRecord(SOURCE, "Spectral-RNN has a lower test perplexity than the LSTM at 1 and 2 layers",
-                         every(list(outcomes.values())), f"{evidence}; {NO_DROPOUT}",
+                         every(list(outcomes.values())), f"{evidence}; {dropout_text(groups)}",
                          {g.variant: ppl_on_test(g) for g in groups}, quote=BETTER_QUOTE)
     return judged(grid, record, min(g.seeds for g in groups))
 
@@ -61,7 +71,7 @@ def two_layers(grid: KeptGrid, spectral: Group, lstm: Group) -> CheckRecord:
         f"{spectral.variant} against {lstm.variant}, mean [min, max] over seeds: test perplexity "
         f"{spread_text(mine[0], PPL)} against {spread_text(theirs[0], PPL)} (lower: {test}); training "
         f"perplexity (median of the last {RECORDS} records) {spread_text(mine[1], PPL)} against "
-        f"{spread_text(theirs[1], PPL)} (higher: {train}); {NO_DROPOUT}")
+        f"{spread_text(theirs[1], PPL)} (higher: {train}); {dropout_text([spectral, lstm])}")
     numbers = {"test_perplexity": {spectral.variant: mine[0], lstm.variant: theirs[0]},
                "train_perplexity": {spectral.variant: mine[1], lstm.variant: theirs[1]}}
     record = CheckRecord(SOURCE, "2-layer Spectral-RNN: lower test and higher training perplexity than the "

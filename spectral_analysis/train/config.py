@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from spectral_analysis.vocabulary import MODEL_NAMES, OPTIMIZER_NAMES, TASK_NAMES
+from spectral_analysis.vocabulary import MODEL_NAMES, OPTIMIZER_NAMES, SEQUENCE_LOSSES, TASK_NAMES
 
 OPTIMIZERS = dict(zip(OPTIMIZER_NAMES, (torch.optim.Adam, torch.optim.RMSprop, torch.optim.SGD), strict=True))
 RESUMABLE_CHANGES = ("steps", "epochs", "max_steps", "plateau_min_delta", "device", "progress", "tensorboard",
@@ -38,6 +38,7 @@ class TrainConfig:
     max_steps: int | None = None  # past steps/epochs, train on until validation plateaus, at most this
     plateau_min_delta: float = 0.0  # a validation gain no larger than this is no improvement (plateau.py)
     clip: float | None = None  # max gradient norm
+    sequence_loss: str = "mean"  # a sequence task's objective over its steps (objectives.training_objective)
     penalty: float = 0.0  # weight of the models' spectral penalty (sigma map "none")
     freeze: list[str] = field(default_factory=list)  # fnmatch patterns of parameters kept at their init
     seed: int = 0
@@ -68,6 +69,9 @@ class TrainConfig:
         for name in ("model_options", "task_options"):
             if not isinstance(getattr(self, name), dict):
                 raise ValueError(f"{name} must be a table, got {getattr(self, name)!r}")
+        if self.sequence_loss not in SEQUENCE_LOSSES:
+            raise ValueError(f"unknown sequence_loss {self.sequence_loss!r}; expected one of "
+                             f"{SEQUENCE_LOSSES}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; expected one of {tuple(OPTIMIZERS)}")
         if (self.steps is None) == (self.epochs is None):

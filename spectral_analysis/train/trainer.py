@@ -48,7 +48,13 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from spectral_analysis.data import TaskData, load_task
-from spectral_analysis.data.objectives import PRIMARY_METRIC, scores_last_step, task_loss_and_metrics
+from spectral_analysis.data.objectives import (
+    PRIMARY_METRIC,
+    check_sequence_loss,
+    scores_last_step,
+    task_loss_and_metrics,
+    training_objective,
+)
 from spectral_analysis.nn import RecurrentModel, build_model
 from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
 from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
@@ -163,6 +169,7 @@ class Trainer:
         if not resume and (self.out / "config.json").exists():
             raise ValueError(f"{self.out} already holds a run; use --resume or another --out")
         self.task = load_run_task(config)
+        check_sequence_loss(self.task, config.sequence_loss)
         torch.manual_seed(config.seed)
         self.model = build_model(config.model, self.task.input_size, config.hidden, self.task.output_size,
                                  **config.model_options).to(self.device)
@@ -270,9 +277,9 @@ class Trainer:
         h0 = self._initial_state(fresh, x.shape[0], record and self.recurrent) if self.recurrent else None
         outputs, run = model_outputs(self.model, x, h0, scores_last_step(self.task.kind))
         loss, metrics = task_loss_and_metrics(self.task, outputs, y)
-        objective = loss
+        objective = training_objective(self.task, loss, outputs, self.config.sequence_loss)
         if self.config.penalty:
-            objective = loss + self.config.penalty * self.model.spectral_penalty()
+            objective = objective + self.config.penalty * self.model.spectral_penalty()
         if not torch.isfinite(objective):
             self._diverged(f"the training loss is {objective.item()}")
         self.optimizer.zero_grad(set_to_none=True)
