@@ -158,9 +158,9 @@ def noise_probe(model: torch.nn.Module, inputs: Tensor, labels: Tensor, toleranc
     weights = {k: v.detach() for k, v in model.named_parameters()}
     clean, errors = error_rate(model, weights, x, y), {}
     for std in NOISE_GRID:
-        draws = ({k: v + std * torch.randn(v.shape, generator=generator, dtype=v.dtype).to(v.device)
-                  for k, v in weights.items()} for _ in range(samples))
-        errors[std] = sum(error_rate(model, drawn, x, y) for drawn in draws) / samples
+        log_s = {k: torch.full_like(v, math.log(std)) for k, v in weights.items()}
+        noisy = Posterior(weights, log_s, weights, torch.tensor(2 * math.log(std)))  # N(w, std^2 I)
+        errors[std] = sum(error_rate(model, noisy.sample(generator), x, y) for _ in range(samples)) / samples
         if errors[std] <= clean + tolerance:
             return std, errors
     return NOISE_GRID[-1], errors
