@@ -74,7 +74,10 @@ def test_calibrate_refuses_a_grid_whose_baseline_trails_its_reference_and_keeps_
     assert set(rows) == {"lstm", "too-large", "still"}  # the Spectral-RNN is the toolkit's own: no reference
     assert payload["refused"] == ["too-large"] and rows["too-large"]["trails"]
     # at lr 1e-9 neither side leaves its start: that shows nothing, and is no pass
-    assert payload["inconclusive"] == ["still"] and rows["still"]["verdict"].startswith("inconclusive")
+    assert payload["inconclusive"] == ["still"] and rows["still"]["verdict"] == "inconclusive"
+    assert rows["still"]["verdict_text"] == "inconclusive: neither side learned"
+    assert rows["too-large"]["verdict"] == "trails"
+    assert rows["too-large"]["verdict_text"].startswith("TRAILS by ")
     assert rows["lstm"]["verdict"] == "ok" and rows["lstm"]["learned"] == {"toolkit": True, "reference": True}
     assert rows["too-large"]["toolkit_loss"] > 1.1 * rows["too-large"]["reference_loss"]
     assert not rows["lstm"]["trails"]
@@ -134,4 +137,4 @@ def test_the_ptb_grid_calibrates_on_its_token_stream(tmp_path, capsys):
                                                 "lstm-1x128-mean", "rnn-2x128", "lstm-2x128",
                                                 "lstm-2x128-drop0.8"]
     for row in rows:
-        assert row["verdict"].startswith("inconclusive") and 8 < row["reference_valid"] < 10  # ln 10000 = 9.2
+        assert row["verdict"] == "inconclusive" and 8 < row["reference_valid"] < 10  # ln 10000 = 9.2

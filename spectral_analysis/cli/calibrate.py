@@ -32,13 +32,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     trailing = [row["variant"] for row in rows if row["verdict"] == "trails"]
     unsettled = [row["variant"] for row in rows if row["verdict"] == "inconclusive"]
     words = {"ok": "ok", "inconclusive": "inconclusive: neither side learned"}
-    for row in rows:  # the verdict in words for the table: by how much a trailing baseline trails
-        row["verdict"] = words.get(row["verdict"]) or \
+    for row in rows:  # the verdict in words beside the kept word: by how much a trailing baseline trails
+        row["verdict_text"] = words.get(row["verdict"]) or \
             f"TRAILS by {row['toolkit_loss'] / row['reference_loss'] - 1:.0%}"
     kept = results / experiment.name / CALIBRATION_DIR / args.scale
 
+    def table_rows(payload: dict) -> list[dict]:
+        return [{**{k: r[k] for k in COLUMNS}, "verdict": r["verdict_text"]} for r in payload["rows"]]
+
     def text(payload: dict) -> str:
-        lines = [render(payload["rows"], "md", COLUMNS),
+        lines = [render(table_rows(payload), "md", COLUMNS),
                  f"training loss: the mean over the last quarter of {args.steps} steps, on the same batches; "
                  f"kept in {kept}"]
         if trailing:
@@ -51,7 +54,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     emit(args, {"experiment": experiment.name, "scale": args.scale, "margin": args.margin,
                 "refused": trailing, "inconclusive": unsettled, "rows": rows}, text,
-         lambda payload: [{k: r[k] for k in COLUMNS} for r in payload["rows"]])
+         table_rows)
     return 1 if trailing or unsettled else 0
 
 
