@@ -593,6 +593,16 @@ def test_the_table4_claims_read_the_accuracy_at_the_best_validation_and_the_over
     keep(runs)
     _, prevents, _, _ = ucr.run()
     assert prevents.verdict == "holds" and "exceeds 0.1: ArrowHead." in prevents.evidence
+    # Spectral-RNN at m1 = m2 = 16 (Table 4's printed counts): a reading of its own, not a rival
+    parameters["spectral-m16"] = 1300
+    runs.update({("spectral-m16", "ArrowHead"): (0.97, 0.1), ("spectral-m16", "GunPoint"): (0.80, 0.05)})
+    keep(runs)
+    stated, printed_counts, *others = ucr.run()
+    assert len(others) == 3 and "spectral-m16" not in stated.numbers["ArrowHead"]
+    assert stated.verdict == "differs" and "m1 = m2 = 16" not in stated.claim  # oRNN's 0.90 on ArrowHead
+    assert printed_counts.verdict == "differs" and "m1 = m2 = 16, the reading" in printed_counts.claim
+    assert "spectral-m16 0.980 [0.970, 0.990] (0.800)" in printed_counts.evidence  # the printed spectral
+    assert "GunPoint: spectral-m16 0.810 [0.800, 0.820] (0.960), lstm" in printed_counts.evidence
 
 
 def test_the_table4_claims_are_unverified_without_test_at_the_best_validation():

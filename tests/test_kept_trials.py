@@ -18,7 +18,8 @@ from spectral_analysis.experiments import (
 )
 from spectral_analysis.experiments.estimate import estimate_experiment, read_estimate
 from spectral_analysis.experiments.ledger import ledger_rows, write_ledger
-from spectral_analysis.experiments.results import outcome_text, plateaued, write_summary
+from spectral_analysis.experiments.results import write_summary
+from spectral_analysis.experiments.row_status import outcome_text, plateaued
 from spectral_analysis.experiments.trial import TrialSpec
 from spectral_analysis.io import resolve_checkpoint, zoo_entries
 from spectral_analysis.train import Trainer, load_checkpoint

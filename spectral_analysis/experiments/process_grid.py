@@ -16,7 +16,7 @@ from typing import Any
 
 from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT
 from spectral_analysis.experiments.ray_grid import spec_id
-from spectral_analysis.experiments.results import outcome_text
+from spectral_analysis.experiments.row_status import outcome_text
 
 
 @contextmanager

@@ -5,7 +5,7 @@ at ``paper`` scale once every configuration of the catalog's paper grid has a fi
 still under way is not drawn half), else at the ``budget`` scale (the paper's sizes for a stated CPU
 budget) once that is complete, else at ``smoke`` scale; a grid says which (:meth:`KeptGrid.stamp`). It
 also names its stale trials: kept rows that no longer stand for the catalog's current entry
-(:func:`~spectral_analysis.experiments.results.kept_row_stands`: a changed configuration, or a run that
+(:func:`~spectral_analysis.experiments.row_status.kept_row_stands`: a changed configuration, or a run that
 stopped at its minimum length where the catalog now trains until plateau), which the next sweep retrains
 and from which a paper check does not judge.
 """
@@ -24,12 +24,11 @@ from spectral_analysis.experiments.catalog import Trial, configuration_key, find
 from spectral_analysis.experiments.fitness import diverged
 from spectral_analysis.experiments.results import (
     CURVES_NAME,
-    differing_fields,
-    kept_row_stands,
     read_curves,
     read_rows,
     read_singular_values,
 )
+from spectral_analysis.experiments.row_status import differing_fields, kept_row_stands
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, trial_results_dir
 from spectral_analysis.vocabulary import SCALES
 

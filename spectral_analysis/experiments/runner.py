@@ -3,7 +3,7 @@
 Every trial has its own run directory ``<out>/<experiment>/<scale>/<trial>/`` (config, metrics.jsonl,
 checkpoints) and, once finished or failed, its kept results in ``<results>/<experiment>/<scale>/``
 (:mod:`spectral_analysis.experiments.results`). Rerunning a sweep skips the trials whose kept row
-stands for them (``results.kept_row_stands``: ``done`` with the same configuration, or plateaued
+stands for them (``row_status.kept_row_stands``: ``done`` with the same configuration, or plateaued
 within a newly given ``max_steps``), and resumes the others from their last checkpoint; the trainer
 resumes bit-identically (batches depend only on seed and step), so an interrupted sweep ends where an
 uninterrupted one does. A trial that raises (a NaN loss, a bad configuration) is kept as ``failed``
@@ -53,7 +53,8 @@ from spectral_analysis.experiments.ledger import write_ledger
 from spectral_analysis.experiments.parking import CONFIG, drop_if_stale, park_run, parked_dir
 from spectral_analysis.experiments.process_grid import run_processes
 from spectral_analysis.experiments.ray_grid import ray_session, run_grid
-from spectral_analysis.experiments.results import kept_row_stands, promote_zoo_seeds, read_rows, write_summary
+from spectral_analysis.experiments.results import promote_zoo_seeds, read_rows, write_summary
+from spectral_analysis.experiments.row_status import kept_row_stands
 from spectral_analysis.experiments.trial import (
     STOP_REQUEST,
     TrialSpec,

@@ -21,7 +21,8 @@ from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.experiments.catalog import Trial
 from spectral_analysis.experiments.parking import drop_parked, park_run, parked_dir, restore_parked
 from spectral_analysis.experiments.ray_grid import SCORE, report_evaluation, restore_reported, trial_spec
-from spectral_analysis.experiments.results import keep_trial, outcome_text
+from spectral_analysis.experiments.results import keep_trial
+from spectral_analysis.experiments.row_status import outcome_text
 from spectral_analysis.train import TrainConfig, Trainer
 from spectral_analysis.train.run_state import lock_run_directory, resume_conflicts
 

@@ -26,7 +26,7 @@ from spectral_analysis.experiments.reading import (
     read_variants,
     seeds_text,
 )
-from spectral_analysis.experiments.results import plateau_count
+from spectral_analysis.experiments.row_status import plateau_count
 from spectral_analysis.io import default_results_dir
 
 MIN_SEEDS = 3

@@ -27,7 +27,7 @@ from typing import Any
 from spectral_analysis.checks import CheckRecord, replace_marked_block
 from spectral_analysis.experiments.catalog import configuration_key
 from spectral_analysis.experiments.reading import Group, read_grid
-from spectral_analysis.experiments.results import plateaued
+from spectral_analysis.experiments.row_status import plateaued
 
 # Which paper checks read which figure: the figure's stem -> the starts of the checks' sources.
 FIGURE_CHECKS: dict[str, tuple[str, ...]] = {

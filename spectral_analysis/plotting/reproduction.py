@@ -20,7 +20,7 @@ from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid, read_grids
-from spectral_analysis.experiments.results import plateau_count
+from spectral_analysis.experiments.row_status import plateau_count
 from spectral_analysis.plotting.docs_blocks import (
     bounds_table_markdown,
     demo_markdown,

@@ -17,7 +17,7 @@ from spectral_analysis.experiments.reading import (
     read_grids,
     read_variants,
 )
-from spectral_analysis.experiments.results import plateau_count
+from spectral_analysis.experiments.row_status import plateau_count
 from spectral_analysis.paper.kept import MIN_SEEDS
 from spectral_analysis.paper.ucr import TABLE4_ACCURACY as TABLE4
 from spectral_analysis.plotting.paper_figures import Drawn, drawn_record
