@@ -90,15 +90,24 @@ def test_calibrate_refuses_a_grid_whose_baseline_trails_its_reference_and_keeps_
     assert "unknown experiment 'nope'" in capsys.readouterr().err
 
 
-def test_calibrate_takes_the_baselines_named_and_refuses_one_without_a_reference(tmp_path, capsys):
+def test_calibrate_takes_the_baselines_named_and_refuses_one_without_a_reference(tmp_path, capsys,
+                                                                                 monkeypatch):
+    from spectral_analysis.plotting.docs_blocks import calibration_markdown
+
     catalog = tmp_path / "catalog"
     catalog.mkdir()
     (catalog / "calib.toml").write_text(GRID)
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(catalog))
     results = tmp_path / "results"
     common = ["--steps", "60", "--catalog", str(catalog), "--results", str(results), "--json"]
     assert main(["--quiet", "calibrate", "calib", "--variant", "lstm", *common]) == 0
     assert [row["variant"] for row in json.loads(capsys.readouterr().out)["rows"]] == ["lstm"]
     assert [p.name for p in (results / "calib" / "calibration" / "paper").iterdir()] == ["lstm.json"]
+    block = calibration_markdown(results, "calib", "paper").splitlines()
+    assert len(block) == 3 and block[2].startswith("| lstm (lstm) | 60 | ") and block[2].endswith(
+        "| ok | the grid's |")
+    (catalog / "calib.toml").write_text(GRID.replace("lr = 1e-2", "lr = 2e-2"))  # the recipe moves on
+    assert calibration_markdown(results, "calib", "paper").endswith("| ok | changed since |")
     assert main(["--quiet", "calibrate", "calib", "--variant", "spectral", *common]) == 1
     assert ("calib has no baseline ['spectral'] with a plain-PyTorch reference at 'paper'; it has ['lstm', "
             "'still', 'too-large']") in capsys.readouterr().err

@@ -10,6 +10,8 @@ is not what the results give. The blocks:
   beneath it on the Figures page (:data:`FIGURE_CHECKS` says which checks read which figure);
 - ``demo``: the main job's numbers (``make demo``) from the run kept in ``results/demo/demo.json``;
 - ``grid=EXPERIMENT@SCALE``: every configuration of a kept grid, seed by seed (:func:`grid_markdown`);
+- ``calibration=EXPERIMENT@SCALE``: each baseline of a grid beside its plain-PyTorch reference, as
+  ``spectral-analysis calibrate`` kept it (:func:`calibration_markdown`);
 - ``bounds-table-fig2r``: every bound on the row-MNIST zoo, from ``figures/bounds_table_fig2r.csv``
   (:func:`bounds_table_markdown`).
 """
@@ -25,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from spectral_analysis.checks import CheckRecord, replace_marked_block
-from spectral_analysis.experiments.catalog import configuration_key
+from spectral_analysis.experiments.calibration import CALIBRATION_DIR
+from spectral_analysis.experiments.catalog import configuration_key, find_experiment
 from spectral_analysis.experiments.reading import Group, read_grid
 from spectral_analysis.experiments.row_status import plateaued
 
@@ -50,6 +53,7 @@ FIGURE_CHECKS: dict[str, tuple[str, ...]] = {
 }
 CHECKS_PREFIX = "checks-"
 GRID_PREFIX = "grid="
+CALIBRATION_PREFIX = "calibration="
 DEMO_RECORD = Path("demo") / "demo.json"
 
 
@@ -154,6 +158,43 @@ def grid_markdown(results: Path, experiment: str, scale: str) -> str:
     return "\n".join(lines)
 
 
+def _recipe_status(kept: Mapping[str, Any], experiment: str, scale: str) -> str:
+    """Whether a kept calibration tried the recipe the catalog's trial of its variant has now."""
+    if "config" not in kept:
+        return "not recorded"
+    trials = {t.variant: t for t in find_experiment(experiment).trials(scale, seeds=1)}
+    trial = trials.get(kept["variant"])
+    if trial is None:
+        return "variant no longer in the grid"
+    return "the grid's" if kept["config"] == trial.config else "changed since"
+
+
+def calibration_markdown(results: Path, experiment: str, scale: str) -> str:
+    """The calibrations kept for ``experiment``'s grid at ``scale`` (``results/EXPERIMENT/calibration/
+    SCALE/VARIANT.json``), in the catalog's variant order: steps, each side's training loss (the mean over
+    the last quarter of its records) and validation metric, the verdict, and whether the recipe tried is
+    still the grid's.
+
+    >>> calibration_markdown(Path("results"), "fig1-addition", "paper").splitlines()[0].split(" | ")[:3]
+    ['| baseline', 'steps', 'training loss: toolkit']
+    """
+    folder = results / experiment / CALIBRATION_DIR / scale
+    kept = {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
+    if not kept:
+        raise ValueError(f"no kept calibration of {experiment!r} at {scale!r} in {folder}: spectral-analysis "
+                         f"calibrate {experiment} --scale {scale} keeps one")
+    order = [t.variant for t in find_experiment(experiment).trials(scale, seeds=1)]
+    lines = ["| baseline | steps | training loss: toolkit | reference | validation: toolkit | reference | "
+             "verdict | recipe |", "|---|---:|---:|---:|---:|---:|---|---|"]
+    for variant in sorted(kept, key=lambda v: (order.index(v) if v in order else len(order), v)):
+        row = kept[variant]
+        lines.append(f"| {variant} ({row['model']}) | {row['steps']} | {row['toolkit_loss']:.3f} | "
+                     f"{row['reference_loss']:.3f} | {row['metric']} {row['toolkit_valid']:.3f} | "
+                     f"{row['reference_valid']:.3f} | {row['verdict']} | "
+                     f"{_recipe_status(row, experiment, scale)} |")
+    return "\n".join(lines)
+
+
 def _fixed(value: str, digits: int) -> str:
     return f"{float(value):.{digits}f}" if value not in ("", None) else "-"
 
@@ -199,8 +240,8 @@ def fill_blocks(text: str, makers: Mapping[str, Callable[[], str]],
                 figure_checks: Callable[[str], str] | None = None,
                 results: Path | None = None) -> tuple[str, list[str]]:
     """``text`` with every block it holds that ``makers`` names (with ``figure_checks``, every
-    ``checks-FIGURE`` block; with ``results``, every ``grid=EXPERIMENT@SCALE`` block) regenerated, and the
-    names of the blocks filled."""
+    ``checks-FIGURE`` block; with ``results``, every ``grid=EXPERIMENT@SCALE`` and
+    ``calibration=EXPERIMENT@SCALE`` block) regenerated, and the names of the blocks filled."""
     filled = []
     names = list(makers)
     if figure_checks is not None:
@@ -211,8 +252,9 @@ def fill_blocks(text: str, makers: Mapping[str, Callable[[], str]],
             text = replace_marked_block(text, name, body)
             filled.append(name)
     if results is not None:
-        for name in dict.fromkeys(re.findall(rf"<!-- ({GRID_PREFIX}[\w.-]+@\w+):begin -->", text)):
-            experiment, scale = name.removeprefix(GRID_PREFIX).split("@")
-            text = replace_marked_block(text, name, grid_markdown(results, experiment, scale))
-            filled.append(name)
+        for prefix, maker in ((GRID_PREFIX, grid_markdown), (CALIBRATION_PREFIX, calibration_markdown)):
+            for name in dict.fromkeys(re.findall(rf"<!-- ({prefix}[\w.-]+@\w+):begin -->", text)):
+                experiment, scale = name.removeprefix(prefix).split("@")
+                text = replace_marked_block(text, name, maker(results, experiment, scale))
+                filled.append(name)
     return text, filled
