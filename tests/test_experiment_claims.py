@@ -231,6 +231,13 @@ def test_the_table3_claims_read_test_perplexity_per_depth_and_the_two_layer_trai
     better, two = ptb.run()
     assert better.verdict == "differs" and two.verdict == "differs"
     assert "(lower: differs)" in two.evidence and "(higher: differs)" in two.evidence
+    assert two.evidence.endswith(ptb.NO_DROPOUT) and better.evidence.endswith(ptb.NO_DROPOUT)
+    for run in (tmp_path / "table3-ptb" / "paper").glob("*2x*_s*/result.json"):
+        row = json.loads(run.read_text())
+        run.write_text(json.dumps({**row, "config": {"model_options": {"num_layers": 2, "dropout": 0.2}}}))
+    better, two = ptb.run()
+    assert two.evidence.endswith('the 2-layer rows\' dropout: 0.2 (the paper\'s "80% dropout")')
+    assert better.evidence.endswith('dropout: 0.2 (the paper\'s "80% dropout")')
 
 
 def test_the_table3_claims_are_unverified_without_their_rows():
