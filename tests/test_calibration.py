@@ -108,6 +108,11 @@ def test_calibrate_takes_the_baselines_named_and_refuses_one_without_a_reference
         "| ok | the grid's |")
     (catalog / "calib.toml").write_text(GRID.replace("lr = 1e-2", "lr = 2e-2"))  # the recipe moves on
     assert calibration_markdown(results, "calib", "paper").endswith("| ok | changed since |")
+    # over an axis, calibrate trains each variant's first point, and that is the recipe compared
+    (catalog / "calib.toml").write_text(GRID + '[axes]\n"task_options.length" = [6, 8]\n')
+    assert main(["--quiet", "calibrate", "calib", "--variant", "lstm", *common]) == 0
+    capsys.readouterr()
+    assert calibration_markdown(results, "calib", "paper").endswith("| ok | the grid's |")
     assert main(["--quiet", "calibrate", "calib", "--variant", "spectral", *common]) == 1
     assert ("calib has no baseline ['spectral'] with a plain-PyTorch reference at 'paper'; it has ['lstm', "
             "'still', 'too-large']") in capsys.readouterr().err

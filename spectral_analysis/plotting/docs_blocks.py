@@ -162,8 +162,8 @@ def _recipe_status(kept: Mapping[str, Any], experiment: str, scale: str) -> str:
     """Whether a kept calibration tried the recipe the catalog's trial of its variant has now."""
     if "config" not in kept:
         return "not recorded"
-    trials = {t.variant: t for t in find_experiment(experiment).trials(scale, seeds=1)}
-    trial = trials.get(kept["variant"])
+    grid = find_experiment(experiment).trials(scale, seeds=1)
+    trial = next((t for t in grid if t.variant == kept["variant"]), None)  # its first point, as calibrate
     if trial is None:
         return "variant no longer in the grid"
     return "the grid's" if kept["config"] == trial.config else "changed since"
