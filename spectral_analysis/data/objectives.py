@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING
 from torch import Tensor
 from torch.nn import functional as F
 
-from spectral_analysis.vocabulary import SEQUENCE_LOSSES
-
 if TYPE_CHECKING:
     from spectral_analysis.data.base import TaskData
 
@@ -79,15 +77,13 @@ def training_objective(task: TaskData, loss: Tensor, outputs: Tensor, sequence_l
     the batch, the objective of Zaremba et al. (2014) and of TensorFlow's PTB model, on which a learning
     rate ``lr`` and a clip ``c`` act as ``lr * T`` and ``c / T`` on the mean over T steps. Example: on
     Penn Treebank's windows of 300 words, ``training_objective(task, loss, outputs, "sum-over-steps")`` is
-    ``300 * loss``."""
-    check_sequence_loss(task, sequence_loss)
+    ``300 * loss``. The Trainer checks the pair once (:func:`check_sequence_loss`) before its first step."""
     return loss if sequence_loss == "mean" else loss * (task.loss_steps or outputs.shape[1])
 
 
 def check_sequence_loss(task: TaskData, sequence_loss: str) -> None:
-    """Refuse a ``sequence_loss`` that is unknown, or that sums over steps a task without them scores."""
-    if sequence_loss not in SEQUENCE_LOSSES:
-        raise ValueError(f"unknown sequence_loss {sequence_loss!r}; expected one of {SEQUENCE_LOSSES}")
+    """Refuse a ``sequence_loss`` that sums over steps a task without them scores (its name is checked
+    with the rest of :class:`~spectral_analysis.train.TrainConfig`)."""
     if sequence_loss != "mean" and task.kind != "sequence":
         raise ValueError(f"sequence_loss {sequence_loss!r} sums a sequence task's loss over its steps; task "
                          f"{task.name!r} is {task.kind!r}")
