@@ -15,7 +15,7 @@ from spectral_analysis.experiments import (
     read_grid,
     read_grids,
 )
-from spectral_analysis.experiments.reading import Spread, log_median
+from spectral_analysis.experiments.groups import Spread, log_median
 from spectral_analysis.paper import (
     depth,
     dizzy_copy,

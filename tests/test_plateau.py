@@ -278,7 +278,7 @@ def _kept_curve(directory, steps, values):
 def test_seeds_that_stopped_at_different_steps_are_read_on_the_union_of_their_steps_held_at_their_ends(
     tmp_path,
 ):
-    from spectral_analysis.experiments.reading import Group
+    from spectral_analysis.experiments.groups import Group
 
     long = _kept_curve(tmp_path / "s0", range(10, 101, 10), [float(s) for s in range(10, 101, 10)])
     short = _kept_curve(tmp_path / "s1", range(15, 61, 15), [2.0 * s for s in range(15, 61, 15)])

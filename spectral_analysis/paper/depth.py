@@ -22,7 +22,8 @@ import torch
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.data import TaskData, load_task
-from spectral_analysis.experiments.reading import Group, KeptGrid
+from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.nn import build_model
 from spectral_analysis.paper.kept import (
     beats,

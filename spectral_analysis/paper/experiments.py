@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.reading import Group, KeptGrid
+from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.experiments.results import read_curves
 from spectral_analysis.paper.kept import (
     judged,

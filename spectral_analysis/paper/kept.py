@@ -18,14 +18,8 @@ from pathlib import Path
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.catalog import configuration_key, find_experiment
 from spectral_analysis.experiments.fitness import diverged
-from spectral_analysis.experiments.reading import (
-    Group,
-    KeptGrid,
-    read_grid,
-    read_settled,
-    read_variants,
-    seeds_text,
-)
+from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_settled, read_variants, seeds_text
 from spectral_analysis.experiments.row_status import plateau_count
 from spectral_analysis.io import default_results_dir
 

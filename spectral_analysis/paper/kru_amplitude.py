@@ -21,7 +21,8 @@ from pathlib import Path
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.catalog import load_catalog
 from spectral_analysis.experiments.fitness import diverged
-from spectral_analysis.experiments.reading import Group, KeptGrid
+from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.experiments.results import read_rows
 from spectral_analysis.io import default_results_dir
 from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record, spread_text

@@ -13,7 +13,8 @@ results (music21's Bach chorales; KRU n = 100, RNN n = 100, LSTM n = 36).
 from __future__ import annotations
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.reading import Group, KeptGrid
+from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.paper.kept import (
     beats,
     every,

@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.reading import Group, KeptGrid
+from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.paper.kept import (
     beats,
     every,

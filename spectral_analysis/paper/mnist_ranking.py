@@ -11,7 +11,8 @@ settings of the authors' released code that the paper does not state (unit-lengt
 from __future__ import annotations
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.reading import Group, KeptGrid
+from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.paper.kept import beats, every, judged, kept_grid, kept_variants, missing_record
 
 SOURCE = "ICML Section 7.2 (Fig. 3)"

@@ -14,7 +14,8 @@ perplexity, which shows its generalization ability." Two claims, each by
 from __future__ import annotations
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.reading import Group, KeptGrid
+from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.paper.kept import beats, every, judged, kept_grid, missing_record, spread_text
 
 SOURCE = "ICML Section 7.3 (Table 3, PTB)"

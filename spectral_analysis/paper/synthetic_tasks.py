@@ -23,7 +23,8 @@ import numpy as np
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.data.synthetic import COPY_LENGTH, DATA_SYMBOLS
 from spectral_analysis.experiments.fitness import diverged
-from spectral_analysis.experiments.reading import Group, KeptGrid
+from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.experiments.results import read_curves
 from spectral_analysis.experiments.row_status import plateau_count
 from spectral_analysis.paper.experiments import VANISHED

@@ -29,7 +29,8 @@ from typing import Any
 from spectral_analysis.checks import CheckRecord, replace_marked_block
 from spectral_analysis.experiments.calibration import CALIBRATION_DIR
 from spectral_analysis.experiments.catalog import configuration_key, find_experiment
-from spectral_analysis.experiments.reading import Group, read_grid
+from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.reading import read_grid
 from spectral_analysis.experiments.row_status import plateaued
 
 # Which paper checks read which figure: the figure's stem -> the starts of the checks' sources.

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.reading import Group, KeptGrid, read_grid, read_grids
+from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_grids
 from spectral_analysis.experiments.row_status import plateau_count
 from spectral_analysis.plotting.docs_blocks import (
     bounds_table_markdown,

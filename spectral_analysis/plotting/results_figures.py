@@ -6,7 +6,7 @@ stamped in the title) and writes its PNG (and, for tables, Markdown) into the ou
 a grid below paper scale, the learning-curve figures also draw the paper-scale models kept so far
 (``<figure>_paper.png``, :func:`~spectral_analysis.experiments.reading.read_grids`).
 Curves are the mean over seeds with the min-max band, on a log axis the median over seeds
-(:func:`~spectral_analysis.experiments.reading.log_median`); the analyzer figures
+(:func:`~spectral_analysis.experiments.groups.log_median`); the analyzer figures
 (:mod:`~spectral_analysis.plotting.checkpoint_figures`) run the analyzers on the kept checkpoints (seed 0).
 """
 
@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from spectral_analysis.experiments.fitness import diverged
+from spectral_analysis.experiments.groups import Group
 from spectral_analysis.experiments.reading import (
-    Group,
     KeptGrid,
     read_grid,
     read_grids,

@@ -9,14 +9,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from spectral_analysis.experiments.reading import (
-    Group,
-    KeptGrid,
-    Spread,
-    read_grid,
-    read_grids,
-    read_variants,
-)
+from spectral_analysis.experiments.groups import Group, Spread
+from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_grids, read_variants
 from spectral_analysis.experiments.row_status import plateau_count
 from spectral_analysis.paper.kept import MIN_SEEDS
 from spectral_analysis.paper.ucr import TABLE4_ACCURACY as TABLE4
