@@ -392,7 +392,17 @@ def test_experiments_command_estimates_and_lists_the_catalog(tmp_path, capsys):
     (row,) = json.loads(capsys.readouterr().out)["experiments"]
     assert row["name"] == "tiny" and row["trials"] == {"paper": 12, "smoke": 4} and row["paper_done"] == 0
     assert row["paper_cpu_seconds"] > 0 and row["paper_gpu_seconds"] is None and row["smoke_seconds"] is None
-    assert row["diverged_in_probe"] == {"cpu": []}
+    assert row["diverged_in_probe"] == {"cpu": []} and row["not_estimated"] == {"cpu": []}
+    (tmp_path / "grown").mkdir()
+    grown = tiny_catalog(tmp_path / "grown", TINY.replace('[[variants]]\nlabel = "spectral"',
+                                                          '[[variants]]\nlabel = "lstm"\nmodel = "lstm"\n'
+                                                          '[[variants]]\nlabel = "spectral"'))
+    assert main([*args, "--catalog", str(grown), "--json"]) == 0  # a variant added since the estimate
+    (row,) = json.loads(capsys.readouterr().out)["experiments"]
+    assert row["not_estimated"] == {"cpu": ["lstm_length5", "lstm_length7"]}
+    assert main([*args, "--catalog", str(grown)]) == 0
+    assert next(line for line in capsys.readouterr().out.splitlines()
+                if line.startswith("tiny ")).split()[5].endswith("+")
     assert main([*args, "--ledger"]) == 0
     assert "| tiny | paper | 0 / 12 |" in (tmp_path / "results" / "LEDGER.md").read_text()
     assert capsys.readouterr().out.strip().endswith("LEDGER.md")
@@ -408,9 +418,11 @@ def test_experiments_command_estimates_and_lists_the_catalog(tmp_path, capsys):
     assert "estimate_cuda.json has no configurations" in capsys.readouterr().err
     assert main([*args, "--estimate", "nope"]) == 1
     assert "unknown experiment 'nope'" in capsys.readouterr().err
-    assert main(["run", "tiny", "--catalog", str(catalog), "--only", "lengthis5"]) == 1
+    run = ["run", "tiny", "--catalog", str(catalog), "--results", str(tmp_path / "results"),
+           "--out", str(tmp_path / "runs")]
+    assert main([*run, "--only", "lengthis5"]) == 1
     assert "--only takes KEY=VALUE" in capsys.readouterr().err
-    assert main(["run", "tiny", "--catalog", str(catalog), "--only", "lenght=5"]) == 1  # a misspelt key
+    assert main([*run, "--only", "lenght=5"]) == 1  # a misspelt key
     assert ("matches {'lenght': '5'}; its trials are selected by variant = rnn, spectral; seed = 0; "
             "length = 5" in capsys.readouterr().err)
 

@@ -45,6 +45,7 @@ def _record_fitness(args: argparse.Namespace, catalog: dict[str, Experiment], re
 
 def cmd_experiments(args: argparse.Namespace) -> int:
     from spectral_analysis.experiments import load_catalog, read_rows
+    from spectral_analysis.experiments.catalog import configuration_key
     from spectral_analysis.experiments.estimate import estimate_experiment, read_estimate
 
     catalog = load_catalog(args.catalog)
@@ -74,6 +75,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
         smoke = read_rows(results, name, "smoke")
         paper = read_rows(results, name, "paper")
         estimate, gpu = read_estimate(results, name), read_estimate(results, name, "cuda")
+        configurations = {configuration_key(t.key) for t in experiment.trials("paper", seeds=1)}
         rows.append(
             {
                 "name": name,
@@ -87,6 +89,8 @@ def cmd_experiments(args: argparse.Namespace) -> int:
                 "paper_gpu_seconds": _total_seconds(gpu),
                 "diverged_in_probe": {device: [k for k, c in e["configurations"].items() if "diverged" in c]
                                       for device, e in (("cpu", estimate), ("cuda", gpu)) if e is not None},
+                "not_estimated": {device: sorted(configurations - set(e["configurations"]))
+                                  for device, e in (("cpu", estimate), ("cuda", gpu)) if e is not None},
                 "unstated": experiment.scales["paper"].get("unstated"),
             }
         )
@@ -98,11 +102,10 @@ def cmd_experiments(args: argparse.Namespace) -> int:
         ]
         for r in p["experiments"]:
             smoke_s = "-" if r["smoke_seconds"] is None else f"{r['smoke_seconds']:.1f}"
-            diverged = r["diverged_in_probe"]
             hours = "-" if r["paper_cpu_seconds"] is None else f"{r['paper_cpu_seconds'] / 3600:.1f}"
-            hours += "*" if diverged.get("cpu") else ""
+            hours += _estimate_marks(r, "cpu")
             gpu_hours = "-" if r["paper_gpu_seconds"] is None else f"{r['paper_gpu_seconds'] / 3600:.2f}"
-            gpu_hours += "*" if diverged.get("cuda") else ""
+            gpu_hours += _estimate_marks(r, "cuda")
             lines.append(
                 f"{r['name']:<22} {r['trials']['paper']:>6} {r['trials']['smoke']:>6} {r['paper_done']:>5} "
                 f"{smoke_s:>8} {hours:>11} {gpu_hours:>6}  {r['source']}"
@@ -111,12 +114,20 @@ def cmd_experiments(args: argparse.Namespace) -> int:
             "trials per scale; done: paper-scale trials kept; smoke s: measured wall seconds of the kept "
             "smoke trials; paper CPU h / GPU h: measured estimates, one trial at a time "
             "(experiments --estimate [--device cuda]); *: some configurations diverged in their probe and "
-            "count only their seconds to divergence (--json names them)"
+            "count only their seconds to divergence (--json names them); +: the estimate predates some of "
+            "the grid's configurations and leaves them out (not_estimated names them; --estimate again)"
         )
         return "\n".join(lines)
 
     emit(args, {"results": str(results), "experiments": rows}, text, lambda p: p["experiments"])
     return 0
+
+
+def _estimate_marks(row: dict[str, Any], device: str) -> str:
+    """``*`` where some configuration diverged in its probe on ``device``, ``+`` where the kept estimate
+    leaves some of the grid's configurations out."""
+    return (("*" if row["diverged_in_probe"].get(device) else "")
+            + ("+" if row["not_estimated"].get(device) else ""))
 
 
 def _total_seconds(estimate: dict[str, Any] | None) -> float | None:
