@@ -250,3 +250,18 @@ def test_the_lstm_grid_puts_table2s_lstm_row_beside_its_own_points_and_not_the_s
     assert rows == {"Table 2, lstm (n_h = 128)": ["97.3% test", "33.0 [33.0, 33.0]%"],
                     "Table 2, lstm (n_h = 128; lr 0.0001, decay 0.9, batch 128)":
                         ["97.3% test (the best of its grid)", "39.0 [39.0, 39.0]%"]}
+
+
+def test_every_table3_variant_names_the_printed_row_it_trains_and_by_which_reading():
+    """Each table3-ptb variant is a Table 3 network trained by the grid's recipe or a named other reading,
+    so its table row carries the paper's printed perplexities; the field's recipe is said to be not the
+    paper's, and a label of no row has none."""
+    from spectral_analysis.experiments import find_experiment
+    from spectral_analysis.plotting.results_tables import FIELD_RECIPE, TABLE3, table3_row
+
+    variants = [v["label"] for v in find_experiment("table3-ptb").variants]
+    assert {table3_row(v)[0] for v in variants} == set(TABLE3)
+    assert table3_row("lstm-1x128") == ("lstm-1x128", None)
+    assert table3_row("spectral-1x512-field") == ("spectral-1x512", FIELD_RECIPE)
+    assert table3_row("rnn-1x128-mean")[1] != FIELD_RECIPE
+    assert table3_row("gru-1x128") is None and table3_row("lstm-3x128-field") is None

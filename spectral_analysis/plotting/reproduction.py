@@ -30,6 +30,7 @@ from spectral_analysis.plotting.docs_blocks import (
     read_demo_record,
 )
 from spectral_analysis.plotting.results_tables import (
+    FIELD_RECIPE,
     KRU_TABLE2,
     KRU_TABLE3,
     KRU_TABLE4,
@@ -40,6 +41,7 @@ from spectral_analysis.plotting.results_tables import (
     _spread,
     grid_point_text,
     table2_grid_points,
+    table3_row,
 )
 
 HEADER = ["source", "the paper", "ours (mean [min, max])", "scale, seeds", "plateaued", "s per trial"]
@@ -86,8 +88,10 @@ def table_rows(results: Path) -> list[list[str]]:
                          _seconds(g)])
     grid = read_grid(results, "table3-ptb")
     for g in grid.groups if grid else []:
-        if g.variant in TABLE3:
-            rows.append([f"Table 3, {g.variant}", f"{TABLE3[g.variant][1]:.1f} test ppl",
+        row = table3_row(g.variant)
+        if row is not None and row[1] in (None, FIELD_RECIPE):
+            rows.append([f"Table 3, {g.variant}" + (f" ({row[1]})" if row[1] else ""),
+                         f"{TABLE3[row[0]][1]:.1f} test ppl",
                          _spread(g.final("test_metrics", "perplexity"), 1, 1), _where(grid, g),
                          plateau_count(g.rows), _seconds(g)])
     for grid in read_grids(results, "kru-mnist"):
