@@ -89,8 +89,8 @@ def table_rows(results: Path) -> list[list[str]]:
     grid = read_grid(results, "table3-ptb")
     for g in grid.groups if grid else []:
         row = table3_row(g.variant)
-        if row is not None and row[1] in (None, FIELD_RECIPE):
-            rows.append([f"Table 3, {g.variant}" + (f" ({row[1]})" if row[1] else ""),
+        if row is not None and row[1] in ("", "-field"):
+            rows.append([f"Table 3, {g.variant}" + (f" ({FIELD_RECIPE})" if row[1] else ""),
                          f"{TABLE3[row[0]][1]:.1f} test ppl",
                          _spread(g.final("test_metrics", "perplexity"), 1, 1), _where(grid, g),
                          plateau_count(g.rows), _seconds(g)])
