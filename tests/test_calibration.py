@@ -2,6 +2,7 @@
 baseline trails its reference."""
 
 import json
+import math
 
 import pytest
 import torch
@@ -15,7 +16,7 @@ source = "test"
 description = "an LSTM trained as a practitioner would, an RNN started far too large, a GRU that cannot learn"
 [base]
 task = "addition"
-task_options = { length = 6, train_size = 256, valid_size = 64, test_size = 64 }
+task_options = { length = 3, train_size = 256, valid_size = 64, test_size = 64 }
 batch_size = 16
 lr = 1e-2
 [[variants]]
@@ -90,6 +91,26 @@ def test_calibrate_refuses_a_grid_whose_baseline_trails_its_reference_and_keeps_
     assert "unknown experiment 'nope'" in capsys.readouterr().err
 
 
+def test_curves_that_fall_only_to_the_constant_predictor_calibrate_nothing(tmp_path, capsys):
+    """On the copy task both sides first learn the blanks' positions: their losses fall well below their
+    first records yet stay above the memoryless strategy's loss. That compares nothing of the recipe:
+    inconclusive (a rule that read a fall from the first record as learning called it a pass)."""
+    grid = GRID.replace('task = "addition"', 'task = "copy"').replace(
+        "length = 3, train_size = 256", "length = 10, train_size = 512")
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "calib.toml").write_text(grid)
+    args = ["--quiet", "calibrate", "calib", "--variant", "lstm", "--steps", "40", "--catalog", str(catalog),
+            "--results", str(tmp_path / "results"), "--json"]
+    assert main(args) == 1
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    for side in ("toolkit", "reference"):
+        assert row[f"{side}_loss"] < 0.9 * row["curves"][side][0][1]  # fell by 10% from its first record
+        assert row[f"{side}_loss"] > 0.98 * row["constant_predictor_loss"]
+    assert row["constant_predictor_loss"] == pytest.approx(10 * math.log(8) / 30, rel=0.02)
+    assert row["verdict"] == "inconclusive" and row["learned"] == {"toolkit": False, "reference": False}
+
+
 def test_calibrate_takes_the_baselines_named_and_refuses_one_without_a_reference(tmp_path, capsys,
                                                                                  monkeypatch):
     from spectral_analysis.plotting.docs_blocks import calibration_markdown
@@ -109,7 +130,7 @@ def test_calibrate_takes_the_baselines_named_and_refuses_one_without_a_reference
     (catalog / "calib.toml").write_text(GRID.replace("lr = 1e-2", "lr = 2e-2"))  # the recipe moves on
     assert calibration_markdown(results, "calib", "paper").endswith("| ok | changed since |")
     # over an axis, calibrate trains each variant's first point, and that is the recipe compared
-    (catalog / "calib.toml").write_text(GRID + '[axes]\n"task_options.length" = [6, 8]\n')
+    (catalog / "calib.toml").write_text(GRID + '[axes]\n"task_options.length" = [3, 8]\n')
     assert main(["--quiet", "calibrate", "calib", "--variant", "lstm", *common]) == 0
     capsys.readouterr()
     assert calibration_markdown(results, "calib", "paper").endswith("| ok | the grid's |")

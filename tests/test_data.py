@@ -187,6 +187,7 @@ def test_penn_treebank_streams():
     assert task.train.inputs.shape[0] == 20
     assert torch.equal(task.train.inputs[:, 1:], task.train.targets[:, :-1])  # shifted by one token
     assert task.baselines["perplexity_uniform"] == 10000.0
+    assert 6.0 < task.baselines["cross_entropy_unigram"] < 7.0  # Penn Treebank's unigram: perplexity ~640
 
 
 def test_ptb_from_a_users_directory(tmp_path):
@@ -194,6 +195,12 @@ def test_ptb_from_a_users_directory(tmp_path):
         (tmp_path / f"ptb.{split}.txt").write_text(text)
     task = load_task("ptb", length=2, batch_size=1, data_dir=str(tmp_path))
     assert task.input_size == 4  # a, b, c, <eos>
+    # the chance level: the training words' frequencies, one added to each count (a b c <eos> b c a <eos>,
+    # less the stream's first word: counts 1, 2, 2, 2 plus one), scored on the test stream's targets
+    shares = torch.full((4,), 3.0 / 11.0)
+    shares[task.train.inputs[0, 0]] = 2.0 / 11.0  # "a", the stream's first word, is a target once
+    expected = -shares.log()[task.test.targets.flatten()].mean()
+    assert task.baselines["cross_entropy_unigram"] == pytest.approx(float(expected))
     (tmp_path / "ptb.test.txt").write_text("zebra\n")
     with pytest.raises(ValueError, match="outside the training vocabulary"):
         load_task("ptb", length=2, batch_size=1, data_dir=str(tmp_path))
@@ -261,3 +268,39 @@ def test_ptb_at_the_character_level_is_kru_s_reading_of_the_same_text(tmp_path):
             with pytest.raises(ValueError, match=f"{unknown}$"):
                 ids(texts)
     assert load_task("ptb", length=30, batch_size=50, level="char").input_size == 50
+
+
+def test_the_constant_predictor_loss_is_the_task_loss_of_the_best_input_blind_prediction():
+    """Through ``loss_and_metrics`` itself: the training targets' own marginals, predicted for every
+    input, score exactly ``constant_predictor_loss``; moving the prediction only raises it; and it meets
+    the closed forms (the adding problem's variance 1/6, the copy task's memoryless strategy)."""
+    from spectral_analysis.data.base import Split, TaskData
+    from spectral_analysis.data.objectives import PADDED, constant_predictor_loss, task_loss_and_metrics
+
+    addition = load_task("addition", length=10, train_size=20000, valid_size=5, test_size=5)
+    y = addition.train.targets
+    mean = torch.full((len(y), 1, 1), float(y.mean()))
+    assert constant_predictor_loss(addition, addition.train) == pytest.approx(
+        float(task_loss_and_metrics(addition, mean, y)[0]), rel=1e-5)
+    assert constant_predictor_loss(addition, addition.train) == pytest.approx(1 / 6, abs=0.005)
+    assert float(task_loss_and_metrics(addition, mean + 0.05, y)[0]) > constant_predictor_loss(
+        addition, addition.train)
+    for recall_loss in (False, True):
+        copy = load_task("copy", length=30, train_size=4000, valid_size=5, test_size=5,
+                         recall_loss=recall_loss)
+        y = copy.train.targets
+        shares = torch.nn.functional.one_hot(y, 10).double().mean(0)  # each position's own distribution
+        logits = shares.clamp(min=1e-300).log().float().expand(len(y), -1, -1)
+        loss = constant_predictor_loss(copy, copy.train)
+        assert loss == pytest.approx(float(task_loss_and_metrics(copy, logits, y)[0]), rel=1e-4)
+        assert loss == pytest.approx(copy.baselines["cross_entropy_memoryless"], rel=0.01)
+    ptb = load_task("ptb", length=35, batch_size=20)
+    unigram = constant_predictor_loss(ptb, ptb.train)
+    assert 6.0 < unigram < math.log(10000)  # word frequencies alone: Penn Treebank's unigram entropy
+    labels = torch.tensor([0, 0, 1, 2])
+    counts = TaskData("labels", "classification-last", 1, 3, 1, *[Split(torch.zeros(4, 1, 1), labels)] * 3)
+    assert constant_predictor_loss(counts, counts.train) == pytest.approx(-(0.5 * math.log(0.5)
+                                                                             + 0.5 * math.log(0.25)))
+    roll = torch.tensor([[[1.0, 0.0], [1.0, 1.0], [PADDED, PADDED]]])  # label 0 always on, label 1 half
+    music = TaskData("roll", "multilabel-sequence", 2, 2, 3, *[Split(roll, roll)] * 3)
+    assert constant_predictor_loss(music, music.train) == pytest.approx(math.log(2), rel=1e-6)

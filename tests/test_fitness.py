@@ -43,6 +43,13 @@ def test_a_diverged_trial_and_one_at_its_tasks_chance_level_are_unfit():
     row = {"status": "done", "metric": "accuracy", "config": {"task": "ucr"}}
     assert not trial_fitness({**row, "test_metrics": {"accuracy": chance + band - 1e-6}}, None, coffee)["fit"]
     assert trial_fitness({**row, "test_metrics": {"accuracy": chance + band + 1e-6}}, None, coffee)["fit"]
+    # a language model at its words' frequencies (Penn Treebank's unigram) learned no context: at chance
+    ptb = load_task("ptb", length=35, batch_size=20)
+    unigram, higher = chance_level(ptb, "cross_entropy")
+    assert not higher and unigram == ptb.baselines["cross_entropy_unigram"]
+    row = {"status": "done", "metric": "cross_entropy", "config": {"task": "ptb"}}
+    assert not trial_fitness({**row, "test_metrics": {"cross_entropy": 0.99 * unigram}}, None, ptb)["fit"]
+    assert trial_fitness({**row, "test_metrics": {"cross_entropy": 0.97 * unigram}}, None, ptb)["fit"]
 
 
 def test_a_model_whose_output_does_not_depend_on_its_input_is_collapsed(tmp_path):

@@ -51,6 +51,12 @@ def test_the_task_shifts_frames_pads_with_a_mark_and_caches_the_parse(monkeypatc
             roll = next(r for r in rolls if len(r) == frames + 1 and torch.equal(r[:-1], x[:frames]))
             assert torch.equal(y[:frames], roll[1:])  # the target is the next frame
             assert bool((y[frames:] == PADDED).all()) and bool((x[frames:] == 0).all())
+    # the chance level: each key at its training rate (add-one), scored by the task's own masked loss
+    played = task.train.targets[task.train.targets[..., 0] != PADDED]
+    rates = (played.sum(0) + 1) / (len(played) + 2)
+    logits = (rates.log() - (1 - rates).log()).expand_as(task.test.targets)
+    nll = loss_and_metrics(task.kind, logits, task.test.targets)[1]["nll"]
+    assert task.baselines["nll_note_rates"] == pytest.approx(nll, rel=1e-5)
 
 
 def test_a_corrupt_cache_is_parsed_again(monkeypatch, tmp_path):

@@ -9,8 +9,8 @@ from spectral_analysis.cli.common import CommandError, count, emit, positive_rea
 from spectral_analysis.cli.experiments import catalog_arguments
 from spectral_analysis.vocabulary import SCALES
 
-COLUMNS = ("variant", "model", "steps", "toolkit_loss", "reference_loss", "metric", "toolkit_valid",
-           "reference_valid", "verdict")
+COLUMNS = ("variant", "model", "steps", "toolkit_loss", "reference_loss", "constant_predictor_loss", "metric",
+           "toolkit_valid", "reference_valid", "verdict")
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -49,7 +49,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                          f"{args.margin:.0%}; mend the recipe before spending compute on {experiment.name}")
         if unsettled:
             lines.append(f"not calibrated: neither side of {', '.join(unsettled)} learned in {args.steps} "
-                         f"steps (no loss fell by {args.margin:.0%}); give more --steps")
+                         "steps (no training loss below the task's constant-predictor loss); give more "
+                         "--steps")
         return "\n".join(lines)
 
     emit(args, {"experiment": experiment.name, "scale": args.scale, "margin": args.margin,

@@ -113,6 +113,16 @@ def _split(rolls: list[torch.Tensor], longest: int) -> Split:
     return Split(inputs, targets)
 
 
+def note_rate_nll(train: Split, test: Split) -> float:
+    """The test negative log-likelihood a frame (nats, summed over the keys) of playing each key at its
+    training rate, whatever came before: the chorales' chance level. Rates are (count + 1) / (frames + 2),
+    so a key never played in training costs a finite amount."""
+    played = train.targets[train.targets[..., 0] != PADDED].double()
+    rates = (played.sum(0) + 1.0) / (len(played) + 2.0)
+    frames = test.targets[test.targets[..., 0] != PADDED].double()
+    return float(-(frames * rates.log() + (1 - frames) * (1 - rates).log()).sum(-1).mean())
+
+
 def jsb_task(seed: int = 0, data_dir: str | None = None) -> TaskData:
     """Bach chorales, next-frame prediction (see the module docstring)."""
     rolls = [r for r in read_chorales(data_dir) if len(r) >= 2]
@@ -127,4 +137,5 @@ def jsb_task(seed: int = 0, data_dir: str | None = None) -> TaskData:
     splits = [_split([rolls[i] for i in part], longest) for part in parts]
     return TaskData("jsb", "multilabel-sequence", KEYS, KEYS, longest, *splits,
                     options={"seed": seed, "data_dir": data_dir},
+                    baselines={"nll_note_rates": note_rate_nll(splits[0], splits[2])},
                     domain_bound=math.sqrt(KEYS), domain="88-key binary frames")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import torch
 from torch import Tensor
 from torch.nn import functional as F
 
 if TYPE_CHECKING:
-    from spectral_analysis.data.base import TaskData
+    from spectral_analysis.data.base import Split, TaskData
 
 PRIMARY_METRIC = {"regression-last": "mse", "classification-last": "accuracy", "classification": "accuracy",
                   "sequence": "cross_entropy", "multilabel-sequence": "nll"}
@@ -55,6 +56,40 @@ def loss_and_metrics(kind: str, outputs: Tensor, targets: Tensor, recall_steps: 
         loss = nll / frames.sum().clamp(min=1)
         return loss, {"nll": loss.item()}
     raise ValueError(f"unknown task kind {kind!r}")
+
+
+def _entropy(counts: Tensor, dim: int = -1) -> Tensor:
+    """The entropy in nats of the empirical distributions whose counts lie along ``dim``."""
+    shares = counts.double() / counts.sum(dim, keepdim=True).clamp(min=1)
+    return -(shares * shares.clamp(min=1e-300).log()).sum(dim)
+
+
+def constant_predictor_loss(task: TaskData, split: Split) -> float:
+    """The loss (:func:`loss_and_metrics`) on ``split`` of the best predictor that never reads its input,
+    fitted to ``split``'s own targets: the targets' variance (regression), the class prior's entropy
+    (classification), the unigram entropy of a token stream, each position's own symbol distribution
+    over a sequence task's scored steps (the copy task's memoryless strategy), and each label's own
+    Bernoulli rate summed over a piano roll's labels. A model whose loss is not below it has learned
+    nothing from its input.
+
+    Example: on the adding problem, whose target is the sum of two U(0, 1) numbers, it is close to the
+    sum's variance 1/6."""
+    targets = split.targets
+    if task.kind == "regression-last":
+        return float(targets.double().var(unbiased=False))
+    if task.kind in ("classification-last", "classification") or task.stream:
+        return float(_entropy(torch.bincount(targets.flatten(), minlength=task.output_size)))
+    if task.kind == "sequence":
+        scored = targets[:, -task.loss_steps:] if task.loss_steps else targets
+        per_position = torch.zeros(scored.shape[1], task.output_size, dtype=torch.long)
+        per_position.scatter_add_(1, scored.T, torch.ones_like(scored.T))  # (positions, symbols)
+        return float(_entropy(per_position).mean())
+    if task.kind == "multilabel-sequence":
+        frames = targets[targets[..., 0] != PADDED].double()
+        rate = frames.mean(0)
+        return float(F.binary_cross_entropy(rate[None].expand_as(frames), frames, reduction="sum")
+                     / max(len(frames), 1))
+    raise ValueError(f"unknown task kind {task.kind!r}")
 
 
 def scored_count(task: TaskData, targets: Tensor) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from spectral_analysis.data.base import Split, TaskData, check_positive
+from spectral_analysis.data.base import Split, TaskData, check_positive, unigram_cross_entropy
 from spectral_analysis.vocabulary import PTB_LEVELS
 
 EOS = "<eos>"
@@ -124,5 +124,7 @@ def ptb_task(length: int = 35, batch_size: int = 20, data_dir: str | None = None
     options = {"length": length, "batch_size": batch_size, "data_dir": data_dir}
     if level != "word":  # a word-level task's options stay as they were (its kept runs reload unchanged)
         options["level"] = level
+    unigram = unigram_cross_entropy(splits[0], splits[2], vocabulary)
     return TaskData("ptb", "sequence", vocabulary, vocabulary, length, *splits, options=options,
-                    baselines={"perplexity_uniform": float(vocabulary)}, stream=True)
+                    baselines={"perplexity_uniform": float(vocabulary), "cross_entropy_unigram": unigram},
+                    stream=True)

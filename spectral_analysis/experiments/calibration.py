@@ -9,9 +9,11 @@ not is the model code and its initialization: the reference is written as a prac
 PyTorch's defaults, so a toolkit initialization that a careful practitioner would not use shows as a gap.
 The comparison is the mean training loss over the last quarter of the recorded steps (lower is better
 for every task); both sides' validation metric is reported beside it. A calibration in which neither side
-learned (neither loss fell by the margin from its first recorded step: both still at chance) shows
-nothing and is ``inconclusive``, never a pass. ``lr_cut`` (which reads the validation split) is off on
-both sides. Each calibration is kept in
+learned from its input (neither loss below the task's constant-predictor loss: the best loss without
+reading the input, e.g. the copy task's memoryless strategy or Penn Treebank's unigram entropy) shows
+nothing and is ``inconclusive``, never a pass: two curves that fell only to that floor compare how fast
+each fits the targets' marginals, not the recipe's ability to learn the task. ``lr_cut`` (which reads the
+validation split) is off on both sides. Each calibration is kept in
 ``results/<experiment>/calibration/<scale>/<variant>.json`` with both curves.
 """
 
@@ -28,12 +30,14 @@ import torch
 from spectral_analysis.atomic import atomic_write_text
 from spectral_analysis.data import Split, TaskData
 from spectral_analysis.data.objectives import (
+    constant_predictor_loss,
     scored_count,
     task_loss_and_metrics,
     training_objective,
     weighted_mean,
 )
 from spectral_analysis.experiments.catalog import Experiment, Trial
+from spectral_analysis.experiments.fitness import BASELINE_TOLERANCE
 from spectral_analysis.experiments.reference import REFERENCE_MODELS, ReferenceRecurrent
 from spectral_analysis.train import Trainer
 from spectral_analysis.train.config import OPTIMIZERS
@@ -43,6 +47,16 @@ from spectral_analysis.vocabulary import MODEL_OPTIONS
 
 CALIBRATION_DIR = "calibration"
 DEFAULT_MARGIN = 0.1  # the toolkit's final training loss may exceed the reference's by this fraction
+
+
+def learned_from_input(loss: float, constant_loss: float) -> bool:
+    """Whether a training loss is below the task's constant-predictor loss
+    (:func:`~spectral_analysis.data.objectives.constant_predictor_loss`) by more than the tolerance that
+    marks a kept trial at chance (:data:`~spectral_analysis.experiments.fitness.BASELINE_TOLERANCE`).
+
+    Example: ``learned_from_input(6.44, 6.53)`` is False: a language model at Penn Treebank's unigram
+    entropy has learned word frequencies, not context."""
+    return loss < constant_loss * (1 - BASELINE_TOLERANCE)
 
 
 def _tail_mean(curve: list[tuple[int, float]]) -> float:
@@ -120,13 +134,14 @@ def calibrate_trial(trial: Trial, steps: int, margin: float = DEFAULT_MARGIN) ->
         toolkit_valid = trainer.latest["valid"]
         reference, reference_valid = _reference_run(trainer, steps, record_every)
     toolkit_loss, reference_loss = _tail_mean(toolkit), _tail_mean(reference)
-    learned = {"toolkit": toolkit_loss < toolkit[0][1] * (1 - margin),
-               "reference": reference_loss < reference[0][1] * (1 - margin)}
-    settled = learned["toolkit"] or learned["reference"]  # two curves still at their start show nothing
+    constant = constant_predictor_loss(trainer.task, trainer.task.train)
+    learned = {"toolkit": learned_from_input(toolkit_loss, constant),
+               "reference": learned_from_input(reference_loss, constant)}
+    settled = learned["toolkit"] or learned["reference"]  # two curves at the constant predictor show nothing
     trails = settled and not toolkit_loss <= reference_loss * (1 + margin)
     return {"variant": trial.variant, "trial": trial.key, "model": model, "steps": steps,
             "margin": margin, "toolkit_loss": toolkit_loss, "reference_loss": reference_loss,
-            "learned": learned, "trails": trails,
+            "constant_predictor_loss": constant, "learned": learned, "trails": trails,
             "verdict": "inconclusive" if not settled else ("trails" if trails else "ok"),
             "metric": trainer.primary, "toolkit_valid": toolkit_valid[trainer.primary],
             "reference_valid": reference_valid[trainer.primary],

@@ -173,8 +173,8 @@ def _recipe_status(kept: Mapping[str, Any], experiment: str, scale: str) -> str:
 def calibration_markdown(results: Path, experiment: str, scale: str) -> str:
     """The calibrations kept for ``experiment``'s grid at ``scale`` (``results/EXPERIMENT/calibration/
     SCALE/VARIANT.json``), in the catalog's variant order: steps, each side's training loss (the mean over
-    the last quarter of its records) and validation metric, the verdict, and whether the recipe tried is
-    still the grid's.
+    the last quarter of its records) beside the task's constant-predictor loss, each side's validation
+    metric, the verdict, and whether the recipe tried is still the grid's.
 
     >>> calibration_markdown(Path("results"), "fig1-addition", "paper").splitlines()[0].split(" | ")[:3]
     ['| baseline', 'steps', 'training loss: toolkit']
@@ -185,12 +185,13 @@ def calibration_markdown(results: Path, experiment: str, scale: str) -> str:
         raise ValueError(f"no kept calibration of {experiment!r} at {scale!r} in {folder}: spectral-analysis "
                          f"calibrate {experiment} --scale {scale} keeps one")
     order = [t.variant for t in find_experiment(experiment).trials(scale, seeds=1)]
-    lines = ["| baseline | steps | training loss: toolkit | reference | validation: toolkit | reference | "
-             "verdict | recipe |", "|---|---:|---:|---:|---:|---:|---|---|"]
+    lines = ["| baseline | steps | training loss: toolkit | reference | constant predictor | validation: "
+             "toolkit | reference | verdict | recipe |", "|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for variant in sorted(kept, key=lambda v: (order.index(v) if v in order else len(order), v)):
         row = kept[variant]
         lines.append(f"| {variant} ({row['model']}) | {row['steps']} | {row['toolkit_loss']:.3f} | "
-                     f"{row['reference_loss']:.3f} | {row['metric']} {row['toolkit_valid']:.3f} | "
+                     f"{row['reference_loss']:.3f} | {row['constant_predictor_loss']:.3f} | "
+                     f"{row['metric']} {row['toolkit_valid']:.3f} | "
                      f"{row['reference_valid']:.3f} | {row['verdict']} | "
                      f"{_recipe_status(row, experiment, scale)} |")
     return "\n".join(lines)
