@@ -162,6 +162,11 @@ def test_table2_rows_kept_at_paper_scale_stand_beside_the_budget_grid(tmp_path):
     (tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").write_text(json.dumps(row))
     assert [r[5] for r in table_rows(tmp_path) if r[0].startswith("Table 2, spectral")] == [
         "60", "60 on NVIDIA H200"]
+    row["fitness"] = {"fit": False, "reasons": ["at chance: test accuracy 0.1 within 3 standard errors of "
+                                                "the chance level 0.1135"]}  # a row that is not evidence
+    (tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").write_text(json.dumps(row))
+    assert [r[3] for r in table_rows(tmp_path) if r[0].startswith("Table 2, spectral")][1].endswith(
+        ", 1 (1/1 unfit: at chance)")
     written = table2(tmp_path, tmp_path)
     assert [Path(w["path"]).name for w in written] == ["table2_mnist.md", "table2_mnist_paper_rows.md"]
     budget, paper = (Path(w["path"]).read_text() for w in written)

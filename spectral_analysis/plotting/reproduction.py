@@ -65,9 +65,22 @@ def _scale_cell(scale: str | None, stale: str | None = None) -> str:
         f" ({stale} trials stale)" if stale else "")
 
 
+def _unfit(group: Group) -> str:
+    """`` (k/n unfit: why)`` where ``k`` of the group's trials are not fit evidence (at chance, collapsed,
+    diverged: :mod:`~spectral_analysis.experiments.fitness`), else ``""``."""
+    reasons = [(row.get("fitness") or {}).get("reasons") or ["unfit"] for row in group.rows
+               if (row.get("fitness") or {}).get("fit") is False]
+    if not reasons:
+        return ""
+    kinds = sorted({reason.split(":")[0].split(" (")[0] for why in reasons for reason in why})
+    return f" ({len(reasons)}/{group.seeds} unfit: {', '.join(kinds)})"
+
+
 def _where(grid: KeptGrid, group: Group) -> str:
+    """The scale, its stale trials, the seeds, and how many of them are not fit evidence."""
     stale = sum(row["trial"] in grid.stale for row in group.rows)
-    return f"{_scale_cell(grid.reported_scale, f'{stale}/{group.seeds}' if stale else None)}, {group.seeds}"
+    scale = _scale_cell(grid.reported_scale, f'{stale}/{group.seeds}' if stale else None)
+    return f"{scale}, {group.seeds}{_unfit(group)}"
 
 
 def table_rows(results: Path) -> list[list[str]]:
