@@ -119,7 +119,7 @@ def kept_paper_trials(root: Path, experiment: str, column: str, slope: float,
 def make_recipe_grids(target: str, command: str) -> list[tuple[list[tuple[str, str]], dict[str, str] | None]]:
     """The Makefile ``target``'s ``spectral-analysis COMMAND`` lines as ((experiment, scale) pairs, only),
     the names read as the command line reads them (``NAME@SCALE`` at its own scale)."""
-    from spectral_analysis.cli.experiments import named_sweeps
+    from spectral_analysis.cli.sweeps import named_sweeps
 
     text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
     variables = dict(re.findall(r"^(\w+) [:?]= *(.*)$", text, flags=re.M))

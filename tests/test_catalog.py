@@ -100,7 +100,7 @@ def test_trial_resolution_order_keys_and_filters(tmp_path):
     either = experiment.trials("smoke", only={"length": "5,7", "variant": "spectral"})
     assert [t.key for t in either] == ["spectral_length5_s0", "spectral_length7_s0"]
     from spectral_analysis.cli.common import CommandError
-    from spectral_analysis.cli.experiments import _only
+    from spectral_analysis.cli.sweeps import _only
 
     merged = _only(["variant=rnn", "length=7", "variant=spectral"])
     assert merged == {"variant": "rnn,spectral", "length": "7"}
@@ -148,7 +148,7 @@ def test_only_given_twice_keeps_both_values_as_one_only_with_two_values_does():
     """`--only variant=a --only variant=b` once kept only b's trials, silently (a GPU call lost its
     rnn trials that way): the flags add up, as `--only variant=a variant=b` does."""
     from spectral_analysis.cli import build_parser
-    from spectral_analysis.cli.experiments import _only
+    from spectral_analysis.cli.sweeps import _only
 
     parse = build_parser().parse_args
     twice = parse(["run", "tiny", "--only", "variant=rnn", "--only", "variant=spectral", "seed=0"])
@@ -193,7 +193,7 @@ def test_a_budget_scale_must_state_its_budget_and_length(tmp_path, edit, message
 
 def test_run_all_at_the_budget_scale_sweeps_only_the_experiments_that_have_one(tmp_path, capsys):
     from spectral_analysis.cli.common import CommandError
-    from spectral_analysis.cli.experiments import named_sweeps
+    from spectral_analysis.cli.sweeps import named_sweeps
 
     catalog = load_catalog()
     having = [name for name, scale in named_sweeps(catalog, ["all"], "budget") if scale == "budget"]
@@ -209,7 +209,7 @@ def test_run_all_at_the_budget_scale_sweeps_only_the_experiments_that_have_one(t
 def test_name_at_scale_runs_that_experiment_at_its_own_scale_beside_the_others(capsys):
     """``table2-mnist@budget kru-copy --scale paper``: one grid, each experiment at its scale."""
     from spectral_analysis.cli.common import CommandError
-    from spectral_analysis.cli.experiments import named_sweeps
+    from spectral_analysis.cli.sweeps import named_sweeps
 
     catalog = load_catalog()
     assert named_sweeps(catalog, ["table2-mnist@budget", "kru-copy"], "paper") == [

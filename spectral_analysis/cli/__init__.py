@@ -25,6 +25,7 @@ from spectral_analysis.cli import (
     matrix,
     models,
     paper,
+    sweeps,
     symbolic,
     training,
 )
@@ -50,8 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=count(1, 1024), default=None,
                         help="torch threads (default: the cores not already busy, at least 1)")
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (matrix, models, training, analysis, experiments, calibrate, kept, landscape, symbolic,
-                   paper):
+    for module in (matrix, models, training, analysis, experiments, sweeps, calibrate, kept, landscape,
+                   symbolic, paper):
         module.add_parsers(sub)
     for command, command_parser in sub.choices.items():
         command_parser.epilog = epilog(command)
