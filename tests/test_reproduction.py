@@ -1,6 +1,7 @@
 """The reproduction table: the papers' numbers beside ours, generated from results/ into the README."""
 
 import json
+import math
 import re
 from functools import partial
 from pathlib import Path
@@ -270,3 +271,24 @@ def test_every_table3_variant_names_the_printed_row_it_trains_and_by_which_readi
     assert table3_row("spectral-1x512-field") == ("spectral-1x512", "-field")
     assert table3_row("rnn-1x128-mean") == ("rnn-1x128", "-mean")
     assert table3_row("gru-1x128") is None and table3_row("lstm-3x128-field") is None
+
+
+def test_a_table3_row_kept_at_paper_scale_stands_beside_the_grid_drawn(tmp_path):
+    """Table 3's paper grid is far from complete on a CPU, but a row run there on its own (the field
+    recipe's LSTM) is drawn beside the grid the table reads, labelled with its recipe and scale."""
+    import json
+
+    from spectral_analysis.plotting.reproduction import table_rows
+
+    for scale, perplexity in (("smoke", 9000.0), ("paper", 128.0)):
+        directory = tmp_path / "table3-ptb" / scale / "lstm-1x128-field_s0"
+        directory.mkdir(parents=True)
+        row = {"experiment": "table3-ptb", "scale": scale, "trial": "lstm-1x128-field_s0", "status": "done",
+               "variant": "lstm-1x128-field", "axes": {}, "seed": 0, "hidden": 128, "metric": "cross_entropy",
+               "seconds": 60.0, "steps": 10, "best_step": 10,
+               "test_metrics": {"cross_entropy": math.log(perplexity), "perplexity": perplexity}}
+        (directory / "result.json").write_text(json.dumps(row))
+    rows = [row for row in table_rows(tmp_path) if row[0].startswith("Table 3")]
+    label = "Table 3, lstm-1x128-field (PyTorch's word_language_model recipe, not the paper's)"
+    assert [(row[0], row[2], row[3].split(" ")[0].rstrip(",")) for row in rows] == [
+        (label, "9000.0", "smoke"), (label, "128.0", "paper")]
