@@ -173,3 +173,21 @@ def test_the_ptb_grid_calibrates_on_its_token_stream(tmp_path, capsys):
                                                 "lstm-2x128", "lstm-2x128-drop0.8"]
     for row in rows:
         assert row["verdict"] == "inconclusive" and 7 < row["reference_valid"] < 10  # ln 10000 = 9.2
+
+
+def test_a_calibration_logs_each_side_as_it_starts_and_ends(tmp_path, caplog):
+    """A paper-scale calibration trains for many minutes a side: it says which side runs and how long
+    each took, so a researcher watching it knows it is alive."""
+    import logging
+
+    from spectral_analysis.experiments.calibration import calibrate
+    from spectral_analysis.experiments.catalog import load_experiment
+
+    (tmp_path / "calib.toml").write_text(GRID)
+    with caplog.at_level(logging.INFO, logger="spectral_analysis.experiments.calibration"):
+        (row,) = calibrate(load_experiment(tmp_path / "calib.toml"), "paper", 12, variants=["lstm"])
+    messages = [record.getMessage() for record in caplog.records]
+    assert messages[0] == f"calibrating {row['trial']}: the toolkit's lstm, 12 steps"
+    assert messages[1].startswith(f"calibrating {row['trial']}: the toolkit's side took ")
+    assert messages[2].startswith(f"calibrating {row['trial']}: the reference's side took ")
+    assert len(messages) == 3 and all(message.endswith((" s", "next", "steps")) for message in messages)

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,8 @@ from spectral_analysis.train.config import OPTIMIZERS
 from spectral_analysis.train.evaluation import evaluate
 from spectral_analysis.train.trainer import detach_state
 from spectral_analysis.vocabulary import MODEL_OPTIONS
+
+logger = logging.getLogger(__name__)
 
 CALIBRATION_DIR = "calibration"
 DEFAULT_MARGIN = 0.1  # the toolkit's final training loss may exceed the reference's by this fraction
@@ -129,10 +133,17 @@ def calibrate_trial(trial: Trial, steps: int, margin: float = DEFAULT_MARGIN) ->
                                      eval_every=steps, checkpoint_every=steps, record_every=record_every,
                                      test_batches=1, tensorboard=False, progress=False)
         trainer = Trainer(config)
+        started = time.perf_counter()
+        logger.info("calibrating %s: the toolkit's %s, %d steps", trial.key, model, steps)
         trainer.run()
         toolkit = [(line["step"], line["loss"]) for line in trainer.log.read() if line["phase"] == "train"]
         toolkit_valid = trainer.latest["valid"]
+        logger.info("calibrating %s: the toolkit's side took %.0f s; the plain-PyTorch reference's next",
+                    trial.key, time.perf_counter() - started)
+        started = time.perf_counter()
         reference, reference_valid = _reference_run(trainer, steps, record_every)
+        logger.info("calibrating %s: the reference's side took %.0f s", trial.key,
+                    time.perf_counter() - started)
     toolkit_loss, reference_loss = _tail_mean(toolkit), _tail_mean(reference)
     constant = constant_predictor_loss(trainer.task, trainer.task.train)
     learned = {"toolkit": learned_from_input(toolkit_loss, constant),
