@@ -191,3 +191,35 @@ def test_a_calibration_logs_each_side_as_it_starts_and_ends(tmp_path, caplog):
     assert messages[1].startswith(f"calibrating {row['trial']}: the toolkit's side took ")
     assert messages[2].startswith(f"calibrating {row['trial']}: the reference's side took ")
     assert len(messages) == 3 and all(message.endswith((" s", "next", "steps")) for message in messages)
+
+
+def test_the_runner_holds_back_a_baseline_whose_calibration_trails_until_its_recipe_changes(tmp_path, capsys):
+    """Calibration before compute: a paper-scale run holds back the trials of a baseline whose kept
+    calibration trails its reference with the recipe the grid still has, says why, and runs them when told
+    to run despite it or once the recipe has changed (to be calibrated again)."""
+    from spectral_analysis.experiments.calibration import refused_baselines
+    from spectral_analysis.experiments.catalog import load_experiment
+    from spectral_analysis.experiments.results import read_rows
+
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "calib.toml").write_text(GRID)
+    results = tmp_path / "results"
+    common = ["--catalog", str(catalog), "--results", str(results)]
+    assert main(["--quiet", "calibrate", "calib", "--variant", "too-large", "--variant", "lstm", "--steps",
+                 "60", *common]) == 1
+    capsys.readouterr()
+    grid = load_experiment(catalog / "calib.toml")
+    refused = refused_baselines(grid, "paper", results)
+    assert list(refused) == ["too-large"]
+    assert "calibration trails its plain-PyTorch reference" in refused["too-large"]
+    assert refused_baselines(grid, "smoke", results) == {}  # no calibration kept at that scale
+    run = ["run", "calib", "--scale", "paper", "--only", "variant=too-large", "--only", "variant=lstm",
+           "--backend", "processes", "--workers", "1", "--out", str(tmp_path / "runs"), *common]
+    assert main(run) == 0
+    assert "calib (paper): 1 trial(s) held back: too-large's calibration trails" in capsys.readouterr().out
+    assert {r["variant"] for r in read_rows(results, "calib", "paper")} == {"lstm"}
+    assert main([*run, "--despite-calibration"]) == 0
+    assert {r["variant"] for r in read_rows(results, "calib", "paper")} == {"lstm", "too-large"}
+    (catalog / "calib.toml").write_text(GRID.replace("init_std = 30.0", "init_std = 20.0"))
+    assert refused_baselines(load_experiment(catalog / "calib.toml"), "paper", results) == {}  # to calibrate

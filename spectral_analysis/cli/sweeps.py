@@ -95,6 +95,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         num_samples=args.samples,
         tune_callbacks=callbacks,
         max_failures=args.max_failures,
+        despite_calibration=args.despite_calibration,
         report=report,
     )
     sweeps = [
@@ -241,6 +242,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--max-failures", type=count(0, 100), default=0,
                      help="restart a trial whose worker was lost (killed, its node gone) up to N times, "
                      "from the Tune checkpoint of its last evaluation (default 0)")
+    run.add_argument("--despite-calibration", action="store_true",
+                     help="run the baselines whose kept calibration trails their plain-PyTorch reference "
+                     "with the grid's recipe (held back by default: spectral-analysis calibrate)")
     catalog_arguments(run)
     run.set_defaults(func=cmd_run)
 

@@ -14,7 +14,9 @@ reading the input, e.g. the copy task's memoryless strategy or Penn Treebank's u
 nothing and is ``inconclusive``, never a pass: two curves that fell only to that floor compare how fast
 each fits the targets' marginals, not the recipe's ability to learn the task. ``lr_cut`` (which reads the
 validation split) is off on both sides. Each calibration is kept in
-``results/<experiment>/calibration/<scale>/<variant>.json`` with both curves.
+``results/<experiment>/calibration/<scale>/<variant>.json`` with both curves and the recipe it tried; while
+it trails with the recipe the grid still has, ``run`` holds that baseline's trials back
+(:func:`refused_baselines`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 import logging
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +190,33 @@ def calibrate(experiment: Experiment, scale: str, steps: int, margin: float = DE
             folder.mkdir(parents=True, exist_ok=True)
             atomic_write_text(folder / f"{trial.variant}.json", json.dumps(rows[-1], indent=1))
     return rows
+
+
+def recipe_status(kept: Mapping[str, Any], experiment: Experiment, scale: str) -> str:
+    """Whether the kept calibration ``kept`` tried the recipe the grid's trial of its variant has now (its
+    first point, as :func:`calibrate` takes it): ``"the grid's"``, ``"changed since"``, ``"not recorded"``
+    (kept before calibrations recorded their recipe) or ``"variant no longer in the grid"``."""
+    if "config" not in kept:
+        return "not recorded"
+    trial = next((t for t in experiment.trials(scale, seeds=1) if t.variant == kept["variant"]), None)
+    if trial is None:
+        return "variant no longer in the grid"
+    return "the grid's" if kept["config"] == trial.config else "changed since"
+
+
+def refused_baselines(experiment: Experiment, scale: str, results: str | Path) -> dict[str, str]:
+    """The baselines of ``experiment``'s grid at ``scale`` whose kept calibration trails its reference
+    with the recipe the grid still has, each with why: ``run`` holds their trials back, so no compute is
+    spent on a recipe a practitioner's plain PyTorch trains better. A recipe changed since its calibration
+    is not held: calibrate it again.
+
+    Example: ``refused_baselines(find_experiment("fig3-mnist"), "paper", "results")``."""
+    refused = {}
+    for path in sorted((Path(results) / experiment.name / CALIBRATION_DIR / scale).glob("*.json")):
+        kept = json.loads(path.read_text())
+        if kept.get("verdict") == "trails" and recipe_status(kept, experiment, scale) == "the grid's":
+            refused[kept["variant"]] = (
+                f"{kept['variant']}'s calibration trails its plain-PyTorch reference (training loss "
+                f"{kept['toolkit_loss']:.3f} against {kept['reference_loss']:.3f} over {kept['steps']} "
+                f"steps, {path}): mend the recipe, or calibrate it again over more steps")
+    return refused

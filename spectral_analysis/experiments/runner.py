@@ -41,6 +41,7 @@ from typing import Any
 import torch
 
 from spectral_analysis.atomic import exclusive_lock
+from spectral_analysis.experiments.calibration import refused_baselines
 from spectral_analysis.experiments.catalog import (
     Experiment,
     Trial,
@@ -213,6 +214,7 @@ def run_sweeps(
     search_space: dict[str, Any] | None = None,
     num_samples: int = 1,
     max_failures: int = 0,
+    despite_calibration: bool = False,
     report: Callable[[str], None] = logger.info,
 ) -> list[SweepOutcome]:
     """Run the grids of ``experiments`` on Ray Tune as one grid (see the module docstring), each at
@@ -226,8 +228,10 @@ def run_sweeps(
     1e-2)}``, dotted for an option: ``"model_options.r"``), drawn ``num_samples`` times at every grid
     point; each draw is a trial of its own, named by its values (``rnn_lr0.01235_s0``), so a rerun draws
     anew instead of resuming. ``max_failures``: how often Tune restarts a trial whose worker was lost,
-    from the Tune checkpoint of its last evaluation. Tune's own records of the grid (those checkpoints,
-    its loggers' files) stay in ``out/.tune/<sweep>-<started>/``.
+    from the Tune checkpoint of its last evaluation. Tune's own records of the grid (those checkpoints, its
+    loggers' files) stay in ``out/.tune/<sweep>-<started>/``. A baseline whose kept calibration trails its
+    reference with the grid's recipe is held back (``calibration.refused_baselines``) unless
+    ``despite_calibration``.
 
     ```python
     from spectral_analysis.experiments import find_experiment, run_sweep
@@ -280,6 +284,8 @@ def run_sweeps(
                                  f"its trials are selected by {keys}")
             outcome = outcomes[experiment.name] = SweepOutcome(experiment.name, grid_scale, [])
             to_run, held = [], held_back(experiment, grid_scale, catalog, results)
+            if not despite_calibration:
+                held = {**refused_baselines(experiment, grid_scale, results), **held}
             for trial in longest_first(trials, read_estimate(results, experiment.name, device)):
                 if not search_space and _kept_and_standing(results, trial, retry_failed):
                     outcome.skipped.append(trial.key)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from spectral_analysis.checks import CheckRecord, replace_marked_block
-from spectral_analysis.experiments.calibration import CALIBRATION_DIR
+from spectral_analysis.experiments.calibration import CALIBRATION_DIR, recipe_status
 from spectral_analysis.experiments.catalog import configuration_key, find_experiment
 from spectral_analysis.experiments.groups import Group
 from spectral_analysis.experiments.reading import read_grid
@@ -159,17 +159,6 @@ def grid_markdown(results: Path, experiment: str, scale: str) -> str:
     return "\n".join(lines)
 
 
-def _recipe_status(kept: Mapping[str, Any], experiment: str, scale: str) -> str:
-    """Whether a kept calibration tried the recipe the catalog's trial of its variant has now."""
-    if "config" not in kept:
-        return "not recorded"
-    grid = find_experiment(experiment).trials(scale, seeds=1)
-    trial = next((t for t in grid if t.variant == kept["variant"]), None)  # its first point, as calibrate
-    if trial is None:
-        return "variant no longer in the grid"
-    return "the grid's" if kept["config"] == trial.config else "changed since"
-
-
 def calibration_markdown(results: Path, experiment: str, scale: str) -> str:
     """The calibrations kept for ``experiment``'s grid at ``scale`` (``results/EXPERIMENT/calibration/
     SCALE/VARIANT.json``), in the catalog's variant order: steps, each side's training loss (the mean over
@@ -184,7 +173,8 @@ def calibration_markdown(results: Path, experiment: str, scale: str) -> str:
     if not kept:
         raise ValueError(f"no kept calibration of {experiment!r} at {scale!r} in {folder}: spectral-analysis "
                          f"calibrate {experiment} --scale {scale} keeps one")
-    order = [t.variant for t in find_experiment(experiment).trials(scale, seeds=1)]
+    grid = find_experiment(experiment)
+    order = [t.variant for t in grid.trials(scale, seeds=1)]
     lines = ["| baseline | steps | training loss: toolkit | reference | constant predictor | validation: "
              "toolkit | reference | verdict | recipe |", "|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for variant in sorted(kept, key=lambda v: (order.index(v) if v in order else len(order), v)):
@@ -193,7 +183,7 @@ def calibration_markdown(results: Path, experiment: str, scale: str) -> str:
                      f"{row['reference_loss']:.3f} | {row['constant_predictor_loss']:.3f} | "
                      f"{row['metric']} {row['toolkit_valid']:.3f} | "
                      f"{row['reference_valid']:.3f} | {row['verdict']} | "
-                     f"{_recipe_status(row, experiment, scale)} |")
+                     f"{recipe_status(row, grid, scale)} |")
     return "\n".join(lines)
 
 
