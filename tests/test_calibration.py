@@ -62,6 +62,31 @@ def test_the_loop_reference_computes_what_nn_rnn_computes_and_irnn_starts_at_the
     assert torch.equal(irnn(ids), irnn(torch.nn.functional.one_hot(ids, 3).float()))
 
 
+def test_the_toolkits_irnn_and_its_reference_compute_the_same_function_from_the_same_weights():
+    """A calibration gap between the two is their initialization alone: with the toolkit's weights copied
+    in, the reference gives the same outputs and gradients (float64)."""
+    from spectral_analysis.nn.registry import build_model
+
+    torch.manual_seed(0)
+    toolkit = build_model("irnn", 2, 16, 10).double()
+    reference = ReferenceRecurrent("irnn", 2, 16, 10, activation="leaky_relu", leak=0.2).double()
+    with torch.no_grad():
+        reference.recurrent.input_layer.weight.copy_(toolkit.input_weights[0])
+        reference.recurrent.recurrent.weight.copy_(toolkit.transitions[0].weight)
+        reference.output.weight.copy_(toolkit.output.weight)
+        reference.output.bias.zero_()  # the toolkit's read-out has none (Eq. 5)
+    assert not torch.allclose(reference.recurrent.recurrent.weight, torch.eye(16, dtype=torch.float64))
+    x = torch.rand(3, 50, 2, dtype=torch.float64)
+    ours, theirs = toolkit(x), reference(x)
+    assert torch.allclose(ours, theirs, rtol=0, atol=1e-12) and ours.abs().max() > 0.1
+    ours[:, -1].pow(2).sum().backward()
+    theirs[:, -1].pow(2).sum().backward()
+    assert torch.allclose(toolkit.transitions[0].weight.grad, reference.recurrent.recurrent.weight.grad,
+                          rtol=0, atol=1e-12)
+    assert torch.allclose(toolkit.input_weights[0].grad, reference.recurrent.input_layer.weight.grad,
+                          rtol=0, atol=1e-12)
+
+
 def test_calibrate_refuses_a_grid_whose_baseline_trails_its_reference_and_keeps_both_curves(tmp_path, capsys):
     catalog = tmp_path / "catalog"
     catalog.mkdir()
