@@ -1,9 +1,17 @@
-"""The toolkit's thread policy: torch's intra-op threads = the cores nobody else is using.
+"""The toolkit's CPU policy: torch's intra-op threads = the cores nobody else is using, and denormal
+floats flushed to zero.
 
 Two threads on a 2-core machine that is already busy run the small per-step operations of a
 recurrence 3-10x slower than one thread (each op waits for a core it shares). By default the
 command line sets torch to the free cores: the cores this process may use minus the 1-minute load
 average, at least one. ``--threads N`` overrides it.
+
+A recurrence over hundreds of steps whose states decay (pixel MNIST's black rows) drives activations
+and their gradients into the denormal range (below 1.2e-38 in float32), where x86 arithmetic takes
+microcode and runs many times slower: ``nn.LSTM`` at PyTorch's initialization over 784 pixels ran
+several times slower than with those values flushed to zero (``benchmarks/bench_denormals.py``
+measures it). Numbers that small change no sum they enter, so the command line and every CPU
+:class:`~spectral_analysis.train.trainer.Trainer` flush them (:func:`flush_denormals`).
 """
 
 from __future__ import annotations
@@ -36,3 +44,11 @@ def set_threads(threads: int | None = None) -> int:
 
     torch.set_num_threads(threads)
     return threads
+
+
+def flush_denormals() -> bool:
+    """Flush denormal floats to zero in this process's CPU arithmetic (module docstring); ``True`` where
+    the CPU supports it (x86 with SSE3), as ``torch.set_flush_denormal`` reports."""
+    import torch
+
+    return torch.set_flush_denormal(True)

@@ -142,6 +142,33 @@ def test_thread_policy_takes_the_free_cores_and_threads_overrides(capsys):
         torch.set_num_threads(before)
 
 
+def test_every_command_and_a_cpu_trainer_flush_denormal_floats(tmp_path):
+    """Numbers below float32's smallest normal (the slow microcode path of states decaying over long
+    sequences, threads.flush_denormals) read as zero once a command or a CPU trainer has started; a
+    process that asked for neither keeps them."""
+    from spectral_analysis.threads import flush_denormals
+    from spectral_analysis.train import TrainConfig, Trainer
+
+    tiny = torch.tensor([1e-39])
+    flushed_before = (tiny * 1.0).item() == 0
+    try:
+        torch.set_flush_denormal(False)
+        if not flush_denormals():
+            pytest.skip("this CPU cannot flush denormals (torch.set_flush_denormal: x86 with SSE3 only)")
+        torch.set_flush_denormal(False)
+        assert (tiny * 1.0).item() > 0
+        Trainer(TrainConfig(task="addition", model="rnn", hidden=4, steps=2, batch_size=8, device="cpu",
+                            out=str(tmp_path / "run"), progress=False,
+                            task_options={"length": 3, "train_size": 16, "valid_size": 8, "test_size": 8}))
+        assert (tiny * 1.0).item() == 0
+        torch.set_flush_denormal(False)
+        assert main(["--quiet", "params", "--model", "rnn", "--inputs", "1", "--hidden", "8",
+                     "--outputs", "1"]) == 0
+        assert (tiny * 1.0).item() == 0
+    finally:
+        torch.set_flush_denormal(flushed_before)
+
+
 def test_the_parser_loads_without_torch_and_answers_version():
     """--help, --version and argument errors need only the parser: building it must not import torch,
     numpy, matplotlib, scipy or sympy (the command imports what it runs)."""

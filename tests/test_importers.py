@@ -206,6 +206,12 @@ def test_gru_fused_kernel_equals_the_reference_loop_and_symbol_ids():
     x = torch.randn(3, 7, 4, dtype=D)
     assert torch.allclose(model.run(x, recurrence="torch").outputs, model.run(x, recurrence="loop").outputs,
                           atol=1e-12)
+    grads = []
+    for route in ("torch", "loop"):  # the loop's backward (unbind) is torch.gru's too
+        model.zero_grad()
+        model.run(x, recurrence=route).outputs.square().sum().backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+    assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(*grads, strict=True))
     ids = torch.randint(0, 4, (3, 7))
     one_hot = nn.functional.one_hot(ids, 4).to(D)
     assert torch.allclose(model(ids), model(one_hot), atol=1e-12)

@@ -28,9 +28,9 @@ class LoopRNN(nn.Module):
 
     def forward(self, x: Tensor, h: Tensor | None = None) -> tuple[Tensor, Tensor]:
         h = x.new_zeros(x.shape[0], self.hidden_size) if h is None else h[0]
-        drive, states = self.input_layer(x), []
-        for t in range(x.shape[1]):
-            pre = self.recurrent(h) + drive[:, t]
+        states = []
+        for drive in self.input_layer(x).unbind(1):  # one backward stack, not a (B, T, n) zero-fill a step
+            pre = self.recurrent(h) + drive
             h = F.leaky_relu(pre, self.leak) if self.activation == "leaky_relu" else PHI[self.activation](pre)
             states.append(h)
         return torch.stack(states, dim=1), h[None]

@@ -118,8 +118,8 @@ class GRUNet(GatedWeights, RecurrentModel):
                 projected = (self._project(layer, layer_input) if layer_input.is_floating_point()
                              else self.drop(nn.functional.embedding(layer_input, w_ih.T)) + b_ih)
                 h, states = h0[layer], []
-                for t in range(projected.shape[1]):
-                    h = _gru_update(projected[:, t], h, w_hh, b_hh)
+                for projected_t in projected.unbind(1):  # unbind: one backward stack, not a zero-fill a step
+                    h = _gru_update(projected_t, h, w_hh, b_hh)
                     states.append(h)
                 H = torch.stack(states, dim=1)
             else:

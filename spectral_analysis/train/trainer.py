@@ -56,6 +56,7 @@ from spectral_analysis.data.objectives import (
     training_objective,
 )
 from spectral_analysis.nn import RecurrentModel, build_model
+from spectral_analysis.threads import flush_denormals
 from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
 from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
 from spectral_analysis.train.config import OPTIMIZERS, TrainConfig
@@ -138,6 +139,8 @@ class Trainer:
         config.validate()
         self.config, self.out = config, Path(config.out)
         self.device = resolve_device(config.device)
+        if self.device.type == "cpu":
+            flush_denormals()  # states decaying over long sequences would crawl through denormals
         mirror = TensorBoardMirror(self.out / "tensorboard") if config.tensorboard else None
         self.log = RunLog(self.out / "metrics.jsonl", mirror)
         last = self.out / "last.safetensors"
