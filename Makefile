@@ -50,7 +50,8 @@ notebooks: $(VENV)
 # take about 2 hours each, in one grid with KRU's copy and adding grids (the rest of the CPU tier, days:
 # results/kru-*/paper/estimate_cpu.json), so a worker freed beside the last uRNN trial starts KRU's;
 # last the two changes of the authors' code each alone at paper scale, an attribution the paper's claims
-# do not need, and Table 2's LSTM row at lr 1e-4 (table2-lstm-grid: 6.9 CPU hours, 18 GPU minutes); last
+# do not need, Table 2's LSTM row at lr 1e-4 (table2-lstm-grid: 6.9 CPU hours, 18 GPU minutes) and by the field's
+# recipe (table2-lstm-field); last
 # the validation grids of KRU's soft unitary amplitude for its pixel-MNIST and character-level PTB grids
 # (kru-mnist-amplitude, kru-ptb-amplitude: about 6.4 and 6.8 CPU hours), then those grids at their budgets
 # (kru-mnist, kru-ptb: 52 and 77 CPU hours at paper scale, GPU-tier grids). The runner holds back the KRU
@@ -61,7 +62,7 @@ notebooks: $(VENV)
 PAPER_ORDER := table4-ucr fig1-addition fig2-copy svdrnn-fig2-leak svdrnn-fig2-r fig5-depth dizzy-copy \
 	kru-amplitude kru-music zoo-addition
 BUDGET_TIER := fig3-mnist fig3-authors-code table3-ptb table2-grid table2-mnist kru-mnist kru-ptb
-GPU_TIER := table2-mnist table2-grid table2-lstm-grid fig3-mnist fig3-authors-code table3-ptb \
+GPU_TIER := table2-mnist table2-grid table2-lstm-grid table2-lstm-field fig3-mnist fig3-authors-code table3-ptb \
 	kru-mnist-amplitude kru-ptb-amplitude kru-mnist kru-ptb
 KRU_LONG := kru-copy kru-adding-amplitude kru-adding
 KRU_VALIDATION := kru-mnist-amplitude kru-ptb-amplitude
@@ -74,7 +75,7 @@ paper: $(VENV)
 	nice -n 10 $(BIN)/spectral-analysis run fig3-mnist fig3-authors-code table3-ptb table2-grid --scale budget --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run table2-grid --scale paper --only variant=$(TABLE2_POINTS) --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run table2-mnist@budget $(KRU_LONG) --scale paper --workers $(WORKERS)
-	nice -n 10 $(BIN)/spectral-analysis run table2-grid table2-lstm-grid --scale paper --workers $(WORKERS)
+	nice -n 10 $(BIN)/spectral-analysis run table2-grid table2-lstm-grid table2-lstm-field --scale paper --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run $(KRU_VALIDATION) --scale paper --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run kru-ptb kru-mnist --scale budget --workers $(WORKERS)
 
@@ -82,7 +83,7 @@ paper: $(VENV)
 # to results/<experiment>/<scale>/parked/, to commit with the results; `make paper` on a fresh clone resumes
 # them from there instead of starting them over (the run directories in runs/ are not committed).
 park: $(VENV)
-	$(BIN)/spectral-analysis park $(PAPER_ORDER) table2-mnist table2-grid table2-lstm-grid $(KRU_LONG) \
+	$(BIN)/spectral-analysis park $(PAPER_ORDER) table2-mnist table2-grid table2-lstm-grid table2-lstm-field $(KRU_LONG) \
 		$(KRU_VALIDATION) --scale paper
 	$(BIN)/spectral-analysis park $(BUDGET_TIER) --scale budget
 
