@@ -49,6 +49,9 @@ def set_threads(threads: int | None = None) -> int:
 def flush_denormals() -> bool:
     """Flush denormal floats to zero in this process's CPU arithmetic (module docstring); ``True`` where
     the CPU supports it (x86 with SSE3), as ``torch.set_flush_denormal`` reports."""
+    import numpy as np
     import torch
 
+    for dtype in (np.float16, np.float32, np.float64, np.longdouble):
+        np.finfo(dtype)  # numpy measures its limits once, lazily: here, or it warns the subnormal is zero
     return torch.set_flush_denormal(True)

@@ -167,6 +167,9 @@ def test_every_command_and_a_cpu_trainer_flush_denormal_floats(tmp_path):
         assert (tiny * 1.0).item() == 0
     finally:
         torch.set_flush_denormal(flushed_before)
+    code = ("from spectral_analysis.threads import flush_denormals; import numpy as np; flush_denormals(); "
+            "np.finfo(np.float64).smallest_subnormal")  # numpy's limits then read with no warning
+    assert subprocess.run([sys.executable, "-W", "error", "-c", code], timeout=120).returncode == 0
 
 
 def test_the_parser_loads_without_torch_and_answers_version():
