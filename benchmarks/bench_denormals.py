@@ -1,4 +1,4 @@
-"""Pixel-MNIST training steps with denormal floats kept or flushed to zero (``threads.flush_denormals``).
+"""Pixel-MNIST training steps with denormal floats kept or flushed to zero (``threads.denormals_flushed``).
 
 A recurrence whose state decays over the black rows of an image computes with numbers below float32's
 smallest normal (1.2e-38), which x86 handles in microcode. Per case, forward + backward of the

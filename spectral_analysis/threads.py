@@ -10,13 +10,17 @@ A recurrence over hundreds of steps whose states decay (pixel MNIST's black rows
 and their gradients into the denormal range (below 1.2e-38 in float32), where x86 arithmetic takes
 microcode and runs many times slower: ``nn.LSTM`` at PyTorch's initialization over 784 pixels ran
 several times slower than with those values flushed to zero (``benchmarks/bench_denormals.py``
-measures it). Numbers that small change no sum they enter, so the command line and every CPU
-:class:`~spectral_analysis.train.trainer.Trainer` flush them (:func:`flush_denormals`).
+measures it). Numbers that small change no sum they enter, so every command, every CPU
+:meth:`~spectral_analysis.train.trainer.Trainer.run` and the calibrations' reference side flush them
+while they run (:func:`denormals_flushed`), and give the setting back after: another library in the
+process (hypothesis, for one) may need denormals.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 def usable_cores() -> int:
@@ -46,12 +50,29 @@ def set_threads(threads: int | None = None) -> int:
     return threads
 
 
-def flush_denormals() -> bool:
-    """Flush denormal floats to zero in this process's CPU arithmetic (module docstring); ``True`` where
-    the CPU supports it (x86 with SSE3), as ``torch.set_flush_denormal`` reports."""
+@contextmanager
+def denormals_flushed() -> Iterator[bool]:
+    """Within the block, this thread's CPU arithmetic flushes denormal floats to zero (module docstring);
+    the setting it had before comes back after. Yields whether the CPU can (x86 with SSE3), as
+    ``torch.set_flush_denormal`` reports.
+
+    ```python
+    >>> import torch
+    >>> with denormals_flushed() as flushing:
+    ...     inside = (torch.tensor([1e-39]) * 1.0).item()
+    >>> inside == 0 or not flushing, (torch.tensor([1e-39]) * 1.0).item() > 0
+    (True, True)
+
+    ```
+    """
     import numpy as np
     import torch
 
     for dtype in (np.float16, np.float32, np.float64, np.longdouble):
         np.finfo(dtype)  # numpy measures its limits once, lazily: here, or it warns the subnormal is zero
-    return torch.set_flush_denormal(True)
+    before = torch.tensor([1e-39]).item() == 0  # the conversion itself flushes while flushing is on
+    flushing = torch.set_flush_denormal(True)
+    try:
+        yield flushing
+    finally:
+        torch.set_flush_denormal(before)

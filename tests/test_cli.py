@@ -142,33 +142,35 @@ def test_thread_policy_takes_the_free_cores_and_threads_overrides(capsys):
         torch.set_num_threads(before)
 
 
-def test_every_command_and_a_cpu_trainer_flush_denormal_floats(tmp_path):
+def test_commands_and_cpu_training_flush_denormal_floats_while_they_run(tmp_path, monkeypatch):
     """Numbers below float32's smallest normal (the slow microcode path of states decaying over long
-    sequences, threads.flush_denormals) read as zero once a command or a CPU trainer has started; a
-    process that asked for neither keeps them."""
-    from spectral_analysis.threads import flush_denormals
+    sequences, threads.denormals_flushed) read as zero while a command or a CPU trainer's run goes on, and
+    are back after it: the process's own setting (hypothesis refuses to run without denormals)."""
+    from spectral_analysis.threads import denormals_flushed
     from spectral_analysis.train import TrainConfig, Trainer
 
-    tiny = torch.tensor([1e-39])
-    flushed_before = (tiny * 1.0).item() == 0
-    try:
-        torch.set_flush_denormal(False)
-        if not flush_denormals():
+    def tiny() -> float:
+        return (torch.tensor([1e-39]) * 1.0).item()
+
+    with denormals_flushed() as flushing:
+        if not flushing:
             pytest.skip("this CPU cannot flush denormals (torch.set_flush_denormal: x86 with SSE3 only)")
-        torch.set_flush_denormal(False)
-        assert (tiny * 1.0).item() > 0
-        Trainer(TrainConfig(task="addition", model="rnn", hidden=4, steps=2, batch_size=8, device="cpu",
-                            out=str(tmp_path / "run"), progress=False,
-                            task_options={"length": 3, "train_size": 16, "valid_size": 8, "test_size": 8}))
-        assert (tiny * 1.0).item() == 0
-        torch.set_flush_denormal(False)
-        assert main(["--quiet", "params", "--model", "rnn", "--inputs", "1", "--hidden", "8",
-                     "--outputs", "1"]) == 0
-        assert (tiny * 1.0).item() == 0
-    finally:
-        torch.set_flush_denormal(flushed_before)
-    code = ("from spectral_analysis.threads import flush_denormals; import numpy as np; flush_denormals(); "
-            "np.finfo(np.float64).smallest_subnormal")  # numpy's limits then read with no warning
+        assert tiny() == 0
+        with denormals_flushed():
+            pass
+        assert tiny() == 0  # an inner block gives back the outer one's setting
+    assert tiny() > 0
+    seen = []
+    monkeypatch.setattr(Trainer, "_run", lambda self, *args: seen.append(tiny()) or {})
+    Trainer(TrainConfig(task="addition", model="rnn", hidden=4, steps=2, batch_size=8, device="cpu",
+                        out=str(tmp_path / "run"), progress=False,
+                        task_options={"length": 3, "train_size": 16, "valid_size": 8, "test_size": 8})).run()
+    monkeypatch.setattr("spectral_analysis.cli.models.cmd_params", lambda args: seen.append(tiny()) or 0)
+    assert main(["--quiet", "params", "--model", "rnn", "--inputs", "1", "--hidden", "8", "--outputs",
+                 "1"]) == 0
+    assert seen == [0, 0] and tiny() > 0  # in the trainer's run, in the command, and not after either
+    code = ("from spectral_analysis.threads import denormals_flushed; import numpy as np\n"
+            "with denormals_flushed(): np.finfo(np.float64).smallest_subnormal")  # numpy's limits, unwarned
     assert subprocess.run([sys.executable, "-W", "error", "-c", code], timeout=120).returncode == 0
 
 

@@ -31,7 +31,7 @@ from spectral_analysis.cli import (
 )
 from spectral_analysis.cli.common import CommandError, count
 from spectral_analysis.cli.examples import epilog
-from spectral_analysis.threads import flush_denormals, set_threads
+from spectral_analysis.threads import denormals_flushed, set_threads
 
 # the optional dependencies, by the extra that brings them (pyproject.toml)
 EXTRA_OF = {"sympy": "symbolic", "matplotlib": "plots", "seaborn": "plots", "ray": "sweep",
@@ -82,9 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         set_threads(args.threads)
-        flush_denormals()
         keep_freed_memory()
-        with library_log(args.quiet):
+        with library_log(args.quiet), denormals_flushed():
             return args.func(args)
     except BrokenPipeError:  # the reader went away (``| head``): end quietly, as a filter does
         devnull = os.open(os.devnull, os.O_WRONLY)

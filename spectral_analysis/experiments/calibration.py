@@ -44,6 +44,7 @@ from spectral_analysis.data.objectives import (
 from spectral_analysis.experiments.catalog import Experiment, Trial
 from spectral_analysis.experiments.fitness import BASELINE_TOLERANCE
 from spectral_analysis.experiments.reference import REFERENCE_MODELS, ReferenceRecurrent
+from spectral_analysis.threads import denormals_flushed
 from spectral_analysis.train import Trainer
 from spectral_analysis.train.config import OPTIMIZERS
 from spectral_analysis.train.evaluation import evaluate
@@ -144,7 +145,8 @@ def calibrate_trial(trial: Trial, steps: int, margin: float = DEFAULT_MARGIN) ->
         logger.info("calibrating %s: the toolkit's side took %.0f s; the plain-PyTorch reference's next",
                     trial.key, time.perf_counter() - started)
         started = time.perf_counter()
-        reference, reference_valid = _reference_run(trainer, steps, record_every)
+        with denormals_flushed():  # as the trainer's side ran (threads.py)
+            reference, reference_valid = _reference_run(trainer, steps, record_every)
         logger.info("calibrating %s: the reference's side took %.0f s", trial.key,
                     time.perf_counter() - started)
     toolkit_loss, reference_loss = _tail_mean(toolkit), _tail_mean(reference)

@@ -38,6 +38,7 @@ import math
 import shutil
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -56,7 +57,7 @@ from spectral_analysis.data.objectives import (
     training_objective,
 )
 from spectral_analysis.nn import RecurrentModel, build_model
-from spectral_analysis.threads import flush_denormals
+from spectral_analysis.threads import denormals_flushed
 from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
 from spectral_analysis.train.checkpoint import load_checkpoint, save_checkpoint
 from spectral_analysis.train.config import OPTIMIZERS, TrainConfig
@@ -139,8 +140,6 @@ class Trainer:
         config.validate()
         self.config, self.out = config, Path(config.out)
         self.device = resolve_device(config.device)
-        if self.device.type == "cpu":
-            flush_denormals()  # states decaying over long sequences would crawl through denormals
         mirror = TensorBoardMirror(self.out / "tensorboard") if config.tensorboard else None
         self.log = RunLog(self.out / "metrics.jsonl", mirror)
         last = self.out / "last.safetensors"
@@ -349,7 +348,8 @@ class Trainer:
         once the step is done and ``last.safetensors`` holds it (a Tune trial reports both). Returns the
         last train, valid and test lines."""
         try:
-            return self._run(callback, stop, on_evaluation)
+            with denormals_flushed() if self.device.type == "cpu" else nullcontext():  # threads.py
+                return self._run(callback, stop, on_evaluation)
         finally:
             self._lock.close()  # the run directory is free again (also after an error)
 
