@@ -248,3 +248,49 @@ def test_the_runner_holds_back_a_baseline_whose_calibration_trails_until_its_rec
     assert {r["variant"] for r in read_rows(results, "calib", "paper")} == {"lstm", "too-large"}
     (catalog / "calib.toml").write_text(GRID.replace("init_std = 30.0", "init_std = 20.0"))
     assert refused_baselines(load_experiment(catalog / "calib.toml"), "paper", results) == {}  # to calibrate
+
+
+def test_a_calibration_over_seeds_reads_its_verdict_from_the_means_and_keeps_every_seed(tmp_path, capsys,
+                                                                                          monkeypatch):
+    """One seed of a take-off task can trail by 30% while the next leads: the verdict over seeds reads the
+    two sides' means, never one seed's, and keeps each seed's row and curves."""
+    from spectral_analysis.experiments.calibration import over_seeds
+
+    def row(seed: int, toolkit: float, reference: float) -> dict:
+        return {"trial": f"x_s{seed}", "toolkit_loss": toolkit, "reference_loss": reference,
+                "toolkit_valid": 0.5, "reference_valid": 0.6, "constant_predictor_loss": 2.3,
+                "verdict": "trails" if toolkit > 1.1 * reference else "ok"}
+
+    rows = [row(0, 1.3, 1.0), row(1, 0.8, 1.0)]
+    combined = over_seeds(rows, 0.1)
+    assert rows[0]["verdict"] == "trails" and combined["verdict"] == "ok" and not combined["trails"]
+    assert combined["toolkit_loss"] == pytest.approx(1.05) and combined["seeds"] == rows
+    assert over_seeds([row(0, 1.3, 1.0), row(1, 1.2, 1.0)], 0.1)["verdict"] == "trails"
+    assert over_seeds([row(0, 2.3, 2.3), row(1, 2.3, 2.3)], 0.1)["verdict"] == "inconclusive"
+
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "calib.toml").write_text(GRID)
+    results = tmp_path / "results"
+    args = ["--quiet", "calibrate", "calib", "--variant", "too-large", "--seeds", "2", "--steps", "60",
+            "--catalog", str(catalog), "--results", str(results), "--json"]
+    code = main(args)
+    (kept,) = json.loads(capsys.readouterr().out)["rows"]
+    assert code == (0 if kept["verdict"] == "ok" else 1)
+    assert [seed["trial"][-3:] for seed in kept["seeds"]] == ["_s0", "_s1"]
+    assert kept["seeds"][0]["curves"] != kept["seeds"][1]["curves"]  # two initializations, two runs
+    for side in ("toolkit", "reference"):
+        assert kept[f"{side}_loss"] == pytest.approx(sum(s[f"{side}_loss"] for s in kept["seeds"]) / 2)
+    assert kept == {**kept, **over_seeds(kept["seeds"], 0.1)}  # the verdict is the means'
+    assert kept["config"]["model_options"]["init_std"] == 30.0
+    on_disk = json.loads((results / "calib" / "calibration" / "paper" / "too-large.json").read_text())
+    assert len(on_disk["seeds"]) == 2
+    from spectral_analysis.plotting.docs_blocks import calibration_markdown
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(catalog))
+    low, high = sorted(seed["toolkit_loss"] for seed in kept["seeds"])
+    assert calibration_markdown(results, "calib", "paper").splitlines()[2].startswith(
+        f"| too-large (rnn) | 60 (2 seeds, means) | {kept['toolkit_loss']:.3f} [{low:.3f}, {high:.3f}] | ")
+    with pytest.raises(SystemExit):  # argparse refuses a count below 1
+        main(args[:5] + ["--seeds", "0"] + args[7:])
+    assert "argument --seeds: must be an integer in [1, 20], got '0'" in capsys.readouterr().err

@@ -26,7 +26,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise CommandError(f"{args.name!r} has no {args.scale!r} scale; it has {sorted(experiment.scales)}")
     results = results_dir(args)
     try:
-        rows = calibrate(experiment, args.scale, args.steps, args.margin, results, args.variant)
+        rows = calibrate(experiment, args.scale, args.steps, args.margin, results, args.variant, args.seeds)
     except ValueError as error:
         raise CommandError(str(error)) from error
     trailing = [row["variant"] for row in rows if row["verdict"] == "trails"]
@@ -42,7 +42,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     def text(payload: dict) -> str:
         lines = [render(table_rows(payload), "md", COLUMNS),
-                 f"training loss: the mean over the last quarter of {args.steps} steps, on the same batches; "
+                 f"training loss: the mean over the last quarter of {args.steps} steps"
+                 f"{f' and over seeds 0-{args.seeds - 1}' if args.seeds > 1 else ''}, on the same batches; "
                  f"kept in {kept}"]
         if trailing:
             lines.append(f"refused: {', '.join(trailing)} trail(s) the plain-PyTorch reference by more than "
@@ -69,6 +70,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--steps", type=count(1, 10 ** 6), default=200, help="training steps of each side")
     parser.add_argument("--variant", action="append", metavar="LABEL", help="calibrate only this baseline of "
                         "the grid (repeatable; default: every baseline with a reference)")
+    parser.add_argument("--seeds", type=count(1, 20), default=1,
+                        help="calibrate seeds 0..K-1 of each baseline's first grid point and compare the two "
+                        "sides' means (a take-off task varies by more than the margin from seed to seed)")
     parser.add_argument("--margin", type=positive_real(10.0), default=0.1,
                         help="the toolkit's final training loss may exceed the reference's by this fraction")
     catalog_arguments(parser)

@@ -13,7 +13,10 @@ learned from its input (neither loss below the task's constant-predictor loss: t
 reading the input, e.g. the copy task's memoryless strategy or Penn Treebank's unigram entropy) shows
 nothing and is ``inconclusive``, never a pass: two curves that fell only to that floor compare how fast
 each fits the targets' marginals, not the recipe's ability to learn the task. ``lr_cut`` (which reads the
-validation split) is off on both sides. Each calibration is kept in
+validation split) is off on both sides. A task whose loss falls in a sudden take-off (pixel MNIST) varies
+from seed to seed by more than the margin (an IRNN led its reference by 8% on one seed and trailed it by
+26% on another, 500 steps each): ``seeds`` calibrates the first seeds of the variant's first grid point
+and compares the two sides' means over them, each seed kept beside them. Each calibration is kept in
 ``results/<experiment>/calibration/<scale>/<variant>.json`` with both curves and the recipe it tried; while
 it trails with the recipe the grid still has, ``run`` holds that baseline's trials back
 (:func:`refused_baselines`).
@@ -65,6 +68,17 @@ def learned_from_input(loss: float, constant_loss: float) -> bool:
     Example: ``learned_from_input(6.44, 6.53)`` is False: a language model at Penn Treebank's unigram
     entropy has learned word frequencies, not context."""
     return loss < constant_loss * (1 - BASELINE_TOLERANCE)
+
+
+def _verdict(toolkit_loss: float, reference_loss: float, constant_loss: float,
+             margin: float) -> dict[str, Any]:
+    """Whether each side learned from its input, whether the toolkit trails, and the verdict word."""
+    learned = {"toolkit": learned_from_input(toolkit_loss, constant_loss),
+               "reference": learned_from_input(reference_loss, constant_loss)}
+    settled = learned["toolkit"] or learned["reference"]  # two curves at the constant predictor show nothing
+    trails = settled and not toolkit_loss <= reference_loss * (1 + margin)
+    return {"learned": learned, "trails": trails,
+            "verdict": "inconclusive" if not settled else ("trails" if trails else "ok")}
 
 
 def _tail_mean(curve: list[tuple[int, float]]) -> float:
@@ -151,30 +165,44 @@ def calibrate_trial(trial: Trial, steps: int, margin: float = DEFAULT_MARGIN) ->
                     time.perf_counter() - started)
     toolkit_loss, reference_loss = _tail_mean(toolkit), _tail_mean(reference)
     constant = constant_predictor_loss(trainer.task, trainer.task.train)
-    learned = {"toolkit": learned_from_input(toolkit_loss, constant),
-               "reference": learned_from_input(reference_loss, constant)}
-    settled = learned["toolkit"] or learned["reference"]  # two curves at the constant predictor show nothing
-    trails = settled and not toolkit_loss <= reference_loss * (1 + margin)
     return {"variant": trial.variant, "trial": trial.key, "model": model, "steps": steps,
             "margin": margin, "toolkit_loss": toolkit_loss, "reference_loss": reference_loss,
-            "constant_predictor_loss": constant, "learned": learned, "trails": trails,
-            "verdict": "inconclusive" if not settled else ("trails" if trails else "ok"),
+            "constant_predictor_loss": constant, **_verdict(toolkit_loss, reference_loss, constant, margin),
             "metric": trainer.primary, "toolkit_valid": toolkit_valid[trainer.primary],
             "reference_valid": reference_valid[trainer.primary],
             "curves": {"toolkit": toolkit, "reference": reference}}
 
 
+def over_seeds(rows: list[dict[str, Any]], margin: float) -> dict[str, Any]:
+    """One calibration from :func:`calibrate_trial`'s rows of one recipe over several seeds: each side's
+    training loss and validation metric the mean over the seeds, the verdict read from those means as for
+    one seed, and every seed's row (its ``trial`` names the seed; curves included) under ``seeds``; the
+    curves shown are the first seed's."""
+    if len(rows) == 1:
+        return rows[0]
+    first = rows[0]
+    mean = {key: sum(row[key] for row in rows) / len(rows)
+            for key in ("toolkit_loss", "reference_loss", "toolkit_valid", "reference_valid")}
+    return {**first, **mean, **_verdict(mean["toolkit_loss"], mean["reference_loss"],
+                                        first["constant_predictor_loss"], margin), "seeds": rows}
+
+
 def calibrate(experiment: Experiment, scale: str, steps: int, margin: float = DEFAULT_MARGIN,
-              results: str | Path | None = None, variants: list[str] | None = None) -> list[dict[str, Any]]:
-    """Calibrate every baseline of ``experiment``'s grid at ``scale`` that has a reference (one trial per
-    variant: its first grid point, seed 0), or only the ``variants`` named, keeping each in ``results``
-    as it finishes (an interrupted calibration keeps the baselines done).
+              results: str | Path | None = None, variants: list[str] | None = None,
+              seeds: int = 1) -> list[dict[str, Any]]:
+    """Calibrate every baseline of ``experiment``'s grid at ``scale`` that has a reference (per variant its
+    first grid point, at seeds ``0 .. seeds - 1``: :func:`over_seeds`), or only the ``variants`` named,
+    keeping each in ``results`` as it finishes (an interrupted calibration keeps the baselines done).
 
     Example: ``calibrate(find_experiment("table3-ptb"), "paper", 155, variants=["lstm-1x128"])``."""
-    first: dict[str, Trial] = {}
-    for trial in experiment.trials(scale):
-        if trial.config["model"] in REFERENCE_MODELS and trial.seed == 0:
-            first.setdefault(trial.variant, trial)
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ValueError(f"a calibration needs at least one seed, got seeds={seeds!r}")
+    first: dict[str, list[Trial]] = {}
+    for trial in experiment.trials(scale, seeds=seeds):
+        if trial.config["model"] in REFERENCE_MODELS:
+            points = first.setdefault(trial.variant, [])
+            if not points or trial.config == points[0].config:
+                points.append(trial)
     if not first:
         raise ValueError(f"{experiment.name} has no baseline with a plain-PyTorch reference at {scale!r} "
                          f"(models with one: {REFERENCE_MODELS})")
@@ -186,11 +214,12 @@ def calibrate(experiment: Experiment, scale: str, steps: int, margin: float = DE
         first = {label: trial for label, trial in first.items() if label in variants}
     folder = None if results is None else Path(results) / experiment.name / CALIBRATION_DIR / scale
     rows = []
-    for trial in first.values():
-        rows.append({**calibrate_trial(trial, steps, margin), "config": trial.config})
+    for variant, trials in first.items():
+        runs = [calibrate_trial(trial, steps, margin) for trial in sorted(trials, key=lambda t: t.seed)]
+        rows.append({**over_seeds(runs, margin), "config": trials[0].config})
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(folder / f"{trial.variant}.json", json.dumps(rows[-1], indent=1))
+            atomic_write_text(folder / f"{variant}.json", json.dumps(rows[-1], indent=1))
     return rows
 
 

@@ -159,11 +159,19 @@ def grid_markdown(results: Path, experiment: str, scale: str) -> str:
     return "\n".join(lines)
 
 
+def _seed_spread(row: dict, side: str) -> str:
+    """A calibration side's training loss, with its seeds' range where it is a mean over seeds."""
+    losses = [seed[f"{side}_loss"] for seed in row.get("seeds", [])]
+    spread = f" [{min(losses):.3f}, {max(losses):.3f}]" if losses else ""
+    return f"{row[f'{side}_loss']:.3f}{spread}"
+
+
 def calibration_markdown(results: Path, experiment: str, scale: str) -> str:
     """The calibrations kept for ``experiment``'s grid at ``scale`` (``results/EXPERIMENT/calibration/
-    SCALE/VARIANT.json``), in the catalog's variant order: steps, each side's training loss (the mean over
-    the last quarter of its records) beside the task's constant-predictor loss, each side's validation
-    metric, the verdict, and whether the recipe tried is still the grid's.
+    SCALE/VARIANT.json``), in the catalog's variant order: steps (and seeds, over which the losses and
+    metrics are means; the seeds' range in brackets), each side's training loss (the mean over the last
+    quarter of its records) beside the task's constant-predictor loss, each side's validation metric, the
+    verdict, and whether the recipe tried is still the grid's.
 
     >>> calibration_markdown(Path("results"), "fig1-addition", "paper").splitlines()[0].split(" | ")[:3]
     ['| baseline', 'steps', 'training loss: toolkit']
@@ -179,9 +187,10 @@ def calibration_markdown(results: Path, experiment: str, scale: str) -> str:
              "toolkit | reference | verdict | recipe |", "|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for variant in sorted(kept, key=lambda v: (order.index(v) if v in order else len(order), v)):
         row = kept[variant]
-        lines.append(f"| {variant} ({row['model']}) | {row['steps']} | {row['toolkit_loss']:.3f} | "
-                     f"{row['reference_loss']:.3f} | {row['constant_predictor_loss']:.3f} | "
-                     f"{row['metric']} {row['toolkit_valid']:.3f} | "
+        seeds = f" ({len(row['seeds'])} seeds, means)" if "seeds" in row else ""
+        lines.append(f"| {variant} ({row['model']}) | {row['steps']}{seeds} | "
+                     f"{_seed_spread(row, 'toolkit')} | {_seed_spread(row, 'reference')} | "
+                     f"{row['constant_predictor_loss']:.3f} | {row['metric']} {row['toolkit_valid']:.3f} | "
                      f"{row['reference_valid']:.3f} | {row['verdict']} | "
                      f"{recipe_status(row, grid, scale)} |")
     return "\n".join(lines)
