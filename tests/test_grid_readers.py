@@ -440,6 +440,28 @@ def test_a_check_does_not_judge_from_trials_the_current_catalog_entry_would_retr
     assert grid.stamp().endswith("2 of 12 trials stale")
 
 
+def test_a_budget_grid_with_stale_trials_names_them_as_why_it_is_unverified(tmp_path, monkeypatch):
+    """A budget grid never stands for the paper; when its trials are also stale, the reason a reader acts
+    on (which runs to retrain) is named, not only the scale (it was left out below paper scale)."""
+    budget = TINY + '[scales.budget]\nseeds = 3\nbudget = "a test budget"\nsteps = 4\n'
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tiny_catalog(tmp_path, budget)))
+    trials = load_catalog()["tiny"].trials("budget")
+    for index, trial in enumerate(trials):
+        directory = tmp_path / "results" / "tiny" / "budget" / trial.key
+        directory.mkdir(parents=True)
+        config = {**trial.config, "lr": 0.5} if index == 0 else trial.config
+        (directory / "result.json").write_text(json.dumps({
+            "experiment": "tiny", "scale": "budget", "trial": trial.key, "status": "done",
+            "variant": trial.variant, "axes": trial.axes, "seed": trial.seed, "metric": "mse",
+            "test_metrics": {"mse": 0.1}, "config": config, "steps": 4, "best_step": 4}))
+    grid = read_grid(tmp_path / "results", "tiny")
+    assert grid.scale == "budget" and list(grid.stale) == [trials[0].key]
+    verdict, evidence = gate(grid, "holds", "e")
+    assert verdict == "unverified" and "would read 'holds'" in evidence
+    stale = f"1 of {len(trials)} kept trials do not stand for the catalog's current entry (they differ in lr)"
+    assert stale in evidence
+
+
 def _fig4_trials(root, gradients):
     """Kept paper-scale pixel-MNIST 784 trials of fig3-mnist: per model, each seed's ||dL/dh0|| as a
     function of the step, recorded every half epoch for 10 epochs."""

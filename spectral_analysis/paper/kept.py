@@ -118,12 +118,12 @@ def gate(grid: KeptGrid, verdict: str, evidence: str, seeds: int | None = None,
     standing = seeds >= MIN_SEEDS and not grid.stale and (bool(first_steps) or grid.is_paper_experiment)
     if standing and not unfit:
         return verdict, (f"{stamp}; {first_steps}: {evidence}" if first_steps else f"{stamp}: {evidence}")
-    if standing or not grid.is_paper_experiment:
-        why = stamp
-    elif seeds < MIN_SEEDS:
-        why = f"{stamp}, fewer than the {MIN_SEEDS} paper-scale seeds a verdict needs"
-    else:
+    if grid.stale:  # named at any scale: a reader must know which runs are to be retrained
         why = f"{stamp}, but {grid.stale_text()}"
+    elif standing or not grid.is_paper_experiment:
+        why = stamp
+    else:
+        why = f"{stamp}, fewer than the {MIN_SEEDS} paper-scale seeds a verdict needs"
     if unfit:
         why += f"; the evidence includes trials that are not fit evidence ({'; '.join(unfit)})"
     return "unverified", (
