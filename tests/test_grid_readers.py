@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from experiment_fixtures import ROOT, TINY, fake_trial, tiny_catalog
 
+from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments import (
     load_catalog,
     read_grid,
@@ -24,7 +25,7 @@ from spectral_analysis.paper import (
     svdrnn_leak,
     synthetic_tasks,
 )
-from spectral_analysis.paper.kept import MIN_SEEDS, beats, gate
+from spectral_analysis.paper.kept import MIN_SEEDS, beats, gate, judged
 from spectral_analysis.plotting.results_figures import LEARNING_FIGURES, READERS, draw_figures
 from spectral_analysis.train import Trainer
 
@@ -438,6 +439,17 @@ def test_a_check_does_not_judge_from_trials_the_current_catalog_entry_would_retr
     assert verdict == "unverified" and "would read 'holds'" in evidence
     assert "2 of 12 kept trials" in evidence and "differ in hidden, max_steps" in evidence
     assert grid.stamp().endswith("2 of 12 trials stale")
+    # a claim that names the configurations it reads is held back by their stale trials alone
+    clean = [g for g in grid.groups if not {r["trial"] for r in g.rows} & set(grid.stale)]
+    holding = [g for g in grid.groups if trials[1].key in {r["trial"] for r in g.rows}]
+    assert clean and holding
+    record = judged(grid, CheckRecord("src", "claim", "holds", "e", {}), groups=clean)
+    assert record.verdict == "holds" and record.stale is None
+    record = judged(grid, CheckRecord("src", "claim", "holds", "e", {}), groups=holding)
+    assert record.verdict == "unverified" and "2 of 12 kept trials" in record.evidence
+    assert record.stale == "2/12"  # seeds 0 and 1 of one configuration
+    assert judged(grid, CheckRecord("src", "claim", "holds", "e", {}), groups=clean + holding).verdict == \
+        "unverified" and len(grid.stale) == 2  # the grid itself keeps every stale trial
 
 
 def test_a_budget_grid_with_stale_trials_names_them_as_why_it_is_unverified(tmp_path, monkeypatch):

@@ -238,7 +238,7 @@ def fig4_gradient_records() -> list[CheckRecord]:
         # the LSTM claim is about a model that learns: a seed at chance or collapsed is no evidence of it
         unfit = unfit_trials(grid, {"lstm": groups}) if models == "lstm" else None
         records.append(judged_on_first_steps(grid, record, groups, epochs, seeds) if models == "rnn"
-                       else judged(grid, record, seeds, unfit=unfit))
+                       else judged(grid, record, seeds, unfit=unfit, groups=groups))
     return records
 
 

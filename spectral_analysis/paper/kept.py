@@ -2,7 +2,8 @@
 
 A check reads its experiment through :func:`~spectral_analysis.experiments.reading.read_grid` (it never
 trains). It gets ``holds`` or ``differs`` only from the paper scale with at least :data:`MIN_SEEDS` seeds
-and no stale trial (a kept row the catalog's current entry would retrain); otherwise the verdict is
+and no stale trial (a kept row the catalog's current entry would retrain; among the configurations it
+reads, where it names them: :func:`stale_among`); otherwise the verdict is
 ``unverified`` and the evidence says what the kept runs show and which command would produce the evidence.
 One exception (:func:`judged_on_first_steps`): a claim about the first steps of training only is judged on a
 budget grid whose runs are the paper's configurations and seeds cut short, since their first steps are the
@@ -13,6 +14,7 @@ collapsed to one output (:mod:`spectral_analysis.experiments.fitness`).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord
@@ -132,11 +134,23 @@ def gate(grid: KeptGrid, verdict: str, evidence: str, seeds: int | None = None,
     )
 
 
+def stale_among(grid: KeptGrid, groups: list[Group]) -> KeptGrid:
+    """``grid`` with only the stale trials of ``groups`` (finished and failed): a claim that reads some
+    configurations is not held back by a stale trial of another (an IRNN retrained with a new start
+    says nothing about the oRNN's gradients)."""
+    keys = {row["trial"] for group in groups for row in [*group.rows, *group.failed_rows]}
+    return dataclasses.replace(grid, stale={k: v for k, v in grid.stale.items() if k in keys})
+
+
 def judged(grid: KeptGrid, record: CheckRecord, seeds: int | None = None,
-           first_steps: str | None = None, unfit: list[str] | None = None) -> CheckRecord:
+           first_steps: str | None = None, unfit: list[str] | None = None,
+           groups: list[Group] | None = None) -> CheckRecord:
     """``record`` with its verdict and evidence passed through :func:`gate` and the scale and seeds
     noted (``seeds``: of the configurations the claim reads, default the grid's fewest; ``unfit``: the
-    trials it rests on that are not fit evidence, :func:`unfit_trials`)."""
+    trials it rests on that are not fit evidence, :func:`unfit_trials`; ``groups``: the configurations it
+    reads, whose stale trials alone then hold it back, :func:`stale_among`)."""
+    if groups is not None:
+        grid = stale_among(grid, groups)
     record.verdict, record.evidence = gate(grid, record.verdict, record.evidence, seeds, first_steps, unfit)
     if unfit:
         record.numbers = {**record.numbers, "unfit_trials": unfit}
@@ -177,10 +191,10 @@ def judged_on_first_steps(grid: KeptGrid, record: CheckRecord, groups: list[Grou
     """:func:`judged` for a claim about the first ``steps`` steps of training alone, which a budget grid
     decides when its runs of ``groups`` are the paper's runs cut short (:func:`paper_prefix_gap`)."""
     if grid.scale != "budget" or paper_prefix_gap(grid, groups, steps) is not None:
-        return judged(grid, record, seeds)
+        return judged(grid, record, seeds, groups=groups)
     why = (f"read on the first {steps} steps, which these runs share with the paper scale's (the same "
            "configurations and seeds, trained for fewer steps)")
-    return judged(grid, record, seeds, first_steps=why)
+    return judged(grid, record, seeds, first_steps=why, groups=groups)
 
 
 def seed_by_seed(as_claimed: dict[str, list[bool]]) -> str:
