@@ -22,8 +22,10 @@ _RECURRENT = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 1,
 _SIGMA = {"sigma_map": "sigmoid", "sigma_star": 1.0, "r": 0.1, "unit_reflectors": False}
 _FEEDFORWARD = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 2, "output_bias": True}
 MODEL_OPTIONS: dict[str, dict[str, Any]] = {
-    "rnn": {**_RECURRENT, "init": "gaussian", "init_std": None},
-    "irnn": {**_RECURRENT, "init": "orthogonal"},  # ICML Section 7: "initialized to be orthogonal"
+    # bias_pair: Eq. 4's b held as nn.RNN holds it, b_ih + b_hh (spectral_analysis.nn.recurrent.BiasPair)
+    "rnn": {**_RECURRENT, "init": "gaussian", "init_std": None, "bias_pair": False},
+    # ICML Section 7: "initialized to be orthogonal"
+    "irnn": {**_RECURRENT, "init": "orthogonal", "bias_pair": False},
     "lstm": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "forget_bias": 1.0,
              "input_std": None, **_DROPOUT},
     "gru": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "input_std": None, **_DROPOUT},

@@ -189,9 +189,10 @@ def test_a_claim_about_the_first_steps_is_judged_on_budget_runs_only_where_they_
     from spectral_analysis.paper.kept import judged_on_first_steps, paper_prefix_gap
 
     grid = read_grid(ROOT / "results", "fig3-mnist", scale="budget")
-    groups = [grid.group(m, task="mnist", pixels_per_step=1) for m in ("irnn", "spectral")]
+    groups = [grid.group(m, task="mnist", pixels_per_step=1) for m in ("ornn", "spectral")]
     assert paper_prefix_gap(grid, groups, 390) is None  # epochs and max_steps differ, nothing else
-    assert paper_prefix_gap(grid, groups, 1000).endswith("_s1 ended at step 780, before step 1000")
+    assert paper_prefix_gap(grid, groups, 1000) == (
+        "ornn_taskmnist_pixels_per_step1_s0 ended at step 780, before step 1000")
 
     def record() -> CheckRecord:
         return CheckRecord("src", "claim", "differs", "the margins", {})
@@ -206,7 +207,7 @@ def test_a_claim_about_the_first_steps_is_judged_on_budget_runs_only_where_they_
         "spectral_taskmnist_pixels_per_step1_s2 differs from its paper-scale trial in lr")
     assert judged_on_first_steps(grid, record(), changed, 390, seeds=3).verdict == "unverified"
     smoke = read_grid(ROOT / "results", "fig3-mnist", scale="smoke")
-    smoke_groups = [smoke.group("irnn", task="mnist", pixels_per_step=1)]
+    smoke_groups = [smoke.group("ornn", task="mnist", pixels_per_step=1)]
     assert "differs from its paper-scale trial in" in paper_prefix_gap(smoke, smoke_groups, 1)
     assert judged_on_first_steps(smoke, record(), smoke_groups, 1, seeds=3).verdict == "unverified"
 
@@ -511,6 +512,21 @@ def test_fig4_gradient_claims_are_read_per_seed_and_can_come_out_either_way(tmp_
     assert "as claimed in 5 of 6 seeds" in stable_pair.evidence
 
 
+def _with_kept_irnn_trials(budget: Path, kept: Path) -> None:
+    """Put the 784-step pixel-MNIST IRNN trials of ``kept`` (Fig. 3's grid of 2026-11, started orthogonal;
+    seed 2 diverged) in place of ``budget``'s, their recipe set to the catalog's current one, so that a
+    reading is tested on a known divergence whatever the IRNN's kept trials are now."""
+    options = next(t for t in load_catalog()["fig3-mnist"].trials("budget")
+                   if t.key == "irnn_taskmnist_pixels_per_step1_s0").config["model_options"]
+    for source in sorted(kept.iterdir()):
+        shutil.rmtree(budget / source.name, ignore_errors=True)
+        shutil.copytree(source, budget / source.name)
+        result = budget / source.name / "result.json"
+        row = json.loads(result.read_text())
+        row["config"]["model_options"] = dict(options)
+        result.write_text(json.dumps(row))
+
+
 def test_fig4s_margin_is_judged_seed_by_seed_and_a_divergence_run_up_is_not_deviation(tmp_path, monkeypatch):
     """A diverged IRNN seed that stays orthogonal until the steps before its blow-up does not show the
     claim: read on the first half of its record before the divergence, it never passes r. The old reading
@@ -518,6 +534,7 @@ def test_fig4s_margin_is_judged_seed_by_seed_and_a_divergence_run_up_is_not_devi
     results = tmp_path / "results"
     shutil.copytree(ROOT / "results" / "fig3-mnist", results / "fig3-mnist")
     budget = results / "fig3-mnist" / "budget"
+    _with_kept_irnn_trials(budget, Path(__file__).parent / "data" / "fig3-irnn-orthogonal")
     diverged = budget / "irnn_taskmnist_pixels_per_step1_s2"  # diverged at step 274
     lines = (diverged / "curves.csv").read_text().splitlines()
     header = lines[0].split(",")

@@ -18,6 +18,7 @@ from functools import cached_property
 
 import torch
 from torch import Tensor, nn
+from torch.nn.utils import parametrize
 
 from spectral_analysis.nn.activations import activate, check_activation, derivative
 from spectral_analysis.nn.dropout import check_dropout, sequence_dropout
@@ -150,7 +151,7 @@ class RecurrentModel(nn.Module, ABC):
         counts = {"transition": self.transition_parameter_count(),
                   "input": sum(M.numel() for M in self.input_weights),
                   "output": self.output.weight.numel(),
-                  "bias": sum(b.numel() for b in self.biases) + output_bias}
+                  "bias": sum(b.numel() for b in self.biases.parameters()) + output_bias}
         counts["total"] = sum(counts.values())
         return counts
 
@@ -205,6 +206,22 @@ def check_input_std(input_std: float | None) -> None:
                          f"got {input_std!r}")
 
 
+class BiasPair(nn.Module):
+    """Eq. 4's bias ``b`` held as the sum of two trainable vectors, as ``nn.RNN`` holds it
+    (``b_ih + b_hh``), through ``torch.nn.utils.parametrize``: the same function, but both halves receive
+    ``dL/db``, so under Adam ``b`` moves at twice the rate of a single vector (a plain-PyTorch IRNN's
+    recipe; :mod:`~spectral_analysis.experiments.reference`).
+
+    Example: ``BiasPair()(torch.ones(2, 3))`` is ``tensor([2., 2., 2.])``."""
+
+    def forward(self, pair: Tensor) -> Tensor:
+        return pair[0] + pair[1]
+
+    def right_inverse(self, bias: Tensor) -> Tensor:
+        """``b`` split as ``(b, 0)``."""
+        return torch.stack([bias, torch.zeros_like(bias)])
+
+
 def make_readout(n: int, output_size: int, bias: bool) -> nn.Linear:
     """Eq. 5's read-out ``Y`` (weights N(0, 1/n)), with a zero bias when asked for."""
     output = nn.Linear(n, output_size, bias=bias)
@@ -245,12 +262,12 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
     Every layer's input weight M starts with N(0, s^2) entries: ``s = input_std``, or ``1/sqrt(fan-in)``
     when ``None`` (the paper: "other matrices are initialized by sampling from a Gaussian distribution",
     Section 7, its variance unstated). ``dropout`` acts on each layer's input and the read-out's while
-    training (:mod:`spectral_analysis.nn.dropout`)."""
+    training (:mod:`spectral_analysis.nn.dropout`). ``bias_pair`` holds each ``b`` as :class:`BiasPair`."""
 
     def __init__(self, transitions: Sequence[Transition], input_size: int, output_size: int,
                  activation: str = "leaky_relu", leak: float = DEFAULT_LEAK, recurrence: str = "auto",
                  output_bias: bool = False, input_std: float | None = None, dropout: float = 0.0,
-                 dropout_kind: str = "standard") -> None:
+                 dropout_kind: str = "standard", bias_pair: bool = False) -> None:
         super().__init__()
         if not transitions:
             raise ValueError("a recurrent net needs at least one layer (num_layers >= 1)")
@@ -275,6 +292,10 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
             [nn.Parameter(torch.randn(n, f) * (f ** -0.5 if input_std is None else input_std))
              for f in fan_ins])
         self.biases = nn.ParameterList([nn.Parameter(torch.zeros(n)) for _ in fan_ins])
+        if not isinstance(bias_pair, bool):
+            raise ValueError(f"bias_pair must be True or False, got {bias_pair!r}")
+        for layer in range(self.num_layers) if bias_pair else ():
+            parametrize.register_parametrization(self.biases, str(layer), BiasPair())
         self.output = make_readout(n, output_size, output_bias)
 
     @property

@@ -87,7 +87,7 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
         transitions = [SpectralTransition(n, o["m1"], o["m2"], sigma_map, o["unit_reflectors"])
                        for _ in range(layers)]
     return RecurrentNet(transitions, ni, ny, o["activation"], o["leak"], o["recurrence"], o["output_bias"],
-                        o["input_std"], o["dropout"], o["dropout_kind"])
+                        o["input_std"], o["dropout"], o["dropout_kind"], o.get("bias_pair", False))
 
 
 def build_model(name: str, input_size: int, hidden_size: int, output_size: int, **options: Any) -> nn.Module:
