@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from experiment_fixtures import TINY, make_recipe_grids, tiny_catalog
+from experiment_fixtures import ROOT, TINY, make_recipe_grids, tiny_catalog
 
 from spectral_analysis.cli import main
 from spectral_analysis.experiments import (
@@ -56,12 +56,24 @@ def test_every_paper_scale_quotes_the_paper_verbatim(papers_text):
         assert not missing, (experiment.name, missing)
 
 
-def test_icml_irnn_starts_orthogonal_as_section_7_says():
+def test_icml_irnn_starts_orthogonal_as_section_7_says_and_another_start_is_a_named_reading_beside_it():
+    """The ``irnn`` of an ICML grid starts as Section 7 states; another start is a variant of its own name,
+    with a kept calibration of its recipe and notes that quote the sentence it departs from (fig3-mnist's
+    ``irnn-identity``: Le et al.'s identity with nn.RNN's bias pair)."""
+    departures = []
     for experiment in load_catalog().values():
         if experiment.source.startswith(("ICML", "toolkit")):
             for trial in experiment.trials("paper", seeds=1):
-                if trial.config["model"] == "irnn":
-                    assert trial.config["model_options"]["init"] == "orthogonal", trial.key
+                options = trial.config["model_options"] if trial.config["model"] == "irnn" else {}
+                if options and options["init"] != "orthogonal":
+                    assert trial.variant == f"irnn-{options['init']}", trial.key
+                    kept = (ROOT / "results" / experiment.name / "calibration" / "paper" /
+                            f"{trial.variant}.json")
+                    assert json.loads(kept.read_text())["config"]["model_options"] == options, trial.key
+                    stated = "Section 7 states 'The transition matrix in IRNN is initialized to be orthogonal"
+                    assert stated in " ".join(experiment.notes), experiment.name
+                    departures.append(experiment.name)
+    assert set(departures) == {"fig3-mnist"}
 
 
 def test_a_catalog_file_is_resolved_once_per_text_and_an_edit_is_read_afresh(tmp_path):
