@@ -39,6 +39,8 @@ MODEL_FLAGS: dict[str, dict[str, Any]] = {
     "recurrence": {"choices": RECURRENCES, "help": "time-loop route (default auto)"},
     "init": {"choices": DENSE_INITS, "help": "RNN/IRNN transition init"},
     "init_std": {"type": real, "help": "RNN: std of the gaussian transition init (default 1/sqrt(n))"},
+    "bias_pair": {"action": argparse.BooleanOptionalAction, "help": "RNN/IRNN: the bias held as nn.RNN holds "
+                  "it, b_ih + b_hh (Adam moves the sum twice as fast)"},
     "dropout": {"type": real, "help": "probability of zeroing a unit of each layer's input and the "
                 "read-out's while training (default 0; never on W h)"},
     "dropout_kind": {"choices": DROPOUT_KINDS, "help": "standard: a fresh mask each step; locked: one mask "
