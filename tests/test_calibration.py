@@ -327,3 +327,11 @@ def test_a_calibration_over_seeds_reads_its_verdict_from_the_means_and_keeps_eve
     with pytest.raises(SystemExit):  # argparse refuses a count below 1
         main(args[:5] + ["--seeds", "0"] + args[7:])
     assert "argument --seeds: must be an integer in [1, 20], got '0'" in capsys.readouterr().err
+
+
+def test_a_side_that_blew_up_shows_its_loss_in_scientific_notation_beside_its_seeds_range():
+    from spectral_analysis.plotting.docs_blocks import _seed_spread
+
+    row = {"reference_loss": 4.2e27, "seeds": [{"reference_loss": 2.28}, {"reference_loss": 1.25e28}]}
+    assert _seed_spread(row, "reference") == "4.20e+27 [2.280, 1.25e+28]"
+    assert _seed_spread({"toolkit_loss": 0.6394}, "toolkit") == "0.639"

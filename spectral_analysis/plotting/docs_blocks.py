@@ -159,11 +159,16 @@ def grid_markdown(results: Path, experiment: str, scale: str) -> str:
     return "\n".join(lines)
 
 
+def _loss(value: float) -> str:
+    """A training loss to three decimals, or in scientific notation past 1e6 (a side that blew up)."""
+    return f"{value:.3f}" if abs(value) < 1e6 else f"{value:.2e}"
+
+
 def _seed_spread(row: dict, side: str) -> str:
     """A calibration side's training loss, with its seeds' range where it is a mean over seeds."""
     losses = [seed[f"{side}_loss"] for seed in row.get("seeds", [])]
-    spread = f" [{min(losses):.3f}, {max(losses):.3f}]" if losses else ""
-    return f"{row[f'{side}_loss']:.3f}{spread}"
+    spread = f" [{_loss(min(losses))}, {_loss(max(losses))}]" if losses else ""
+    return f"{_loss(row[f'{side}_loss'])}{spread}"
 
 
 def calibration_markdown(results: Path, experiment: str, scale: str) -> str:
