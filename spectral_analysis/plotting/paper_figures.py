@@ -175,15 +175,15 @@ def key_zero_marks(ax: plt.Axes) -> None:
 def plot_training_dynamics(steps: dict[str, np.ndarray], margins: dict[str, np.ndarray],
                            gradients: dict[str, np.ndarray], title: str) -> plt.Figure:
     """Fig. 4's two panels: the spectral margin max_i |sigma_i - 1| and ||dL/dh^(0)|| over training."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(14, 4.2))
     for model in steps:
         axes[0].plot(steps[model], margins[model], label=model)
         semilogy_gradient(axes[1], steps[model], gradients[model], model)
     axes[0].set_ylabel(r"spectral margin $\max_i |\sigma_i - 1|$")
     axes[1].set_ylabel(r"$\|\partial L / \partial h^{(0)}\|_2$ (log scale)")
-    for ax in axes:
+    for ax in axes:  # beside the panel, never over a curve
         ax.set_xlabel("training step")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(_wrapped(title, fig), fontsize=10)
     return fig
 
