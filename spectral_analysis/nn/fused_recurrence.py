@@ -64,15 +64,18 @@ def _forward_kernel(xp_ptr, w_ptr, h_ptr, z_ptr, leak_ptr, T, B, n,
     Wt = tl.load(w_ptr + cols[None, :] * n + cols[:, None], mask=square, other=0.0)  # Wt[k, j] = W[j, k]
     offsets = rows[:, None] * n + cols[None, :]
     h = tl.load(h_ptr + offsets, mask=inside, other=0.0)
-    for _ in range(T):
-        z = tl.dot(h, Wt, input_precision=PRECISION) + tl.load(xp_ptr + offsets, mask=inside, other=0.0)
+    xp = tl.load(xp_ptr + offsets, mask=inside, other=0.0)
+    for t in range(T):
+        xp_ptr += B * n  # the next step's projection is read before this step's product (its load overlaps)
+        xp_next = tl.load(xp_ptr + offsets, mask=inside & (t + 1 < T), other=0.0)
+        z = tl.dot(h, Wt, input_precision=PRECISION) + xp
         h = _activate(z, leak, ACTIVATION)
         h_ptr += B * n
         tl.store(h_ptr + offsets, h, mask=inside)
         if KEEP_Z:
             tl.store(z_ptr + offsets, z, mask=inside)
             z_ptr += B * n
-        xp_ptr += B * n
+        xp = xp_next
 
 
 @triton.jit
@@ -88,13 +91,19 @@ def _backward_kernel(g_ptr, w_ptr, h_ptr, z_ptr, gz_ptr, leak_ptr, T, B, n,
     W = tl.load(w_ptr + cols[:, None] * n + cols[None, :], mask=square, other=0.0)
     offsets = rows[:, None] * n + cols[None, :] + (T - 1) * B * n
     gz = tl.zeros((BLOCK_B, BLOCK_N), dtype=W.dtype)
-    for _ in range(T):
-        h = tl.load(h_ptr + offsets, mask=inside, other=0.0)
-        z = tl.load(z_ptr + offsets, mask=inside, other=0.0) if ACTIVATION == 3 else h
-        gz = (tl.load(g_ptr + offsets, mask=inside, other=0.0) + tl.dot(gz, W, input_precision=PRECISION)) \
-            * _derivative(h, z, leak, ACTIVATION)
+    g = tl.load(g_ptr + offsets, mask=inside, other=0.0)
+    h = tl.load(h_ptr + offsets, mask=inside, other=0.0)
+    z = tl.load(z_ptr + offsets, mask=inside, other=0.0) if ACTIVATION == 3 else h
+    for t in range(T):
+        earlier = offsets - B * n  # step t - 1's inputs, read before step t's product (the loads overlap)
+        more = inside & (t + 1 < T)
+        g_next = tl.load(g_ptr + earlier, mask=more, other=0.0)
+        h_next = tl.load(h_ptr + earlier, mask=more, other=0.0)
+        z_next = tl.load(z_ptr + earlier, mask=more, other=0.0) if ACTIVATION == 3 else h_next
+        gz = (g + tl.dot(gz, W, input_precision=PRECISION)) * _derivative(h, z, leak, ACTIVATION)
         tl.store(gz_ptr + offsets, gz, mask=inside)
-        offsets -= B * n
+        offsets = earlier
+        g, h, z = g_next, h_next, z_next
 
 
 def block_rows(batch: int) -> int:
@@ -102,7 +111,9 @@ def block_rows(batch: int) -> int:
     return 16 if batch <= 256 else 32
 
 
-def _launch_settings(W: Tensor, batch: int) -> dict:
+def launch_settings(W: Tensor, batch: int) -> dict:
+    """The kernels' tile sizes, warps and ``tl.dot`` precision for ``W`` and a batch: float32 products in
+    TF32 only where ``torch.set_float32_matmul_precision`` allows it, as PyTorch's own matmuls."""
     precision = "ieee" if W.dtype == torch.float64 or torch.get_float32_matmul_precision() == "highest" \
         else "tf32"
     block = max(16, triton.next_power_of_2(W.shape[0]))
@@ -113,7 +124,8 @@ def _launch_settings(W: Tensor, batch: int) -> dict:
 
 class _FusedScan(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, xp: Tensor, W: Tensor, h0: Tensor, activation: str, leak: float) -> Tensor:
+    def forward(ctx, xp: Tensor, W: Tensor, h0: Tensor, activation: str, leak: float,
+                settings: dict | None) -> Tensor:
         T, B, n = xp.shape
         xp, W = xp.contiguous(), W.contiguous()
         code, keep_z = ACTIVATION_CODES[activation], activation == "abs"
@@ -121,10 +133,10 @@ class _FusedScan(torch.autograd.Function):
         H = xp.new_empty((T + 1, B, n))
         H[0].copy_(h0)
         Z = torch.empty_like(xp) if keep_z else H  # an unread placeholder when z is not kept
-        settings = _launch_settings(W, B)
+        settings = settings or launch_settings(W, B)
         grid = (triton.cdiv(B, settings["BLOCK_B"]),)
         _forward_kernel[grid](xp, W, H, Z, leak, T, B, n, ACTIVATION=code, KEEP_Z=keep_z, **settings)
-        ctx.code = code
+        ctx.code, ctx.settings = code, settings
         ctx.save_for_backward(W, H, leak, *((Z,) if keep_z else ()))
         return H[1:]
 
@@ -134,23 +146,25 @@ class _FusedScan(torch.autograd.Function):
         W, H, leak, *z = ctx.saved_tensors
         T, B, n = g.shape
         GZ = torch.empty_like(g, memory_format=torch.contiguous_format)
-        settings = _launch_settings(W, B)
+        settings = ctx.settings
         grid = (triton.cdiv(B, settings["BLOCK_B"]),)
         states = H[1:]
         _backward_kernel[grid](g.contiguous(), W, states, z[0] if z else states, GZ, leak, T, B, n,
                                ACTIVATION=ctx.code, **settings)
         grad_W = torch.tensordot(GZ, H[:-1], dims=([0, 1], [0, 1])) if ctx.needs_input_grad[1] else None
         grad_h0 = GZ[0] @ W if ctx.needs_input_grad[2] else None
-        return GZ, grad_W, grad_h0, None, None
+        return GZ, grad_W, grad_h0, None, None, None
 
 
-def recurrence_fused(xp: Tensor, W: Tensor, h0: Tensor, activation: str, leak: float) -> Tensor:
+def recurrence_fused(xp: Tensor, W: Tensor, h0: Tensor, activation: str, leak: float,
+                     settings: dict | None = None) -> Tensor:
     """Hidden states ``(T, B, n)`` from input projections ``xp (T, B, n)``, ``W (n, n)`` and ``h0 (B, n)``,
     by the persistent kernels; the same function as
     :func:`~spectral_analysis.nn.time_loop.recurrence_scan`. Where it can run (Triton, a CUDA device or
     the interpreter, ``n <= 256``, float32 or float64) is for
-    :func:`~spectral_analysis.nn.time_loop.fused_unavailable` to say.
+    :func:`~spectral_analysis.nn.time_loop.fused_unavailable` to say. ``settings`` replaces
+    :func:`launch_settings`'s choice (``benchmarks/bench_fused_settings.py`` times the candidates).
 
     >>> H = recurrence_fused(xp, W, h0, "leaky_relu", 0.3)  # doctest: +SKIP
     """
-    return _FusedScan.apply(xp, W, h0, activation, leak)
+    return _FusedScan.apply(xp, W, h0, activation, leak, settings)

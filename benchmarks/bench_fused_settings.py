@@ -1,0 +1,92 @@
+"""The fused recurrence's launch settings timed against each other and against cuDNN, on a GPU.
+
+For each hidden size n and batch B (T = 784), the persistent Triton kernels
+(:mod:`spectral_analysis.nn.fused_recurrence`) run forward + backward of the time loop alone (``xp``, ``W``
+and ``h0`` given, leaky ReLU) under every candidate of ``BLOCK_B`` (batch rows a program), ``num_warps``
+and ``tl.dot``'s precision (``ieee`` float32 or ``tf32``), beside ``nn.RNN(relu)``, whose cuDNN kernel
+also forms the input projection (so the ratio slightly favours the kernels), with
+``torch.backends.cudnn.allow_tf32`` as PyTorch sets it (on: cuDNN's float32 RNN runs in TF32). Times are
+``triton.testing.do_bench`` medians; the default that :func:`launch_settings` picks is marked.
+
+    python benchmarks/bench_fused_settings.py --out fused_settings_cuda.json [--sizes 128 256]
+        [--batch 64 128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+
+import torch
+import triton
+from report import write_report
+from triton.testing import do_bench
+
+from spectral_analysis.nn.fused_recurrence import launch_settings, recurrence_fused
+
+LOG = logging.getLogger("bench_fused_settings")
+MAX_TILE_REGISTERS = 256
+"""Candidates whose W tile alone would take more 32-bit registers a thread than this are not compiled."""
+
+
+def candidates(n: int, batch: int) -> list[dict]:
+    block = max(16, triton.next_power_of_2(n))
+    found = []
+    for rows, warps, precision in itertools.product((16, 32), (4, 8, 16), ("ieee", "tf32")):
+        if rows <= batch and block * block // (32 * warps) <= MAX_TILE_REGISTERS:
+            found.append({"BLOCK_B": rows, "BLOCK_N": block, "PRECISION": precision, "num_warps": warps})
+    return found
+
+
+def fused_milliseconds(xp: torch.Tensor, W: torch.Tensor, h0: torch.Tensor, settings: dict) -> float:
+    def step() -> None:
+        recurrence_fused(xp, W, h0, "leaky_relu", 0.3, settings).sum().backward()
+    return do_bench(step, warmup=25, rep=100)
+
+
+def cudnn_milliseconds(n: int, T: int, batch: int) -> float:
+    rnn = torch.nn.RNN(n, n, nonlinearity="relu").cuda()
+    with torch.no_grad():
+        rnn.weight_hh_l0.copy_(0.9 * torch.linalg.qr(torch.randn(n, n, device="cuda"))[0])
+    x = torch.randn(T, batch, n, device="cuda")
+    return do_bench(lambda: rnn(x)[0].sum().backward(), warmup=25, rep=100)
+
+
+def bench(n: int, T: int, batch: int) -> dict:
+    xp = torch.randn(T, batch, n, device="cuda", requires_grad=True)
+    W = (0.9 * torch.linalg.qr(torch.randn(n, n, device="cuda"))[0]).requires_grad_()
+    h0 = torch.zeros(batch, n, device="cuda", requires_grad=True)
+    default = launch_settings(W, batch)
+    cudnn = cudnn_milliseconds(n, T, batch)
+    timed = []
+    for settings in candidates(n, batch):
+        try:
+            ms = fused_milliseconds(xp, W, h0, settings)
+        except Exception as error:  # a candidate that does not compile (resources) is recorded, not fatal
+            timed.append(settings | {"error": f"{type(error).__name__}: {str(error)[:200]}"})
+            continue
+        timed.append(settings | {"ms": ms, "over_cudnn": ms / cudnn, "default": settings == default})
+        LOG.info("n=%d B=%d %s: %.3f ms (%.2fx cuDNN)%s", n, batch, settings, ms, ms / cudnn,
+                 " default" if settings == default else "")
+    best = min((c for c in timed if "ms" in c), key=lambda c: c["ms"])
+    LOG.info("n=%d B=%d: cuDNN nn.RNN(relu) %.3f ms; best %s: %.2fx", n, batch, cudnn,
+             {k: best[k] for k in ("BLOCK_B", "num_warps", "PRECISION")}, best["over_cudnn"])
+    return {"n": n, "T": T, "B": batch, "cudnn_rnn_relu_ms": cudnn, "candidates": timed}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[128, 256])
+    parser.add_argument("--batch", type=int, nargs="+", default=[64, 128])
+    parser.add_argument("--length", type=int, default=784)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    torch.manual_seed(0)
+    cases = [bench(n, args.length, batch) for n in args.sizes for batch in args.batch]
+    write_report(args.out, "cuda", "fused recurrence launch settings, forward + backward, leaky ReLU", cases)
+
+
+if __name__ == "__main__":
+    main()
