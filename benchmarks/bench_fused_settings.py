@@ -8,7 +8,7 @@ also forms the input projection (so the ratio slightly favours the kernels), wit
 ``torch.backends.cudnn.allow_tf32`` as PyTorch sets it (on: cuDNN's float32 RNN runs in TF32). Times are
 ``triton.testing.do_bench`` medians; the default that :func:`launch_settings` picks is marked.
 
-    python benchmarks/bench_fused_settings.py --out fused_settings_cuda.json [--sizes 128 256]
+    python benchmarks/bench_fused_settings.py --out fused_settings_cuda.json [--sizes 64 128]
         [--batch 64 128]
 """
 
@@ -53,38 +53,37 @@ def cudnn_milliseconds(n: int, T: int, batch: int) -> float:
     return do_bench(lambda: rnn(x)[0].sum().backward(), warmup=25, rep=100)
 
 
-def bench(n: int, T: int, batch: int) -> dict:
+def bench(n: int, T: int, batch: int) -> list[dict]:
+    """One row per candidate: its settings, its time and its ratio to cuDNN (or the error that stopped it)."""
     xp = torch.randn(T, batch, n, device="cuda", requires_grad=True)
     W = (0.9 * torch.linalg.qr(torch.randn(n, n, device="cuda"))[0]).requires_grad_()
     h0 = torch.zeros(batch, n, device="cuda", requires_grad=True)
-    default = launch_settings(W, batch)
-    cudnn = cudnn_milliseconds(n, T, batch)
-    timed = []
+    default = launch_settings(W)
+    case = {"n": n, "T": T, "B": batch, "cudnn_rnn_relu_ms": cudnn_milliseconds(n, T, batch)}
+    rows = []
     for settings in candidates(n, batch):
+        row = case | settings | {"default": settings == default}
         try:
             ms = fused_milliseconds(xp, W, h0, settings)
         except Exception as error:  # a candidate that does not compile (resources) is recorded, not fatal
-            timed.append(settings | {"error": f"{type(error).__name__}: {str(error)[:200]}"})
+            rows.append(row | {"error": f"{type(error).__name__}: {str(error)[:200]}"})
             continue
-        timed.append(settings | {"ms": ms, "over_cudnn": ms / cudnn, "default": settings == default})
-        LOG.info("n=%d B=%d %s: %.3f ms (%.2fx cuDNN)%s", n, batch, settings, ms, ms / cudnn,
+        rows.append(row | {"ms": ms, "over_cudnn": ms / case["cudnn_rnn_relu_ms"]})
+        LOG.info("n=%d B=%d %s: %.3f ms (%.2fx cuDNN)%s", n, batch, settings, ms, rows[-1]["over_cudnn"],
                  " default" if settings == default else "")
-    best = min((c for c in timed if "ms" in c), key=lambda c: c["ms"])
-    LOG.info("n=%d B=%d: cuDNN nn.RNN(relu) %.3f ms; best %s: %.2fx", n, batch, cudnn,
-             {k: best[k] for k in ("BLOCK_B", "num_warps", "PRECISION")}, best["over_cudnn"])
-    return {"n": n, "T": T, "B": batch, "cudnn_rnn_relu_ms": cudnn, "candidates": timed}
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[128, 256])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[64, 128])
     parser.add_argument("--batch", type=int, nargs="+", default=[64, 128])
     parser.add_argument("--length", type=int, default=784)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.manual_seed(0)
-    cases = [bench(n, args.length, batch) for n in args.sizes for batch in args.batch]
+    cases = [row for n in args.sizes for batch in args.batch for row in bench(n, args.length, batch)]
     write_report(args.out, "cuda", "fused recurrence launch settings, forward + backward, leaky ReLU", cases)
 
 

@@ -12,9 +12,9 @@ Side by side in one run (medians of interleaved repeats; read the ratios, not th
 - CUDA only: ``spectral_leaky_relu_graph``, the leaky-ReLU scan replayed as CUDA graphs; where Triton is
   installed and n <= 256, ``spectral_leaky_relu_fused``, the persistent Triton kernels
   (``recurrence="fused"``, ``auto``'s route for leaky ReLU there), and ``rnn_leaky_relu_fused``, the same
-  kernels on a plain RNN's dense W: the recurrence without W's formation from its reflectors; each also
-  as ``..._tf32``, run under ``torch.set_float32_matmul_precision("high")`` (the kernels' products in TF32,
-  as cuDNN's float32 RNN runs by PyTorch's default ``torch.backends.cudnn.allow_tf32``);
+  kernels on a plain RNN's dense W: the recurrence without W's formation from its reflectors. Their
+  products run in TF32 under ``torch.backends.cudnn.allow_tf32`` (PyTorch's default, under which cuDNN's
+  float32 RNNs do the same); each also as ``..._ieee``, run with that flag off (IEEE float32 products);
 - ``spectral_reflector``: the paper's per-step reflector loop (Algorithm 1), the reference
   (fewer repeats: it is slow). It stores every reflector's input for its backward, (m1 + m2) T B n
   numbers (105 GB at n = m = 512, T = 784, B = 64), so it runs only for n <= --reflector-max-n.
@@ -57,18 +57,18 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-TF32_STEPS = ("spectral_leaky_relu_fused_tf32", "rnn_leaky_relu_fused_tf32")
-"""Steps timed under ``torch.set_float32_matmul_precision("high")``; every other under ``"highest"``."""
+IEEE_STEPS = ("spectral_leaky_relu_fused_ieee", "rnn_leaky_relu_fused_ieee")
+"""Steps timed with ``torch.backends.cudnn.allow_tf32`` off; every other with it on, PyTorch's default."""
 
 
-def fwd_bwd_seconds(step: Callable[[], torch.Tensor], device: str, precision: str = "highest") -> float:
-    torch.set_float32_matmul_precision(precision)
+def fwd_bwd_seconds(step: Callable[[], torch.Tensor], device: str, tf32: bool = True) -> float:
+    torch.backends.cudnn.allow_tf32 = tf32
     synchronize(device)
     start = time.perf_counter()
     step().backward()
     synchronize(device)
     elapsed = time.perf_counter() - start
-    torch.set_float32_matmul_precision("highest")
+    torch.backends.cudnn.allow_tf32 = True
     return elapsed
 
 
@@ -112,8 +112,8 @@ def make_case(n: int, m: int, T: int, B: int, device: str) -> tuple[dict[str, Ca
         if not fused_unavailable("leaky_relu", n, x.dtype, x.device):
             toolkit("spectral_leaky_relu_fused", "spectral", "leaky_relu", "fused", **spectral)
             toolkit("rnn_leaky_relu_fused", "rnn", "leaky_relu", "fused", init="orthogonal")
-            for key in TF32_STEPS:
-                steps[key], routes[key] = steps[key.removesuffix("_tf32")], "fused"
+            for key in IEEE_STEPS:
+                steps[key], routes[key] = steps[key.removesuffix("_ieee")], "fused"
     return steps, routes
 
 
@@ -123,8 +123,8 @@ RATIOS = {"rnn_relu_over_nn_rnn": "rnn_relu", "spectral_relu_over_nn_rnn": "spec
           "spectral_leaky_relu_graph_over_nn_rnn": "spectral_leaky_relu_graph",
           "spectral_leaky_relu_fused_over_nn_rnn": "spectral_leaky_relu_fused",
           "rnn_leaky_relu_fused_over_nn_rnn": "rnn_leaky_relu_fused",
-          "spectral_leaky_relu_fused_tf32_over_nn_rnn": "spectral_leaky_relu_fused_tf32",
-          "rnn_leaky_relu_fused_tf32_over_nn_rnn": "rnn_leaky_relu_fused_tf32",
+          "spectral_leaky_relu_fused_ieee_over_nn_rnn": "spectral_leaky_relu_fused_ieee",
+          "rnn_leaky_relu_fused_ieee_over_nn_rnn": "rnn_leaky_relu_fused_ieee",
           "nn_rnn_tanh_over_nn_rnn": "nn_rnn_tanh", "nn_lstm_over_nn_rnn": "nn_lstm"}
 """Each ratio: a route's median over ``nn_rnn_relu``'s, in the same case."""
 
@@ -136,10 +136,10 @@ def bench_case(n: int, m: int, T: int, B: int, repeats: int, reflector_repeats: 
     fast = {k: v for k, v in steps.items() if k != "spectral_reflector"}
     times: dict[str, list[float]] = {k: [] for k in steps}
     for name, step in fast.items():  # warm-up
-        fwd_bwd_seconds(step, device, "high" if name in TF32_STEPS else "highest")
+        fwd_bwd_seconds(step, device, name not in IEEE_STEPS)
     for i in range(repeats):  # interleaved, so drift hits every method alike
         for name, step in fast.items():
-            times[name].append(fwd_bwd_seconds(step, device, "high" if name in TF32_STEPS else "highest"))
+            times[name].append(fwd_bwd_seconds(step, device, name not in IEEE_STEPS))
         if i < reflector_repeats:
             times["spectral_reflector"].append(fwd_bwd_seconds(steps["spectral_reflector"], device))
     med = {k: statistics.median(v) for k, v in times.items() if v}

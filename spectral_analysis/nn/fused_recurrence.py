@@ -23,6 +23,8 @@ import triton.language as tl
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from spectral_analysis.nn.time_loop import fused_in_tf32
+
 ACTIVATION_CODES = {"identity": 0, "relu": 1, "leaky_relu": 1, "tanh": 2, "abs": 3}
 """relu is leaky ReLU with leak 0: one code, the leak passed as a number."""
 
@@ -46,7 +48,7 @@ def _derivative(h, z, leak, ACTIVATION: tl.constexpr):
     if ACTIVATION == 2:
         return 1.0 - h * h
     if ACTIVATION == 3:
-        return tl.where(z > 0, 1.0, tl.where(z < 0, -1.0, 0.0))
+        return tl.where(z > 0, 1.0, tl.where(z < 0, -1.0, 0.0)).to(h.dtype)  # one dtype for every branch
     return tl.full(h.shape, 1.0, h.dtype)
 
 
@@ -106,20 +108,22 @@ def _backward_kernel(g_ptr, w_ptr, h_ptr, z_ptr, gz_ptr, leak_ptr, T, B, n,
         g, h, z = g_next, h_next, z_next
 
 
-def block_rows(batch: int) -> int:
-    """Batch rows per program: 16, the smallest ``tl.dot`` takes, so a batch of 64 runs on 4 programs."""
-    return 16 if batch <= 256 else 32
+BLOCK_ROWS = 16
+"""Batch rows a program: the fewest ``tl.dot`` takes, and the fastest of 16 and 32 on an H200 at n = 128,
+B = 64 and 128 (``benchmarks/fused_settings_cuda_h200.json``)."""
 
 
-def launch_settings(W: Tensor, batch: int) -> dict:
-    """The kernels' tile sizes, warps and ``tl.dot`` precision for ``W`` and a batch: float32 products in
-    TF32 only where ``torch.set_float32_matmul_precision`` allows it, as PyTorch's own matmuls."""
-    precision = "ieee" if W.dtype == torch.float64 or torch.get_float32_matmul_precision() == "highest" \
-        else "tf32"
-    block = max(16, triton.next_power_of_2(W.shape[0]))
-    # warps enough that W's tile takes at most 64 registers a thread (a first setting: no card has timed it)
-    return {"BLOCK_B": block_rows(batch), "BLOCK_N": block, "PRECISION": precision,
-            "num_warps": min(16, max(4, block * block // 2048))}
+def launch_settings(W: Tensor) -> dict:
+    """The kernels' tiles, warps and ``tl.dot`` precision for ``W``: TF32 products with 4 warps where
+    :func:`~spectral_analysis.nn.time_loop.fused_in_tf32` says so, else IEEE products with 16 warps (each
+    the fastest candidate of its precision on an H200, ``benchmarks/fused_settings_cuda_h200.json``).
+
+    >>> launch_settings(torch.eye(100))["BLOCK_N"]
+    128
+    """
+    tf32 = fused_in_tf32(W.dtype)
+    return {"BLOCK_B": BLOCK_ROWS, "BLOCK_N": max(16, triton.next_power_of_2(W.shape[0])),
+            "PRECISION": "tf32" if tf32 else "ieee", "num_warps": 4 if tf32 else 16}
 
 
 class _FusedScan(torch.autograd.Function):
@@ -133,7 +137,7 @@ class _FusedScan(torch.autograd.Function):
         H = xp.new_empty((T + 1, B, n))
         H[0].copy_(h0)
         Z = torch.empty_like(xp) if keep_z else H  # an unread placeholder when z is not kept
-        settings = settings or launch_settings(W, B)
+        settings = settings or launch_settings(W)
         grid = (triton.cdiv(B, settings["BLOCK_B"]),)
         _forward_kernel[grid](xp, W, H, Z, leak, T, B, n, ACTIVATION=code, KEEP_Z=keep_z, **settings)
         ctx.code, ctx.settings = code, settings
@@ -161,7 +165,7 @@ def recurrence_fused(xp: Tensor, W: Tensor, h0: Tensor, activation: str, leak: f
     """Hidden states ``(T, B, n)`` from input projections ``xp (T, B, n)``, ``W (n, n)`` and ``h0 (B, n)``,
     by the persistent kernels; the same function as
     :func:`~spectral_analysis.nn.time_loop.recurrence_scan`. Where it can run (Triton, a CUDA device or
-    the interpreter, ``n <= 256``, float32 or float64) is for
+    the interpreter, ``n <= 128``, float32 or float64) is for
     :func:`~spectral_analysis.nn.time_loop.fused_unavailable` to say. ``settings`` replaces
     :func:`launch_settings`'s choice (``benchmarks/bench_fused_settings.py`` times the candidates).
 

@@ -10,7 +10,7 @@ Six interchangeable routes, all exact (they differ only in rounding):
 - ``graph`` (CUDA only): the scan with its two time loops captured as CUDA graphs once per shape and
   replayed (:mod:`spectral_analysis.nn.cuda_graphs`): the same kernels without a host launch each.
 - ``fused`` (CUDA, Triton): one persistent Triton kernel per direction that keeps W on chip across all
-  T steps (:mod:`spectral_analysis.nn.fused_recurrence`), for ``n <= 256`` in float32 or float64; every
+  T steps (:mod:`spectral_analysis.nn.fused_recurrence`), for ``n <= 128`` in float32 or float64; every
   activation but modReLU.
 - ``loop``: the obviously correct twin, a plain Python loop under autograd (dense W).
 - ``reflector``: the same loop with ``W h`` applied by the transition's own structure, W never formed:
@@ -18,10 +18,10 @@ Six interchangeable routes, all exact (they differ only in rounding):
   factor-by-factor product, DizzyRNN's packed rotations.
 
 ``auto`` picks ``torch`` for relu/tanh on CUDA (cuDNN); for the other activations on CUDA ``fused`` where
-it can run (two launches a pass, against the graph's replay of a few kernels a step; no card has timed it
-yet), else ``graph`` (3.5x the scan's training steps a second on an H200,
-``benchmarks/bench_gpu_sharing.py``), except modReLU, which stays on ``scan`` until a card has timed KRU's
-replayed loops; and ``scan`` on the CPU, where it measured faster than PyTorch's own kernel
+it can run with TF32 products (:func:`fused_in_tf32`; two launches a pass, timed on an H200 in
+``benchmarks/recurrence_fused_cuda_h200.json``), else ``graph`` (3.5x the scan's training steps a second
+on an H200, ``benchmarks/bench_gpu_sharing.py``), except modReLU, which stays on ``scan`` until a card
+has timed KRU's replayed loops; and ``scan`` on the CPU, where it measured faster than PyTorch's own kernel
 (``benchmarks/bench_recurrence.py``). Models whose transitions apply themselves (the uRNN) take
 ``reflector`` instead (``nn.recurrent``).
 """
@@ -41,8 +41,10 @@ from spectral_analysis.nn.cuda_graphs import Buffers, run_body
 from spectral_analysis.vocabulary import MODRELU, RECURRENCES
 
 TORCH_KERNEL_ACTIVATIONS = ("relu", "tanh")
-FUSED_MAX_SIZE = 256
-"""The largest hidden size whose W the fused kernels hold on chip (256 x 256 float32 is 256 KB)."""
+FUSED_MAX_SIZE = 128
+"""The largest hidden size whose W the fused kernels hold on chip: at n = 256 a program asked for 278,528
+bytes of shared memory where an H200 gives 232,448 (a first card, 2026-12-04); W is padded to a power of
+two, so nothing between 128 and 256 fits either."""
 FUSED_DTYPES = (torch.float32, torch.float64)
 
 
@@ -139,12 +141,24 @@ def recurrence_torch(x: Tensor, M: Tensor, b: Tensor, W: Tensor, h0: Tensor, act
     return out
 
 
+def fused_in_tf32(dtype: torch.dtype) -> bool:
+    """Whether the fused kernels' float32 products run in TF32: where ``torch.backends.cudnn.allow_tf32``
+    allows it (on by default), the flag under which PyTorch's own RNN and LSTM kernels (cuDNN) do the same.
+    Measured on an H200 at n = 128, T = 784: IEEE float32 products made the kernels 20-60 times slower than
+    TF32 (``benchmarks/fused_settings_cuda_h200.json``).
+
+    >>> fused_in_tf32(torch.float64)
+    False
+    """
+    return dtype == torch.float32 and torch.backends.cudnn.allow_tf32
+
+
 def fused_unavailable(activation: str, size: int | None, dtype: torch.dtype,
                       device: torch.device) -> str | None:
     """Why the ``fused`` route cannot run for this layer, or ``None`` when it can (``size`` None: unknown).
 
     >>> fused_unavailable("leaky_relu", 512, torch.float32, torch.device("cuda"))  # doctest: +SKIP
-    'the fused kernels hold W on chip up to n = 256, and this layer has n = 512; use 'graph' or 'scan''
+    'the fused kernels hold W on chip up to n = 128, and this layer has n = 512; use 'graph' or 'scan''
     """
     if activation == MODRELU:
         return "the fused kernels have no modReLU; use 'scan' or 'graph'"
@@ -169,7 +183,9 @@ def resolve_recurrence(mode: str, activation: str, device: torch.device, size: i
             return "scan"
         if activation in TORCH_KERNEL_ACTIVATIONS:
             return "torch"
-        return "graph" if fused_unavailable(activation, size, dtype, device) else "fused"
+        if fused_unavailable(activation, size, dtype, device) or not fused_in_tf32(dtype):
+            return "graph"  # the kernels' IEEE products were slower than the replayed scan on an H200
+        return "fused"
     if mode == "fused" and (reason := fused_unavailable(activation, size, dtype, device)):
         raise ValueError(f"recurrence='fused' cannot run here: {reason}")
     if mode == "graph" and device.type != "cuda":
