@@ -13,7 +13,7 @@ and from which a paper check does not judge.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,11 @@ class KeptGrid:
     def seeds(self) -> int:
         """The fewest seeds any configuration has."""
         return min((g.seeds for g in self.groups), default=0)
+
+    def stale_only_among(self, trials: set[str]) -> KeptGrid:
+        """This grid with only the stale trials among the keys ``trials`` marked stale: a reading of some
+        configurations is not held back by a stale trial of another."""
+        return replace(self, stale={k: v for k, v in self.stale.items() if k in trials})
 
     def group(self, variant: str, **axes: Any) -> Group | None:
         for g in self.groups:
@@ -219,9 +224,8 @@ def _cut(grid: KeptGrid, wanted: set[str]) -> KeptGrid | None:
     ended = {configuration_key(r["trial"]) for r in [*(g.rows[0] for g in groups), *failed]}
     if not wanted or ended != wanted:
         return None
-    cut = KeptGrid(grid.experiment, grid.scale, groups, failed)
-    cut.stale = {k: v for k, v in grid.stale.items() if k in cut.kept_keys}
-    return cut
+    cut = KeptGrid(grid.experiment, grid.scale, groups, failed, grid.stale)
+    return cut.stale_only_among(cut.kept_keys)
 
 
 def read_variants(results: str | Path, experiment: str, variants: set[str],

@@ -14,7 +14,6 @@ collapsed to one output (:mod:`spectral_analysis.experiments.fitness`).
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord
@@ -138,8 +137,7 @@ def stale_among(grid: KeptGrid, groups: list[Group]) -> KeptGrid:
     """``grid`` with only the stale trials of ``groups`` (finished and failed): a claim that reads some
     configurations is not held back by a stale trial of another (an IRNN retrained with a new start
     says nothing about the oRNN's gradients)."""
-    keys = {row["trial"] for group in groups for row in [*group.rows, *group.failed_rows]}
-    return dataclasses.replace(grid, stale={k: v for k, v in grid.stale.items() if k in keys})
+    return grid.stale_only_among({r["trial"] for group in groups for r in [*group.rows, *group.failed_rows]})
 
 
 def judged(grid: KeptGrid, record: CheckRecord, seeds: int | None = None,
