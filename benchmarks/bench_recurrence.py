@@ -12,7 +12,8 @@ Side by side in one run (medians of interleaved repeats; read the ratios, not th
 - CUDA only: ``spectral_leaky_relu_graph``, the leaky-ReLU scan replayed as CUDA graphs; where Triton is
   installed and n <= 256, ``spectral_leaky_relu_fused``, the persistent Triton kernels
   (``recurrence="fused"``, ``auto``'s route for leaky ReLU there), and ``rnn_leaky_relu_fused``, the same
-  kernels on a plain RNN's dense W: the recurrence without W's formation from its reflectors. Their
+  kernels on a plain RNN's dense W: the recurrence without W's formation from its reflectors, and
+  ``spectral_leaky_relu_fused_graphed``, the Spectral-RNN's whole step captured as one CUDA graph. Their
   products run in TF32 under ``torch.backends.cudnn.allow_tf32`` (PyTorch's default, under which cuDNN's
   float32 RNNs do the same); each also as ``..._ieee``, run with that flag off (IEEE float32 products);
 - ``spectral_reflector``: the paper's per-step reflector loop (Algorithm 1), the reference
@@ -86,20 +87,24 @@ def torch_baselines(ni: int, n: int, ny: int, x: torch.Tensor) -> dict[str, Call
     return {name: (lambda m=module: read_out(m(x)[0]).square().mean()) for name, module in modules.items()}
 
 
-def make_case(n: int, m: int, T: int, B: int, device: str) -> tuple[dict[str, Callable[[], torch.Tensor]],
-                                                                       dict[str, str]]:
+Steps = dict[str, Callable[[], torch.Tensor]]
+
+
+def make_case(n: int, m: int, T: int, B: int, device: str,
+              graphed: bool = False) -> tuple[Steps, dict[str, str]]:
     """The timed steps of one case and the route each toolkit model resolved to."""
     ni, ny = 1, 10
     x = torch.randn(B, T, ni, device=device)
     cuda = device.startswith("cuda")
     steps, routes = torch_baselines(ni, n, ny, x), {}
 
-    def toolkit(key: str, name: str, activation: str, recurrence: str, **options) -> None:
+    def toolkit(key: str, name: str, activation: str, recurrence: str, **options) -> nn.Module:
         model = build_model(name, ni, n, ny, activation=activation, recurrence=recurrence, **options)
         model.to(device)
         steps[key] = lambda: model(x).square().mean()
         routes[key] = recurrence if recurrence in ("reflector", "loop") else resolve_recurrence(
             recurrence, activation, x.device, n, x.dtype)
+        return model
 
     spectral = {"m1": m, "m2": m}
     toolkit("rnn_relu", "rnn", "relu", "auto")
@@ -110,11 +115,27 @@ def make_case(n: int, m: int, T: int, B: int, device: str) -> tuple[dict[str, Ca
     if cuda:
         toolkit("spectral_leaky_relu_graph", "spectral", "leaky_relu", "graph", **spectral)
         if not fused_unavailable("leaky_relu", n, x.dtype, x.device):
-            toolkit("spectral_leaky_relu_fused", "spectral", "leaky_relu", "fused", **spectral)
+            fused = toolkit("spectral_leaky_relu_fused", "spectral", "leaky_relu", "fused", **spectral)
             toolkit("rnn_leaky_relu_fused", "rnn", "leaky_relu", "fused", init="orthogonal")
             for key in IEEE_STEPS:
                 steps[key], routes[key] = steps[key.removesuffix("_ieee")], "fused"
+            if graphed:
+                graphed_step(fused, x, steps, routes)
     return steps, routes
+
+
+def graphed_step(model: nn.Module, x: torch.Tensor, steps: dict, routes: dict) -> None:
+    """``spectral_leaky_relu_fused_graphed``: the whole forward and backward (W formed from its reflectors,
+    the fused recurrence, the read-out) captured once by ``torch.cuda.make_graphed_callables`` and replayed,
+    which is what host launches cost the Spectral-RNN beside the plain RNN on the same kernels; where the
+    capture fails, the route records why."""
+    key = "spectral_leaky_relu_fused_graphed"
+    try:
+        graphed = torch.cuda.make_graphed_callables(model, (x,))
+    except Exception as error:  # a capture PyTorch refuses is a finding of the benchmark, not its end
+        routes[key] = f"not captured: {type(error).__name__}: {str(error)[:160]}"
+        return
+    steps[key], routes[key] = (lambda: graphed(x).square().mean()), "fused, one CUDA graph"
 
 
 RATIOS = {"rnn_relu_over_nn_rnn": "rnn_relu", "spectral_relu_over_nn_rnn": "spectral_relu",
@@ -123,14 +144,16 @@ RATIOS = {"rnn_relu_over_nn_rnn": "rnn_relu", "spectral_relu_over_nn_rnn": "spec
           "spectral_leaky_relu_graph_over_nn_rnn": "spectral_leaky_relu_graph",
           "spectral_leaky_relu_fused_over_nn_rnn": "spectral_leaky_relu_fused",
           "rnn_leaky_relu_fused_over_nn_rnn": "rnn_leaky_relu_fused",
+          "spectral_leaky_relu_fused_graphed_over_nn_rnn": "spectral_leaky_relu_fused_graphed",
           "spectral_leaky_relu_fused_ieee_over_nn_rnn": "spectral_leaky_relu_fused_ieee",
           "rnn_leaky_relu_fused_ieee_over_nn_rnn": "rnn_leaky_relu_fused_ieee",
           "nn_rnn_tanh_over_nn_rnn": "nn_rnn_tanh", "nn_lstm_over_nn_rnn": "nn_lstm"}
 """Each ratio: a route's median over ``nn_rnn_relu``'s, in the same case."""
 
 
-def bench_case(n: int, m: int, T: int, B: int, repeats: int, reflector_repeats: int, device: str) -> dict:
-    steps, routes = make_case(n, m, T, B, device)
+def bench_case(n: int, m: int, T: int, B: int, repeats: int, reflector_repeats: int, device: str,
+               graphed: bool = False) -> dict:
+    steps, routes = make_case(n, m, T, B, device, graphed)
     if not reflector_repeats:
         del steps["spectral_reflector"], routes["spectral_reflector"]
     fast = {k: v for k, v in steps.items() if k != "spectral_reflector"}
@@ -195,6 +218,9 @@ def main() -> None:
     parser.add_argument("--reflector-max-n", type=int, default=128)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--epoch", action="store_true", help="also time a training epoch of Table 2's row")
+    parser.add_argument("--graphed", action="store_true",
+                        help="CUDA: also time the fused Spectral-RNN's whole step captured as one CUDA graph "
+                             "(a run of its own: a capture that fails may leave the device unusable)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: the free cores)")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args()
@@ -204,7 +230,7 @@ def main() -> None:
     for spec, T, B in ((spec, T, B) for spec in args.cases for T in args.lengths for B in args.batch):
         n, m = (int(v) for v in spec.split(":"))
         reflector_repeats = args.reflector_repeats if n <= args.reflector_max_n else 0
-        case = bench_case(n, m, T, B, args.repeats, reflector_repeats, args.device)
+        case = bench_case(n, m, T, B, args.repeats, reflector_repeats, args.device, args.graphed)
         case.update({"threads": threads, "load_average": os.getloadavg()[0]})
         cases.append(case)
         print(f"n={n:4d} T={T:4d} B={B:4d} m1=m2={m:4d}: "
