@@ -197,6 +197,39 @@ def test_calibrate_takes_the_baselines_named_and_refuses_one_without_a_reference
             "'still', 'too-large']") in capsys.readouterr().err
 
 
+def test_calibrate_at_a_grid_point_trains_that_point_and_keeps_it_beside_the_first(tmp_path, capsys,
+                                                                                  monkeypatch):
+    """A grid whose tasks differ is calibrated point by point: ``--at`` trains the variant's trial at those
+    axis values (another sequence length, so another constant predictor), keeps it as VARIANT@POINT.json
+    beside the first point's, and the docs table names the point; a point the grid lacks is refused."""
+    from spectral_analysis.plotting.docs_blocks import calibration_markdown
+
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "calib.toml").write_text(GRID + '[axes]\n"task_options.length" = [3, 8]\n')
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(catalog))
+    results = tmp_path / "results"
+    common = ["--variant", "lstm", "--steps", "30", "--catalog", str(catalog), "--results", str(results),
+              "--json"]
+    main(["--quiet", "calibrate", "calib", *common])
+    first = json.loads(capsys.readouterr().out)["rows"][0]
+    main(["--quiet", "calibrate", "calib", *common, "--at", "length=8"])
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert first["axes"] == {"length": 3} and row["axes"] == {"length": 8} and row["at"] == {"length": "8"}
+    assert row["config"]["task_options"]["length"] == 8 and row["trial"] == "lstm_length8_s0"
+    folder = results / "calib" / "calibration" / "paper"
+    assert sorted(p.name for p in folder.iterdir()) == ["lstm.json", "lstm@length=8.json"]
+    block = calibration_markdown(results, "calib", "paper").splitlines()
+    assert block[2].startswith("| lstm (lstm) | 30 | ")
+    assert block[3].startswith("| lstm (lstm, at length 8) | 30 | ")
+    assert block[3].endswith("| the grid's |")  # the point's recipe is one the grid trains
+    assert main(["--quiet", "calibrate", "calib", *common, "--at", "length=5"]) == 1
+    assert "calib has no grid point at {'length': '5'} at 'paper'; its axes: {'length': ['3', '8']}" in \
+        capsys.readouterr().err
+    assert main(["--quiet", "calibrate", "calib", *common, "--at", "length"]) == 1
+    assert "--at takes KEY=VALUE" in capsys.readouterr().err
+
+
 def test_the_reference_stacks_drops_embeds_a_vocabulary_and_carries_its_state():
     """A word-level reference as PyTorch's word_language_model writes it: an embedding, stacked cuDNN
     layers with dropout between them and on their input and output, and a state that carries over

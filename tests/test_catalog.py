@@ -112,12 +112,12 @@ def test_trial_resolution_order_keys_and_filters(tmp_path):
     either = experiment.trials("smoke", only={"length": "5,7", "variant": "spectral"})
     assert [t.key for t in either] == ["spectral_length5_s0", "spectral_length7_s0"]
     from spectral_analysis.cli.common import CommandError
-    from spectral_analysis.cli.sweeps import _only
+    from spectral_analysis.cli.sweeps import selection
 
-    merged = _only(["variant=rnn", "length=7", "variant=spectral"])
+    merged = selection(["variant=rnn", "length=7", "variant=spectral"])
     assert merged == {"variant": "rnn,spectral", "length": "7"}
     with pytest.raises(CommandError, match="KEY=VALUE"):
-        _only(["variant="])
+        selection(["variant="])
     assert len(experiment.trials("paper", seeds=1)) == 4
     with pytest.raises(ValueError, match="seeds must be an integer in \\[1, 1000\\]"):
         experiment.trials("paper", seeds=0)
@@ -160,12 +160,12 @@ def test_only_given_twice_keeps_both_values_as_one_only_with_two_values_does():
     """`--only variant=a --only variant=b` once kept only b's trials, silently (a GPU call lost its
     rnn trials that way): the flags add up, as `--only variant=a variant=b` does."""
     from spectral_analysis.cli import build_parser
-    from spectral_analysis.cli.sweeps import _only
+    from spectral_analysis.cli.sweeps import selection
 
     parse = build_parser().parse_args
     twice = parse(["run", "tiny", "--only", "variant=rnn", "--only", "variant=spectral", "seed=0"])
     once = parse(["run", "tiny", "--only", "variant=rnn", "variant=spectral", "seed=0"])
-    assert _only(twice.only) == _only(once.only) == {"variant": "rnn,spectral", "seed": "0"}
+    assert selection(twice.only) == selection(once.only) == {"variant": "rnn,spectral", "seed": "0"}
 
 
 BUDGET = """[scales.budget]

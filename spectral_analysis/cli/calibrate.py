@@ -14,6 +14,7 @@ COLUMNS = ("variant", "model", "steps", "toolkit_loss", "reference_loss", "const
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from spectral_analysis.cli.sweeps import selection
     from spectral_analysis.experiments import load_catalog
     from spectral_analysis.experiments.calibration import CALIBRATION_DIR, calibrate
     from spectral_analysis.tables import render
@@ -26,7 +27,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise CommandError(f"{args.name!r} has no {args.scale!r} scale; it has {sorted(experiment.scales)}")
     results = results_dir(args)
     try:
-        rows = calibrate(experiment, args.scale, args.steps, args.margin, results, args.variant, args.seeds)
+        rows = calibrate(experiment, args.scale, args.steps, args.margin, results, args.variant, args.seeds,
+                         selection(args.at, "--at"))
     except ValueError as error:
         raise CommandError(str(error)) from error
     trailing = [row["variant"] for row in rows if row["verdict"] == "trails"]
@@ -73,6 +75,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--seeds", type=count(1, 20), default=1,
                         help="calibrate seeds 0..K-1 of each baseline's first grid point and compare the two "
                         "sides' means (a take-off task varies by more than the margin from seed to seed)")
+    parser.add_argument("--at", nargs="+", metavar="KEY=VALUE",
+                        help="calibrate at the first grid point with these axis values instead of the grid's "
+                        "first (task=permuted-mnist pixels_per_step=1), kept beside it as VARIANT@POINT.json")
     parser.add_argument("--margin", type=positive_real(10.0), default=0.1,
                         help="the toolkit's final training loss may exceed the reference's by this fraction")
     catalog_arguments(parser)

@@ -23,15 +23,16 @@ if TYPE_CHECKING:
     from spectral_analysis.experiments import Experiment
 
 
-def _only(pairs: list[str] | None) -> dict[str, str] | None:
-    """``--only`` as ``{key: "a,b"}``: a key given twice (``variant=a variant=b``) matches either value."""
+def selection(pairs: list[str] | None, flag: str = "--only") -> dict[str, str] | None:
+    """``--only`` (or ``flag``) as ``{key: "a,b"}``: a key given twice (``variant=a variant=b``) matches
+    either value."""
     if not pairs:
         return None
     only: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key or not value:
-            raise CommandError(f"--only takes KEY=VALUE (e.g. variant=spectral, length=300), got {pair!r}")
+            raise CommandError(f"{flag} takes KEY=VALUE (e.g. variant=spectral, length=300), got {pair!r}")
         only[key] = f"{only[key]},{value}" if key in only else value
     return only
 
@@ -80,7 +81,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         [(catalog[name], scale) for name, scale in sweeps],
         args.scale,
         seeds=args.seeds,
-        only=_only(args.only),
+        only=selection(args.only),
         workers=args.workers,
         gpus_per_trial=args.gpus_per_trial,
         address=args.address,
@@ -151,7 +152,7 @@ def cmd_park(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog)
     sweeps = named_sweeps(catalog, args.names, args.scale)
     lines = park_sweeps([(catalog[name], scale) for name, scale in sweeps], args.scale, seeds=args.seeds,
-                        only=_only(args.only), out=args.out, results=results_dir(args))
+                        only=selection(args.only), out=args.out, results=results_dir(args))
     payload = {"parked": lines, "results": str(results_dir(args))}
     emit(args, payload, lambda p: "\n".join(p["parked"]) or f"no unfinished run directory under {args.out}",
          lambda p: [{"line": line} for line in p["parked"]])

@@ -187,16 +187,30 @@ def over_seeds(rows: list[dict[str, Any]], margin: float) -> dict[str, Any]:
                                         first["constant_predictor_loss"], margin), "seeds": rows}
 
 
+def point_name(at: dict[str, str]) -> str:
+    """The file-name suffix of a calibration at the grid point ``at``: ``task=permuted-mnist+length=300``."""
+    return "+".join(f"{key}={value}" for key, value in sorted(at.items()))
+
+
 def calibrate(experiment: Experiment, scale: str, steps: int, margin: float = DEFAULT_MARGIN,
               results: str | Path | None = None, variants: list[str] | None = None,
-              seeds: int = 1) -> list[dict[str, Any]]:
+              seeds: int = 1, at: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Calibrate every baseline of ``experiment``'s grid at ``scale`` that has a reference (per variant its
     first grid point, at seeds ``0 .. seeds - 1``: :func:`over_seeds`), or only the ``variants`` named,
-    keeping each in ``results`` as it finishes (an interrupted calibration keeps the baselines done).
+    keeping each in ``results`` as it finishes (an interrupted calibration keeps the baselines done) as
+    ``VARIANT.json``. ``at`` (axis values, as ``run --only`` takes them) calibrates the first point among
+    those instead, kept as ``VARIANT@POINT.json`` (:func:`point_name`) beside the first point's: a grid
+    whose tasks differ (pixel and permuted MNIST) is calibrated task by task.
 
-    Example: ``calibrate(find_experiment("table3-ptb"), "paper", 155, variants=["lstm-1x128"])``."""
+    Example: ``calibrate(find_experiment("fig3-mnist"), "paper", 1000, at={"task": "permuted-mnist"})``."""
+    if at:
+        axes = {k: v for k, v in experiment.selectors(scale).items() if k not in ("variant", "seed")}
+        missing = {k: v for k, v in at.items() if k not in axes or not set(v.split(",")) & set(axes[k])}
+        if missing:
+            raise ValueError(f"{experiment.name} has no grid point at {missing} at {scale!r}; its axes: "
+                             f"{axes}")
     first: dict[str, list[Trial]] = {}
-    for trial in experiment.trials(scale, seeds=seeds):
+    for trial in experiment.trials(scale, seeds=seeds, only=at):
         if trial.config["model"] in REFERENCE_MODELS:
             points = first.setdefault(trial.variant, [])
             if not points or trial.config == points[0].config:
@@ -214,23 +228,26 @@ def calibrate(experiment: Experiment, scale: str, steps: int, margin: float = DE
     rows = []
     for variant, trials in first.items():
         runs = [calibrate_trial(trial, steps, margin) for trial in sorted(trials, key=lambda t: t.seed)]
-        rows.append({**over_seeds(runs, margin), "config": trials[0].config})
+        rows.append({**over_seeds(runs, margin), "config": trials[0].config, "axes": trials[0].axes,
+                     **({"at": at} if at else {})})
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(folder / f"{variant}.json", json.dumps(rows[-1], indent=1))
+            name = f"{variant}@{point_name(at)}" if at else variant
+            atomic_write_text(folder / f"{name}.json", json.dumps(rows[-1], indent=1))
     return rows
 
 
 def recipe_status(kept: Mapping[str, Any], experiment: Experiment, scale: str) -> str:
-    """Whether the kept calibration ``kept`` tried the recipe the grid's trial of its variant has now (its
-    first point, as :func:`calibrate` takes it): ``"the grid's"``, ``"changed since"``, ``"not recorded"``
-    (kept before calibrations recorded their recipe) or ``"variant no longer in the grid"``."""
+    """Whether the kept calibration ``kept`` tried a recipe one of the grid's trials of its variant has now
+    (the point it was calibrated at: the first, or ``at``'s): ``"the grid's"``, ``"changed since"``,
+    ``"not recorded"`` (kept before calibrations recorded their recipe) or ``"variant no longer in the
+    grid"``."""
     if "config" not in kept:
         return "not recorded"
-    trial = next((t for t in experiment.trials(scale, seeds=1) if t.variant == kept["variant"]), None)
-    if trial is None:
+    configs = [t.config for t in experiment.trials(scale, seeds=1) if t.variant == kept["variant"]]
+    if not configs:
         return "variant no longer in the grid"
-    return "the grid's" if kept["config"] == trial.config else "changed since"
+    return "the grid's" if kept["config"] in configs else "changed since"
 
 
 def refused_baselines(experiment: Experiment, scale: str, results: str | Path) -> dict[str, str]:

@@ -190,10 +190,15 @@ def calibration_markdown(results: Path, experiment: str, scale: str) -> str:
     order = [t.variant for t in grid.trials(scale, seeds=1)]
     lines = ["| baseline | steps | training loss: toolkit | reference | constant predictor | validation: "
              "toolkit | reference | verdict | recipe |", "|---|---:|---:|---:|---:|---:|---:|---|---|"]
-    for variant in sorted(kept, key=lambda v: (order.index(v) if v in order else len(order), v)):
-        row = kept[variant]
+    def place(name: str) -> tuple[int, str]:
+        variant = kept[name]["variant"]
+        return order.index(variant) if variant in order else len(order), name
+
+    for name in sorted(kept, key=place):
+        row = kept[name]
         seeds = f" ({len(row['seeds'])} seeds, means)" if "seeds" in row else ""
-        lines.append(f"| {variant} ({row['model']}) | {row['steps']}{seeds} | "
+        point = f", at {', '.join(f'{k} {v}' for k, v in row['at'].items())}" if row.get("at") else ""
+        lines.append(f"| {row['variant']} ({row['model']}{point}) | {row['steps']}{seeds} | "
                      f"{_seed_spread(row, 'toolkit')} | {_seed_spread(row, 'reference')} | "
                      f"{row['constant_predictor_loss']:.3f} | {row['metric']} {row['toolkit_valid']:.3f} | "
                      f"{row['reference_valid']:.3f} | {row['verdict']} | "
