@@ -144,7 +144,7 @@ def recurrence_torch(x: Tensor, M: Tensor, b: Tensor, W: Tensor, h0: Tensor, act
 def fused_in_tf32(dtype: torch.dtype) -> bool:
     """Whether the fused kernels' float32 products run in TF32: where ``torch.backends.cudnn.allow_tf32``
     allows it (on by default), the flag under which PyTorch's own RNN and LSTM kernels (cuDNN) do the same.
-    Measured on an H200 at n = 128, T = 784: IEEE float32 products made the kernels 20-60 times slower than
+    Measured on an H200 at n = 128, T = 784: IEEE float32 products made the kernels 17-61 times slower than
     TF32 (``benchmarks/fused_settings_cuda_h200.json``).
 
     >>> fused_in_tf32(torch.float64)
