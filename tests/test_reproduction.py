@@ -163,6 +163,10 @@ def test_table2_rows_kept_at_paper_scale_stand_beside_the_budget_grid(tmp_path):
     (tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").write_text(json.dumps(row))
     assert [r[5] for r in table_rows(tmp_path) if r[0].startswith("Table 2, spectral")] == [
         "60", "60 on NVIDIA H200"]
+    row.update(seconds=100.0, seconds_by_machine={"NVIDIA H200 (CUDA)": 40.0, "AMD EPYC, 2 cores": 60.0})
+    (tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").write_text(json.dumps(row))
+    assert [r[5] for r in table_rows(tmp_path) if r[0].startswith("Table 2, spectral")] == [
+        "60", "seed 0 resumed across machines: 40 on NVIDIA H200 + 60 on AMD EPYC, 2 cores"]
     row["fitness"] = {"fit": False, "reasons": ["at chance: test accuracy 0.1 within 3 standard errors of "
                                                 "the chance level 0.1135"]}  # a row that is not evidence
     (tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").write_text(json.dumps(row))

@@ -42,6 +42,48 @@ def test_resume_after_an_interruption_repeats_the_uninterrupted_run(tmp_path):
     assert steps == [(line["phase"], line["step"]) for line in log_lines(tmp_path / "full")]
 
 
+def _interrupt_at_13(step: int) -> None:
+    if step == 13:
+        raise KeyboardInterrupt
+
+
+def test_a_run_resumed_on_another_machine_splits_its_seconds_by_machine(tmp_path, monkeypatch):
+    """A run parked on a GPU and finished on a CPU adds two speeds: its checkpoint says which seconds
+    each machine trained, so no table labels the sum with one machine."""
+    import spectral_analysis.train.trainer as trainer_module
+
+    monkeypatch.setattr(trainer_module, "machine_name", lambda device: "machine A")
+    with pytest.raises(KeyboardInterrupt):
+        train(small_config(tmp_path / "run"), callback=_interrupt_at_13)
+    first = load_checkpoint(tmp_path / "run" / "last.safetensors").metadata
+    assert first["seconds_by_machine"] == {"machine A": pytest.approx(first["elapsed"])}
+    monkeypatch.setattr(trainer_module, "machine_name", lambda device: "machine B")
+    train(small_config(tmp_path / "run"), resume=True)
+    last = load_checkpoint(tmp_path / "run" / "last.safetensors").metadata
+    split = last["seconds_by_machine"]
+    assert list(split) == ["machine A", "machine B"] and split["machine A"] == first["seconds_by_machine"][
+        "machine A"]
+    assert split["machine B"] > 0 and sum(split.values()) == pytest.approx(last["elapsed"])
+
+
+def test_seconds_from_a_checkpoint_without_the_split_stay_unattributed(tmp_path, monkeypatch):
+    """A checkpoint written before the per-machine split does not say where its seconds ran: a resume
+    keeps them under ``not recorded`` rather than crediting them to the machine that resumes."""
+    import spectral_analysis.train.trainer as trainer_module
+
+    write = trainer_module.save_checkpoint
+    monkeypatch.setattr(trainer_module, "save_checkpoint", lambda path, model, meta, extra: write(
+        path, model, {k: v for k, v in meta.items() if k != "seconds_by_machine"}, extra))
+    with pytest.raises(KeyboardInterrupt):
+        train(small_config(tmp_path / "run"), callback=_interrupt_at_13)
+    before = load_checkpoint(tmp_path / "run" / "last.safetensors").metadata
+    assert "seconds_by_machine" not in before
+    monkeypatch.setattr(trainer_module, "save_checkpoint", write)
+    train(small_config(tmp_path / "run"), resume=True)
+    split = load_checkpoint(tmp_path / "run" / "last.safetensors").metadata["seconds_by_machine"]
+    assert split[trainer_module.UNRECORDED_MACHINE] == before["elapsed"] and len(split) == 2
+
+
 @pytest.mark.slow
 def test_killed_process_resumes_to_the_same_final_metrics(tmp_path):
     """A real SIGKILL mid-run (after the first checkpoint), then --resume from the command line."""

@@ -192,7 +192,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         import torch
 
         from spectral_analysis.atomic import atomic_write_text
-        from spectral_analysis.experiments.results import machine_name
+        from spectral_analysis.machine import machine_name
 
         record = {**payload, "machine": machine_name("cpu"), "torch": torch.__version__,
                   "date": time.strftime("%Y-%m-%d")}

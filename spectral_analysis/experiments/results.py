@@ -1,7 +1,8 @@
 """Kept results of a sweep (``results/<experiment>/<scale>/``), written from a trial's run directory.
 
 Per trial (see :mod:`spectral_analysis.io.zoo` for the layout): ``result.json`` (the summary row:
-configuration, final and best metrics, seconds, machine, git revision, torch version),
+configuration, final and best metrics, seconds (split by machine where a resumed run changed machines),
+machine, git revision, torch version),
 ``curves.csv`` (at most :data:`TRAIN_ROWS` training records and :data:`VALID_ROWS` validation records,
 evenly spaced, and the test line: loss, metrics, spectral margin, ||dL/dh0||, time),
 ``singular_values.safetensors`` (the singular values of every matrix at most :data:`TRAIN_ROWS`
@@ -24,8 +25,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import platform
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from spectral_analysis.experiments.catalog import Trial
 from spectral_analysis.experiments.fitness import trial_fitness
 from spectral_analysis.experiments.row_status import counted_step, plateaued
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, RESULT_NAME, read_kept_row, trial_results_dir
+from spectral_analysis.machine import machine_name
 from spectral_analysis.train import Checkpoint, load_checkpoint, save_checkpoint
 from spectral_analysis.train.evaluation import RunLog
 from spectral_analysis.train.plateau import best_validation, last_improvement_step
@@ -77,22 +77,6 @@ SUMMARY_COLUMNS = (
     "fit",
     "error",
 )
-
-
-def machine_name(device: str) -> str:
-    """The CPU model and core count, or the CUDA device's name."""
-    if device.startswith("cuda") and torch.cuda.is_available():
-        return f"{torch.cuda.get_device_name(0)} (CUDA)"
-    model = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        names = [
-            line.split(":", 1)[1].strip()
-            for line in cpuinfo.read_text().splitlines()
-            if line.startswith("model name")
-        ]
-        model = names[0] if names else model
-    return f"{model}, {os.cpu_count()} cores"
 
 
 def _evenly(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
@@ -212,6 +196,9 @@ def keep_trial(
                 "metric": metric,
                 "steps": meta["step"],
                 "seconds": round(meta["elapsed"], 2),
+                **({"seconds_by_machine": {name: round(seconds, 2) for name, seconds in
+                                           meta["seconds_by_machine"].items()}}
+                   if meta.get("seconds_by_machine") else {}),
                 "final_train": _scalars(meta["metrics"].get("train", {})),
                 "final_valid": _scalars(valid[-1] if valid else {}),
                 "test_metrics": _scalars(tests[-1] if tests else {}),

@@ -22,8 +22,10 @@ their initial values: they leave the optimizer (KRU's copy task learns only the 
 weights around a fixed unitary W, as an echo state network does).
 
 Resuming reloads ``last.safetensors`` (model, optimizer state, carried hidden state, step) and
-drops log lines past it. Batches depend only on (seed, step) and the learning rate only on the
-epoch and the kept validation lines, so a resumed run repeats the uninterrupted one exactly.
+drops log lines past it. A checkpoint keeps its training seconds split by machine (``seconds_by_machine``),
+so a run parked on a GPU and finished on a CPU says which seconds each trained. Batches depend only
+on (seed, step) and the learning rate only on the epoch and the kept validation lines, so a resumed
+run repeats the uninterrupted one exactly.
 
 ``lr_cut`` (KRU Section 4.4) multiplies the learning rate in after each epoch whose end brings no
 validation improvement on every earlier epoch end; with it a validation line is also written at each
@@ -56,6 +58,7 @@ from spectral_analysis.data.objectives import (
     task_loss_and_metrics,
     training_objective,
 )
+from spectral_analysis.machine import machine_name
 from spectral_analysis.nn import RecurrentModel, build_model
 from spectral_analysis.threads import denormals_flushed
 from spectral_analysis.train.batches import ShuffledBatches, StreamBatches
@@ -77,6 +80,8 @@ from spectral_analysis.train.run_state import (
 from spectral_analysis.train.tensorboard import TensorBoardMirror
 
 logger = logging.getLogger(__name__)
+
+UNRECORDED_MACHINE = "not recorded"  # a resumed checkpoint's seconds from before the per-machine split
 
 
 class TrainingDivergedError(RuntimeError):
@@ -195,6 +200,7 @@ class Trainer:
             raise ValueError(f"max_steps ({config.max_steps}) must be at least the {config.epochs} epochs' "
                              f"{self.total_steps} steps")
         self.step, self.elapsed, self.carry = 0, 0.0, None
+        self.seconds_by_machine: dict[str, float] = {}  # elapsed, split by the machines that trained
         self.grad_norm_peak = 0.0  # over the steps since the last train line (kept in checkpoints)
         self.primary = PRIMARY_METRIC[self.task.kind]
         self.valid_lines: list[dict[str, Any]] = []  # the validation lines so far (the plateau criterion)
@@ -218,6 +224,8 @@ class Trainer:
             raise ValueError(f"cannot resume: {last} records no step or elapsed time (not written by the "
                              "trainer)")
         self.step, self.elapsed = checkpoint.metadata["step"], checkpoint.metadata["elapsed"]
+        self.seconds_by_machine = dict(checkpoint.metadata.get("seconds_by_machine") or (
+            {UNRECORDED_MACHINE: self.elapsed} if self.elapsed else {}))
         self.latest = checkpoint.metadata.get("metrics", {})
         self.grad_norm_peak = float(checkpoint.metadata.get("grad_norm_peak", 0.0))
         self.log.truncate_after(self.step)
@@ -237,6 +245,7 @@ class Trainer:
         """Write ``last.safetensors`` (what a resume reads) and, when ``numbered``, the step's own file
         in ``checkpoints/`` (the trajectory the analyzers read)."""
         meta = {"task": self.task_metadata(), "step": self.step, "elapsed": self.elapsed,
+                "seconds_by_machine": self.seconds_by_machine,
                 "metrics": self.latest, "train": asdict(self.config), "grad_norm_peak": self.grad_norm_peak}
         extra = {**optimizer_tensors(self.optimizer), **carry_tensors(self.carry)}
         if numbered:
@@ -361,7 +370,7 @@ class Trainer:
             config = {"train": asdict(cfg), "model": self.model.config, "task": self.task_metadata(),
                       "device": str(self.device), "total_steps": self.total_steps}
             (self.out / "config.json").write_text(json.dumps(config, indent=2))
-        primary = self.primary
+        primary, machine = self.primary, machine_name(str(self.device))
         # tqdm's disable=None: no bar where stderr is not a terminal, even when the caller asked for one
         bar = tqdm(total=self.last_step, initial=self.step, disable=None if cfg.progress else True,
                    desc=f"{cfg.model} on {self.task.name}", dynamic_ncols=True)
@@ -377,7 +386,9 @@ class Trainer:
             record = (self.step + 1) % cfg.record_every == 0 or may_end  # a run's last step is recorded
             line = self._train_step(record)
             self.step += 1
-            self.elapsed += time.perf_counter() - started
+            seconds = time.perf_counter() - started
+            self.elapsed += seconds
+            self.seconds_by_machine[machine] = self.seconds_by_machine.get(machine, 0.0) + seconds
             if record:
                 line["time"] = round(self.elapsed, 3)
                 self.log.write(line)
