@@ -8,6 +8,8 @@ import pytest
 import torch
 
 from spectral_analysis.cli import main
+from spectral_analysis.experiments.calibration import recipe_status
+from spectral_analysis.experiments.catalog import find_experiment
 from spectral_analysis.experiments.reference import LoopRNN, ReferenceRecurrent
 
 GRID = """
@@ -215,7 +217,7 @@ def test_calibrate_at_a_grid_point_trains_that_point_and_keeps_it_beside_the_fir
     first = json.loads(capsys.readouterr().out)["rows"][0]
     main(["--quiet", "calibrate", "calib", *common, "--at", "length=8"])
     (row,) = json.loads(capsys.readouterr().out)["rows"]
-    assert first["axes"] == {"length": 3} and row["axes"] == {"length": 8} and row["at"] == {"length": "8"}
+    assert first["axes"] == {"length": 3} and row["axes"] == {"length": 8} and "at" not in row
     assert row["config"]["task_options"]["length"] == 8 and row["trial"] == "lstm_length8_s0"
     folder = results / "calib" / "calibration" / "paper"
     assert sorted(p.name for p in folder.iterdir()) == ["lstm.json", "lstm@length=8.json"]
@@ -223,6 +225,10 @@ def test_calibrate_at_a_grid_point_trains_that_point_and_keeps_it_beside_the_fir
     assert block[2].startswith("| lstm (lstm) | 30 | ")
     assert block[3].startswith("| lstm (lstm, at length 8) | 30 | ")
     assert block[3].endswith("| the grid's |")  # the point's recipe is one the grid trains
+    grid = find_experiment("calib")
+    assert recipe_status(row, grid, "paper") == "the grid's"
+    assert recipe_status({**row, "axes": {"length": 3}}, grid, "paper") == "changed since"  # not its point's
+    assert recipe_status({**row, "axes": {"length": 5}}, grid, "paper") == "point no longer in the grid"
     assert main(["--quiet", "calibrate", "calib", *common, "--at", "length=5"]) == 1
     assert "calib has no grid point at {'length': '5'} at 'paper'; its axes: {'length': ['3', '8']}" in \
         capsys.readouterr().err

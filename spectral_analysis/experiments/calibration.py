@@ -228,8 +228,7 @@ def calibrate(experiment: Experiment, scale: str, steps: int, margin: float = DE
     rows = []
     for variant, trials in first.items():
         runs = [calibrate_trial(trial, steps, margin) for trial in sorted(trials, key=lambda t: t.seed)]
-        rows.append({**over_seeds(runs, margin), "config": trials[0].config, "axes": trials[0].axes,
-                     **({"at": at} if at else {})})
+        rows.append({**over_seeds(runs, margin), "config": trials[0].config, "axes": trials[0].axes})
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
             name = f"{variant}@{point_name(at)}" if at else variant
@@ -238,16 +237,20 @@ def calibrate(experiment: Experiment, scale: str, steps: int, margin: float = DE
 
 
 def recipe_status(kept: Mapping[str, Any], experiment: Experiment, scale: str) -> str:
-    """Whether the kept calibration ``kept`` tried a recipe one of the grid's trials of its variant has now
-    (the point it was calibrated at: the first, or ``at``'s): ``"the grid's"``, ``"changed since"``,
-    ``"not recorded"`` (kept before calibrations recorded their recipe) or ``"variant no longer in the
+    """Whether the kept calibration ``kept`` tried the recipe the grid's trial at its point has now (the
+    point is the record's ``axes``; a record kept before calibrations named their point was calibrated at
+    the variant's first): ``"the grid's"``, ``"changed since"``, ``"not recorded"`` (kept before
+    calibrations recorded their recipe), ``"point no longer in the grid"`` or ``"variant no longer in the
     grid"``."""
     if "config" not in kept:
         return "not recorded"
-    configs = [t.config for t in experiment.trials(scale, seeds=1) if t.variant == kept["variant"]]
-    if not configs:
+    trials = [t for t in experiment.trials(scale, seeds=1) if t.variant == kept["variant"]]
+    if not trials:
         return "variant no longer in the grid"
-    return "the grid's" if kept["config"] in configs else "changed since"
+    point = [t for t in trials if t.axes == kept["axes"]] if "axes" in kept else trials[:1]
+    if not point:
+        return "point no longer in the grid"
+    return "the grid's" if kept["config"] == point[0].config else "changed since"
 
 
 def refused_baselines(experiment: Experiment, scale: str, results: str | Path) -> dict[str, str]:

@@ -197,7 +197,7 @@ def calibration_markdown(results: Path, experiment: str, scale: str) -> str:
     for name in sorted(kept, key=place):
         row = kept[name]
         seeds = f" ({len(row['seeds'])} seeds, means)" if "seeds" in row else ""
-        point = f", at {', '.join(f'{k} {v}' for k, v in row['at'].items())}" if row.get("at") else ""
+        point = f", at {', '.join(f'{k} {v}' for k, v in row['axes'].items())}" if "@" in name else ""
         lines.append(f"| {row['variant']} ({row['model']}{point}) | {row['steps']}{seeds} | "
                      f"{_seed_spread(row, 'toolkit')} | {_seed_spread(row, 'reference')} | "
                      f"{row['constant_predictor_loss']:.3f} | {row['metric']} {row['toolkit_valid']:.3f} | "
