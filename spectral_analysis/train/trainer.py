@@ -42,15 +42,13 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import asdict
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from tqdm import tqdm
 
-from spectral_analysis.data import TaskData, load_task
 from spectral_analysis.data.objectives import (
     PRIMARY_METRIC,
     check_sequence_loss,
@@ -68,6 +66,7 @@ from spectral_analysis.train.evaluation import RunLog, evaluate, model_outputs
 from spectral_analysis.train.gradients import clip_gradients
 from spectral_analysis.train.plateau import epochs_without_improvement, is_plateau, last_improvement_step
 from spectral_analysis.train.recorders import spectral_margin, weight_singular_values
+from spectral_analysis.train.run_setup import freeze_parameters, load_run_task, resolve_device
 from spectral_analysis.train.run_state import (
     carry_tensors,
     checkpoint_conflicts,
@@ -86,42 +85,6 @@ UNRECORDED_MACHINE = "not recorded"  # a resumed checkpoint's seconds from befor
 
 class TrainingDivergedError(RuntimeError):
     """The loss became NaN or infinite: the run stops instead of training on garbage."""
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError("--device cuda was asked for but no CUDA device is available")
-    if name != "cpu" and not name.startswith("cuda"):
-        raise ValueError(f"unknown device {name!r}; expected auto, cpu or cuda")
-    return torch.device(name)
-
-
-def load_run_task(config: TrainConfig) -> TaskData:
-    options = dict(config.task_options)
-    if config.task == "ptb":
-        options["batch_size"] = config.batch_size
-    return load_task(config.task, **options)
-
-
-def freeze_parameters(model: nn.Module, patterns: list[str]) -> list[str]:
-    """Turn off the gradient of every parameter whose name matches one of ``patterns``; the names frozen.
-    ``ValueError`` for a pattern that matches nothing (naming the model's parameters) or a model left
-    with nothing to train."""
-    names = [name for name, _ in model.named_parameters()]
-    for pattern in patterns:
-        if not any(fnmatchcase(name, pattern) for name in names):
-            shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
-            raise ValueError(f"freeze pattern {pattern!r} matches no parameter of the model; its "
-                             f"parameters are {shown}")
-    frozen = [name for name in names if any(fnmatchcase(name, pattern) for pattern in patterns)]
-    if frozen and len(frozen) == len(names):
-        raise ValueError(f"freeze {patterns} matches every parameter: nothing would train")
-    for name, parameter in model.named_parameters():
-        if name in frozen:
-            parameter.requires_grad_(False)
-    return frozen
 
 
 def detach_state(state):
