@@ -27,7 +27,7 @@ MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     # ICML Section 7: "initialized to be orthogonal"
     "irnn": {**_RECURRENT, "init": "orthogonal", "bias_pair": False},
     "lstm": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "forget_bias": 1.0,
-             "input_std": None, **_DROPOUT},
+             "input_std": None, "init": "gaussian", **_DROPOUT},
     "gru": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "input_std": None, **_DROPOUT},
     "ornn": {**_RECURRENT, "m": None, "unit_reflectors": False},
     "spectral": {**_RECURRENT, "m1": None, "m2": None, **_SIGMA},
@@ -44,6 +44,7 @@ RECURRENT_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn", "spectral", "kru", "di
 # time-loop kernels (nn.time_loop)
 RECURRENCES = ("auto", "torch", "scan", "graph", "fused", "loop", "reflector")
 DENSE_INITS = ("gaussian", "identity", "orthogonal")  # a dense transition's initializations
+LSTM_INITS = ("gaussian", "orthogonal", "identity-orthogonal")  # the LSTM's recurrent weights' (nn.lstm)
 SIGMA_MAP_KINDS = ("sigmoid", "clip", "none")  # Eq. 7's sigmoid map, a clip, or none
 
 # tasks and training (spectral_analysis.data, spectral_analysis.train)

@@ -360,3 +360,22 @@ def test_gated_models_take_the_input_weights_standard_deviation(name, gates):
     assert abs(float(default.std()) - 1.0) < 0.1 and abs(float(chosen.std()) - 0.056) < 0.006
     with pytest.raises(ValueError, match="input_std must be a finite number > 0"):
         build_model(name, 1, 8, 2, input_std=0.0)
+
+
+def test_the_lstm_recurrent_start_is_the_one_named():
+    """``init`` sets every layer's recurrent weight as Cooijmans et al.'s released code does: orthonormal
+    columns (``orthogonal``), or the cell block the identity and the three gates' orthonormal
+    (``identity-orthogonal``); ``gaussian`` keeps N(0, 1/n); an unknown name is refused by name."""
+    torch.manual_seed(5)
+    n = 32
+    eye = torch.eye(n)
+    for layer in build_model("lstm", 1, n, 10, num_layers=2, init="orthogonal").recurrent_weights:
+        assert torch.allclose(layer.T @ layer, eye, atol=1e-5)
+    for layer in build_model("lstm", 1, n, 10, num_layers=2, init="identity-orthogonal").recurrent_weights:
+        gates = torch.cat([layer[:2 * n], layer[3 * n:]])
+        assert torch.equal(layer[2 * n:3 * n], eye) and torch.allclose(gates.T @ gates, eye, atol=1e-5)
+    gaussian = build_model("lstm", 1, 128, 10).recurrent_weights[0]
+    assert abs(float(gaussian.std()) - 128 ** -0.5) < 0.005 and build_model("lstm", 1, 4, 1).config[
+        "options"]["init"] == "gaussian"
+    with pytest.raises(ValueError, match="unknown LSTM init 'identity'; expected one of"):
+        build_model("lstm", 1, 8, 2, init="identity")

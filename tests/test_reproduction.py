@@ -290,6 +290,18 @@ def test_table2s_lstm_row_is_read_again_under_the_field_recipe(tmp_path):
     assert rows[field] == ["97.3% test", "97.0 [96.0, 98.0]%", "paper, 3"]  # its trials are the catalog's
 
 
+def test_every_variant_of_the_lstm_field_grid_has_its_recipe_in_words():
+    """Each reading of the field's recipe gets a row of its own in the reproduction table, named by its
+    recipe: a variant added to the grid without its words would have no row label."""
+    from spectral_analysis.experiments import find_experiment
+    from spectral_analysis.plotting.results_tables import TABLE2_FIELD, TABLE2_FIELD_RECIPES
+
+    variants = [v["label"] for v in find_experiment(TABLE2_FIELD).variants]
+    assert sorted(variants) == sorted(TABLE2_FIELD_RECIPES)
+    assert len(set(TABLE2_FIELD_RECIPES.values())) == len(variants)
+    assert all(words.endswith("not the paper's") for words in TABLE2_FIELD_RECIPES.values())
+
+
 def test_every_table3_variant_names_the_printed_row_it_trains_and_by_which_reading():
     """Each table3-ptb variant is a Table 3 network trained by the grid's recipe or a named other reading,
     so its table row carries the paper's printed perplexities; the field's recipe is said to be not the

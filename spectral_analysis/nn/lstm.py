@@ -1,7 +1,8 @@
 """The LSTM baseline (Hochreiter & Schmidhuber 1997), stacked, with Eq. 5's linear read-out.
 
 One bias per gate (4n per layer, as TensorFlow's LSTM cell that the paper used), the forget
-gate's initialized to ``forget_bias``; gates in PyTorch's order (input, forget, cell, output).
+gate's initialized to ``forget_bias``; gates in PyTorch's order (input, forget, cell, output). The
+recurrent weights start as ``init`` says (:func:`recurrent_start`).
 ``recurrence="auto"``/``"torch"`` runs PyTorch's fused kernel (``torch.lstm``, cuDNN on a GPU);
 ``"loop"`` runs the equations step by step under autograd (the reference). Symbol-id inputs
 ``(B, T)`` select columns of the input weight (one-hot inputs without the one-hot vectors).
@@ -24,15 +25,40 @@ from spectral_analysis.nn.recurrent import (
     check_input_std,
     make_readout,
 )
+from spectral_analysis.vocabulary import LSTM_INITS
 
 LSTM_RECURRENCES = ("auto", "torch", "loop")
+
+
+def recurrent_start(n: int, init: str) -> Tensor:
+    """A layer's ``4n x n`` recurrent weight (gates input, forget, cell, output) at its start:
+
+    - ``gaussian``: N(0, 1/n) entries (the toolkit's default);
+    - ``orthogonal``: orthonormal columns, Cooijmans et al.'s (2016) released code's ``--init ortho``
+      (its ``orthogonal((n, 4n))``, applied as ``h @ W``);
+    - ``identity-orthogonal``: the cell block the identity and the other three gates' ``3n x n`` with
+      orthonormal columns, that code's ``--init id``, which its LSTM baseline on pixel MNIST ran with
+      (``experiments/sequentialmnist_lstm.sh``).
+
+    >>> W = recurrent_start(4, "identity-orthogonal")
+    >>> bool(torch.equal(W[8:12], torch.eye(4)))
+    True
+    """
+    if init not in LSTM_INITS:
+        raise ValueError(f"unknown LSTM init {init!r}; expected one of {LSTM_INITS}")
+    if init == "gaussian":
+        return torch.randn(4 * n, n) * n ** -0.5
+    if init == "orthogonal":
+        return nn.init.orthogonal_(torch.empty(4 * n, n))
+    gates = nn.init.orthogonal_(torch.empty(3 * n, n))
+    return torch.cat([gates[:2 * n], torch.eye(n), gates[2 * n:]])
 
 
 class LSTMNet(GatedWeights, RecurrentModel):
     def __init__(self, input_size: int, hidden_size: int, output_size: int, num_layers: int = 1,
                  forget_bias: float = 1.0, recurrence: str = "auto", output_bias: bool = False,
                  dropout: float = 0.0, dropout_kind: str = "standard",
-                 input_std: float | None = None) -> None:
+                 input_std: float | None = None, init: str = "gaussian") -> None:
         super().__init__()
         self.set_dropout(dropout, dropout_kind)
         check_input_std(input_std)
@@ -49,8 +75,7 @@ class LSTMNet(GatedWeights, RecurrentModel):
         self.input_weights = nn.ParameterList(
             [nn.Parameter(torch.randn(4 * n, f) * (f ** -0.5 if input_std is None else input_std))
              for f in fan_ins])
-        self.recurrent_weights = nn.ParameterList([nn.Parameter(torch.randn(4 * n, n) * n ** -0.5)
-                                                   for _ in fan_ins])
+        self.recurrent_weights = nn.ParameterList([nn.Parameter(recurrent_start(n, init)) for _ in fan_ins])
         biases = []
         for _ in fan_ins:
             b = torch.zeros(4 * n)

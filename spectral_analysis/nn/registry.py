@@ -48,7 +48,7 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
         return UnitaryRNN(ni, n, ny, o["output_bias"], o["num_layers"])
     if name == "lstm":
         return LSTMNet(ni, n, ny, o["num_layers"], o["forget_bias"], o["recurrence"], o["output_bias"],
-                       o["dropout"], o["dropout_kind"], o["input_std"])
+                       o["dropout"], o["dropout_kind"], o["input_std"], o["init"])
     if name == "gru":
         return GRUNet(ni, n, ny, o["num_layers"], o["recurrence"], o["output_bias"], o["dropout"],
                       o["dropout_kind"], o["input_std"])

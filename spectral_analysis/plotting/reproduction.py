@@ -36,7 +36,7 @@ from spectral_analysis.plotting.results_tables import (
     KRU_TABLE4,
     TABLE2,
     TABLE2_FIELD,
-    TABLE2_FIELD_RECIPE,
+    TABLE2_FIELD_RECIPES,
     TABLE2_GRIDS,
     TABLE3,
     TABLE4,
@@ -120,7 +120,7 @@ def table_rows(results: Path) -> list[list[str]]:
                          _seconds(g)])
     for grid in read_grids(results, TABLE2_FIELD):  # the same LSTM row by the field's recipe, beside
         for g in grid.groups:
-            rows.append([f"Table 2, lstm (n_h = {g.rows[0]['hidden']}; {TABLE2_FIELD_RECIPE})",
+            rows.append([f"Table 2, lstm (n_h = {g.rows[0]['hidden']}; {TABLE2_FIELD_RECIPES[g.variant]})",
                          f"{TABLE2['lstm']:.1f}% test", _spread(g.final(), 100, 1) + "%",
                          _where(grid, g), plateau_count(g.rows), _seconds(g)])
     for grid in read_grids(results, "table3-ptb"):  # a row kept at paper scale on its own stands beside
