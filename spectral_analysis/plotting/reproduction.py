@@ -49,30 +49,23 @@ from spectral_analysis.plotting.results_tables import (
 HEADER = ["source", "the paper", "ours (mean [min, max])", "scale, seeds", "plateaued", "s per trial"]
 
 
-def _machine_label(machine: str) -> str:
-    """A GPU by its name without `` (CUDA)``, a CPU by its model and cores."""
-    return machine.removesuffix(" (CUDA)")
-
-
 def _seconds(group: Group) -> str:
     """The median training seconds per trial, with the GPU they ran on where the trials ran on one. A
     trial resumed on another machine than it started on (its ``seconds_by_machine`` names two) stays
     out of the median and is shown apart, its seconds split by machine: they add two machines' speeds."""
-    def split(row: dict) -> dict[str, float]:
-        return row.get("seconds_by_machine") or {}
-
-    whole = [row for row in group.rows if len(split(row)) <= 1 and math.isfinite(float(row.get("seconds",
-                                                                                               math.nan)))]
-    parts = []
-    if whole:
-        gpus = sorted({_machine_label(str(r.get("machine", "a GPU (CUDA)"))) for r in whole
-                       if r.get("device") == "cuda"})
-        parts.append(f"{statistics.median(r['seconds'] for r in whole):.0f}"
-                     + (f" on {', '.join(gpus)}" if gpus else ""))
-    for row in group.rows:
-        if len(split(row)) > 1:
+    parts, whole = [], []
+    for row, seconds in zip(group.rows, group.final_per_seed("seconds"), strict=True):
+        split = row.get("seconds_by_machine") or {}
+        if len(split) > 1:
             parts.append(f"seed {row['seed']} resumed across machines: " + " + ".join(
-                f"{seconds:.0f} on {_machine_label(machine)}" for machine, seconds in split(row).items()))
+                f"{part:.0f} on {machine.removesuffix(' (CUDA)')}" for machine, part in split.items()))
+        elif math.isfinite(seconds):
+            whole.append((row, seconds))
+    if whole:
+        gpus = sorted({str(r.get("machine", "a GPU")).removesuffix(" (CUDA)") for r, _ in whole
+                       if r.get("device") == "cuda"})
+        parts.insert(0, f"{statistics.median(s for _, s in whole):.0f}" + (f" on {', '.join(gpus)}" if gpus
+                                                                             else ""))
     return "; ".join(parts) or "-"
 
 
