@@ -2,13 +2,14 @@
 
 For each hidden size n and batch B (T = 784), the persistent Triton kernels
 (:mod:`spectral_analysis.nn.fused_recurrence`) run forward + backward of the time loop alone (``xp``, ``W``
-and ``h0`` given, leaky ReLU) under every candidate of ``BLOCK_B`` (batch rows a program), ``num_warps``
-and ``tl.dot``'s precision (``ieee`` float32 or ``tf32``), beside ``nn.RNN(relu)``, whose cuDNN kernel
-also forms the input projection (so the ratio slightly favours the kernels), with
+and ``h0`` given, leaky ReLU) under every candidate of ``BLOCK_B`` (batch rows a program), ``num_warps``,
+``tl.dot``'s precision (``ieee`` float32 or ``tf32``) and, past n = 128, ``BLOCK_K`` (rows of the streamed
+W a read), beside ``nn.RNN(relu)``, whose cuDNN kernel also forms the input projection (so the ratio
+slightly favours the kernels), with
 ``torch.backends.cudnn.allow_tf32`` as PyTorch sets it (on: cuDNN's float32 RNN runs in TF32). Times are
 ``triton.testing.do_bench`` medians; the default that :func:`launch_settings` picks is marked.
 
-    python benchmarks/bench_fused_settings.py --out fused_settings_cuda.json [--sizes 64 128]
+    python benchmarks/bench_fused_settings.py --out fused_settings_cuda.json [--sizes 64 128 256 512]
         [--batch 64 128]
 """
 
@@ -24,18 +25,29 @@ from report import write_report
 from triton.testing import do_bench
 
 from spectral_analysis.nn.fused_recurrence import launch_settings, recurrence_fused
+from spectral_analysis.nn.time_loop import FUSED_RESIDENT_SIZE
 
 LOG = logging.getLogger("bench_fused_settings")
 MAX_TILE_REGISTERS = 256
-"""Candidates whose W tile alone would take more 32-bit registers a thread than this are not compiled."""
+"""Candidates whose W tile alone (or, W streamed, the rows' pre-activation) would take more 32-bit registers
+a thread than this are not compiled."""
 
 
 def candidates(n: int, batch: int) -> list[dict]:
+    """Every launch setting to time at hidden size ``n``. With W on chip (n <= 128): 16 or 32 rows a
+    program, 4-16 warps, IEEE or TF32 products. With W streamed: 16 rows (more programs read W in
+    parallel), TF32 only (IEEE products were 17-61x slower on chip), 4 or 8 warps, 16-64 rows of W a read."""
     block = max(16, triton.next_power_of_2(n))
+    if block <= FUSED_RESIDENT_SIZE:
+        grid = itertools.product((16, 32), (4, 8, 16), ("ieee", "tf32"), (block,))
+    else:
+        grid = itertools.product((16,), (4, 8), ("tf32",), (16, 32, 64))
     found = []
-    for rows, warps, precision in itertools.product((16, 32), (4, 8, 16), ("ieee", "tf32")):
-        if rows <= batch and block * block // (32 * warps) <= MAX_TILE_REGISTERS:
-            found.append({"BLOCK_B": rows, "BLOCK_N": block, "PRECISION": precision, "num_warps": warps})
+    for rows, warps, precision, read in grid:
+        tile = block * block if read == block else rows * block
+        if rows <= batch and tile // (32 * warps) <= MAX_TILE_REGISTERS:
+            found.append({"BLOCK_B": rows, "BLOCK_N": block, "BLOCK_K": read, "PRECISION": precision,
+                          "num_warps": warps})
     return found
 
 

@@ -10,12 +10,14 @@ Side by side in one run (medians of interleaved repeats; read the ratios, not th
 - ``spectral_leaky_relu``: the same model with leaky ReLU by the eager ``scan``;
 - ``spectral_relu_torch_kernel``: the same model forced through PyTorch's fused kernel;
 - CUDA only: ``spectral_leaky_relu_graph``, the leaky-ReLU scan replayed as CUDA graphs; where Triton is
-  installed and n <= 256, ``spectral_leaky_relu_fused``, the persistent Triton kernels
-  (``recurrence="fused"``, ``auto``'s route for leaky ReLU there), and ``rnn_leaky_relu_fused``, the same
+  installed and n <= 512, ``spectral_leaky_relu_fused``, the persistent Triton kernels
+  (``recurrence="fused"``, ``auto``'s route for leaky ReLU up to n = 128; past it W is streamed, and the
+  route says so), and ``rnn_leaky_relu_fused``, the same
   kernels on a plain RNN's dense W: the recurrence without W's formation from its reflectors, and
   ``spectral_leaky_relu_fused_graphed``, the Spectral-RNN's whole step captured as one CUDA graph. Their
   products run in TF32 under ``torch.backends.cudnn.allow_tf32`` (PyTorch's default, under which cuDNN's
-  float32 RNNs do the same); each also as ``..._ieee``, run with that flag off (IEEE float32 products);
+  float32 RNNs do the same); each also as ``..._ieee`` where W stays on chip, run with that flag off (IEEE
+  float32 products);
 - ``spectral_reflector``: the paper's per-step reflector loop (Algorithm 1), the reference
   (fewer repeats: it is slow). It stores every reflector's input for its backward, (m1 + m2) T B n
   numbers (105 GB at n = m = 512, T = 784, B = 64), so it runs only for n <= --reflector-max-n.
@@ -46,7 +48,7 @@ from torch import nn
 
 from spectral_analysis.experiments.catalog import find_experiment
 from spectral_analysis.nn import build_model
-from spectral_analysis.nn.time_loop import fused_unavailable, resolve_recurrence
+from spectral_analysis.nn.time_loop import FUSED_RESIDENT_SIZE, fused_unavailable, resolve_recurrence
 from spectral_analysis.threads import set_threads
 
 MNIST_TRAIN = 50000
@@ -104,6 +106,8 @@ def make_case(n: int, m: int, T: int, B: int, device: str,
         steps[key] = lambda: model(x).square().mean()
         routes[key] = recurrence if recurrence in ("reflector", "loop") else resolve_recurrence(
             recurrence, activation, x.device, n, x.dtype)
+        if routes[key] == "fused" and n > FUSED_RESIDENT_SIZE:
+            routes[key] = "fused, W streamed from L2"
         return model
 
     spectral = {"m1": m, "m2": m}
@@ -117,7 +121,8 @@ def make_case(n: int, m: int, T: int, B: int, device: str,
         if not fused_unavailable("leaky_relu", n, x.dtype, x.device):
             fused = toolkit("spectral_leaky_relu_fused", "spectral", "leaky_relu", "fused", **spectral)
             toolkit("rnn_leaky_relu_fused", "rnn", "leaky_relu", "fused", init="orthogonal")
-            for key in IEEE_STEPS:  # the same model, timed with TF32 off (fwd_bwd_seconds)
+            # the same model, timed with TF32 off (fwd_bwd_seconds); streamed, IEEE would take minutes
+            for key in IEEE_STEPS if n <= FUSED_RESIDENT_SIZE else ():
                 steps[key], routes[key] = steps[key.removesuffix("_ieee")], "fused, IEEE float32 products"
             if graphed:
                 graphed_step(fused, x, steps, routes)

@@ -19,8 +19,10 @@ echo "bench_recurrence: rc=$?"; tail -n 9 "$OUT/recurrence_cuda.log"
 # the fused Spectral-RNN's whole step as one CUDA graph (its own run: a failed capture can spoil the device)
 timeout 60 python3 bench_recurrence.py --device cuda --cases 128:16 --batch 64 128 --repeats 7 --reflector-repeats 0 \
   --graphed --out "$OUT/recurrence_graphed_cuda.json" 2>&1 | tail -n 4
-# the persistent kernels' launch settings (rows a program, warps, TF32 or not) against cuDNN
-timeout 150 python3 bench_fused_settings.py --out "$OUT/fused_settings_cuda.json" > "$OUT/fused_settings.log" 2>&1
+# the streamed kernels' launch settings (warps, rows of W a read) against cuDNN; n <= 128 is kept in
+# benchmarks/fused_settings_cuda_h200.json
+timeout 150 python3 bench_fused_settings.py --sizes 256 512 --out "$OUT/fused_settings_cuda.json" \
+  > "$OUT/fused_settings.log" 2>&1
 echo "bench_fused_settings: rc=$?"; grep -E "best|default" "$OUT/fused_settings.log"
 # W's formation alone, the fused product beside the blocked one (n = 128: m = 16, 64, 128)
 timeout 45 python3 bench_householder.py --device cuda --sizes 128 --repeats 9 \

@@ -9,8 +9,13 @@ import pytest
 import torch
 
 from spectral_analysis.nn import ACTIVATIONS, build_model
-from spectral_analysis.nn.fused_recurrence import BLOCK_ROWS, recurrence_fused
-from spectral_analysis.nn.time_loop import FUSED_MAX_SIZE, recurrence_loop, resolve_recurrence
+from spectral_analysis.nn.fused_recurrence import BLOCK_ROWS, launch_settings, recurrence_fused
+from spectral_analysis.nn.time_loop import (
+    FUSED_MAX_SIZE,
+    FUSED_RESIDENT_SIZE,
+    recurrence_loop,
+    resolve_recurrence,
+)
 
 D = torch.float64
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -56,6 +61,30 @@ def test_fused_kernels_match_the_reference_loop(activation, dtype, monkeypatch):
         assert _rel(got.double(), want) < tolerance
 
 
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+def test_streamed_w_matches_the_reference_loop(activation):
+    """W streamed ``BLOCK_K`` rows a step (the route past n = 128), here 16 rows of a W padded to 32 (the
+    second block half masked), each state read back from the slice its program stored: the same states
+    and gradients as the autograd loop, in float64."""
+    T, B, n = 9, BLOCK_ROWS + 4, 20
+    xp, W, h0, weights = _inputs(T, B, n, D, seed=7)
+    streamed = launch_settings(W) | {"BLOCK_K": 16}
+    assert streamed["BLOCK_N"] == 32
+    fused = _run(lambda a, w, h: recurrence_fused(a, w, h, activation, 0.3, streamed), xp, W, h0, weights,
+                 activation)
+    reference = _run(lambda a, w, h: recurrence_loop(a, h, lambda s: s @ w.T, activation, 0.3),
+                     xp, W, h0, weights, activation)
+    for got, want in zip((fused[0], *fused[1]), (reference[0], *reference[1]), strict=True):
+        assert _rel(got, want) < 1e-12
+
+
+def test_past_the_resident_size_the_kernels_stream_w():
+    resident = launch_settings(torch.eye(FUSED_RESIDENT_SIZE))
+    assert resident["BLOCK_K"] == resident["BLOCK_N"] == FUSED_RESIDENT_SIZE
+    streamed = launch_settings(torch.eye(FUSED_RESIDENT_SIZE + 1))
+    assert streamed["BLOCK_N"] == 2 * FUSED_RESIDENT_SIZE and streamed["BLOCK_K"] < streamed["BLOCK_N"]
+
+
 @pytest.mark.slow
 def test_fused_gradcheck():
     """Finite differences through the kernels themselves, on the smooth activation (the comparisons above
@@ -90,12 +119,15 @@ def test_relu_ignores_the_leak_it_is_given():
     assert bool((relu >= 0).all())
 
 
-@pytest.mark.parametrize("name", ["spectral", "rnn"])
-def test_a_model_on_the_fused_route_trains_as_on_the_scan(name):
-    """Through ``build_model``: outputs and every parameter's gradient equal the scan's, two layers deep."""
+@pytest.mark.parametrize(("name", "hidden"),
+                         [("spectral", 16), ("rnn", 16), ("spectral", FUSED_RESIDENT_SIZE + 2)])
+def test_a_model_on_the_fused_route_trains_as_on_the_scan(name, hidden):
+    """Through ``build_model``: outputs and every parameter's gradient equal the scan's, two layers deep,
+    with W on chip and (past the resident size) streamed by the settings the kernels pick themselves."""
     torch.manual_seed(0)
     options = {"m1": 4, "m2": 4} if name == "spectral" else {}
-    model = build_model(name, 3, 16, 2, num_layers=2, activation="leaky_relu", **options).double().to(DEVICE)
+    model = build_model(name, 3, hidden, 2, num_layers=2, activation="leaky_relu", **options)
+    model = model.double().to(DEVICE)
     x = torch.randn(3, 9, 3, dtype=D, device=DEVICE)
     runs = []
     for route in ("scan", "fused"):
@@ -115,8 +147,9 @@ def test_auto_takes_the_fused_route_where_it_fits_on_cuda(monkeypatch):
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     assert resolve_recurrence("auto", "leaky_relu", cuda, 128) == "graph"
     monkeypatch.undo()
-    assert resolve_recurrence("auto", "abs", cuda, FUSED_MAX_SIZE) == "fused"
-    assert resolve_recurrence("auto", "leaky_relu", cuda, FUSED_MAX_SIZE + 1) == "graph"
+    assert resolve_recurrence("auto", "abs", cuda, FUSED_RESIDENT_SIZE) == "fused"
+    assert resolve_recurrence("auto", "leaky_relu", cuda, FUSED_RESIDENT_SIZE + 1) == "graph"  # untimed
+    assert resolve_recurrence("fused", "leaky_relu", cuda, FUSED_MAX_SIZE) == "fused"
     assert resolve_recurrence("auto", "leaky_relu", cuda, 128, torch.float16) == "graph"
     assert resolve_recurrence("auto", "relu", cuda, 128) == "torch"  # cuDNN, as fast on an H200
     assert resolve_recurrence("auto", "leaky_relu", torch.device("cpu"), 128) == "scan"
@@ -124,8 +157,8 @@ def test_auto_takes_the_fused_route_where_it_fits_on_cuda(monkeypatch):
 
 def test_the_fused_route_says_why_it_cannot_run(monkeypatch):
     cuda = torch.device("cuda")
-    with pytest.raises(ValueError, match="up to n = 128, and this layer has n = 512"):
-        resolve_recurrence("fused", "leaky_relu", cuda, 512)
+    with pytest.raises(ValueError, match="n up to 512, and this layer has n = 1024"):
+        resolve_recurrence("fused", "leaky_relu", cuda, 1024)
     with pytest.raises(ValueError, match="float32 or float64, not torch.bfloat16"):
         resolve_recurrence("fused", "tanh", cuda, 64, torch.bfloat16)
     with pytest.raises(ValueError, match="no modReLU"):

@@ -10,17 +10,17 @@ Six interchangeable routes, all exact (they differ only in rounding):
 - ``graph`` (CUDA only): the scan with its two time loops captured as CUDA graphs once per shape and
   replayed (:mod:`spectral_analysis.nn.cuda_graphs`): the same kernels without a host launch each.
 - ``fused`` (CUDA, Triton): one persistent Triton kernel per direction that keeps W on chip across all
-  T steps (:mod:`spectral_analysis.nn.fused_recurrence`), for ``n <= 128`` in float32 or float64; every
-  activation but modReLU.
+  T steps (:mod:`spectral_analysis.nn.fused_recurrence`), for ``n <= 128`` in float32 or float64, and
+  streams W from L2 each step up to ``n = 512``; every activation but modReLU.
 - ``loop``: the obviously correct twin, a plain Python loop under autograd (dense W).
 - ``reflector``: the same loop with ``W h`` applied by the transition's own structure, W never formed:
   the reflectors one at a time (Algorithm 1, :func:`~spectral_analysis.linalg.reflector_loop`), KRU's
   factor-by-factor product, DizzyRNN's packed rotations.
 
 ``auto`` picks ``torch`` for relu/tanh on CUDA (cuDNN); for the other activations on CUDA ``fused`` where
-it can run with TF32 products (:func:`fused_in_tf32`; two launches a pass, timed on an H200 in
-``benchmarks/recurrence_fused_cuda_h200.json``), else ``graph`` (3.5x the scan's training steps a second
-on an H200, ``benchmarks/bench_gpu_sharing.py``), except modReLU, which stays on ``scan`` until a card
+it can hold W on chip and run with TF32 products (:func:`fused_in_tf32`; two launches a pass, timed on an
+H200 in ``benchmarks/recurrence_fused_cuda_h200.json``), else ``graph`` (3.5x the scan's training steps a
+second on an H200, ``benchmarks/bench_gpu_sharing.py``), except modReLU, which stays on ``scan`` until a card
 has timed KRU's replayed loops; and ``scan`` on the CPU, where it measured faster than PyTorch's own kernel
 (``benchmarks/bench_recurrence.py``). Models whose transitions apply themselves (the uRNN) take
 ``reflector`` instead (``nn.recurrent``).
@@ -41,10 +41,13 @@ from spectral_analysis.nn.cuda_graphs import Buffers, run_body
 from spectral_analysis.vocabulary import MODRELU, RECURRENCES
 
 TORCH_KERNEL_ACTIVATIONS = ("relu", "tanh")
-FUSED_MAX_SIZE = 128
+FUSED_RESIDENT_SIZE = 128
 """The largest hidden size whose W the fused kernels hold on chip: at n = 256 a program asked for 278,528
 bytes of shared memory where an H200 gives 232,448 (a first card, 2026-12-04); W is padded to a power of
-two, so nothing between 128 and 256 fits either."""
+two, so nothing between 128 and 256 fits either. Past it the kernels stream W each step."""
+FUSED_MAX_SIZE = 512
+"""The largest hidden size the fused kernels take: a program holds its 16 rows of the pre-activation,
+``16 n`` floats, in registers (64 a thread of 4 warps at n = 512)."""
 FUSED_DTYPES = (torch.float32, torch.float64)
 
 
@@ -157,15 +160,15 @@ def fused_unavailable(activation: str, size: int | None, dtype: torch.dtype,
                       device: torch.device) -> str | None:
     """Why the ``fused`` route cannot run for this layer, or ``None`` when it can (``size`` None: unknown).
 
-    >>> fused_unavailable("leaky_relu", 512, torch.float32, torch.device("cuda"))  # doctest: +SKIP
-    'the fused kernels hold W on chip up to n = 128, and this layer has n = 512; use 'graph' or 'scan''
+    >>> fused_unavailable("leaky_relu", 1024, torch.float32, torch.device("cuda"))  # doctest: +SKIP
+    'the fused kernels take n up to 512, and this layer has n = 1024; use 'graph' or 'scan''
     """
     if activation == MODRELU:
         return "the fused kernels have no modReLU; use 'scan' or 'graph'"
     if reason := triton_unavailable(device):
         return f"{reason}; use 'scan'"
     if size is None or size > FUSED_MAX_SIZE:
-        return (f"the fused kernels hold W on chip up to n = {FUSED_MAX_SIZE}, and this layer has "
+        return (f"the fused kernels take n up to {FUSED_MAX_SIZE}, and this layer has "
                 f"n = {size}; use 'graph' or 'scan'")
     if dtype not in FUSED_DTYPES:
         return f"the fused kernels run in float32 or float64, not {dtype}; use 'scan'"
@@ -183,8 +186,10 @@ def resolve_recurrence(mode: str, activation: str, device: torch.device, size: i
             return "scan"
         if activation in TORCH_KERNEL_ACTIVATIONS:
             return "torch"
-        if fused_unavailable(activation, size, dtype, device) or not fused_in_tf32(dtype):
-            return "graph"  # the kernels' IEEE products were slower than the replayed scan on an H200
+        if (fused_unavailable(activation, size, dtype, device) or not fused_in_tf32(dtype)
+                or size > FUSED_RESIDENT_SIZE):
+            # IEEE products were slower than the replayed scan on an H200; a streamed W is not timed yet
+            return "graph"
         return "fused"
     if mode == "fused" and (reason := fused_unavailable(activation, size, dtype, device)):
         raise ValueError(f"recurrence='fused' cannot run here: {reason}")
