@@ -319,10 +319,12 @@ def test_every_table3_variant_names_the_printed_row_it_trains_and_by_which_readi
 
 def test_a_table3_row_kept_at_paper_scale_stands_beside_the_grid_drawn(tmp_path):
     """Table 3's paper grid is far from complete on a CPU, but a row run there on its own (the field
-    recipe's LSTM) is drawn beside the grid the table reads, labelled with its recipe and scale."""
+    recipe's LSTM) is drawn beside the grid the table reads, labelled with its recipe and scale, in the
+    reproduction table and in a Table 3 file of its own."""
     import json
 
     from spectral_analysis.plotting.reproduction import table_rows
+    from spectral_analysis.plotting.results_tables import table3
 
     for scale, perplexity in (("smoke", 9000.0), ("paper", 128.0)):
         directory = tmp_path / "table3-ptb" / scale / "lstm-1x128-field_s0"
@@ -336,3 +338,8 @@ def test_a_table3_row_kept_at_paper_scale_stands_beside_the_grid_drawn(tmp_path)
     label = "Table 3, lstm-1x128-field (PyTorch's word_language_model recipe, not the paper's)"
     assert [(row[0], row[2], row[3].split(" ")[0].rstrip(",")) for row in rows] == [
         (label, "9000.0", "smoke"), (label, "128.0", "paper")]
+    written = table3(tmp_path, tmp_path)
+    assert [Path(w["path"]).name for w in written] == ["table3_ptb.md", "table3_ptb_paper_rows.md"]
+    drawn, paper = (Path(w["path"]).read_text() for w in written)
+    assert "| lstm-1x128-field | " in paper and "| 130.7 |" in paper and "| 128.0 |" in paper
+    assert "9000.0" in drawn and "128.0" not in drawn

@@ -168,35 +168,6 @@ def table2_grid(results: Path, out: Path, experiment: str = "table2-grid") -> li
     return written
 
 
-def table3(results: Path, out: Path) -> list[dict[str, Any]]:
-    grid = read_grid(results, "table3-ptb")
-    if grid is None:
-        return []
-    rows = []
-    for g in grid.groups:
-        row = table3_row(g.variant)
-        train, test = TABLE3[row[0]] if row else (float("nan"), float("nan"))
-        rows.append(
-            [
-                g.variant,
-                _parameters(g),
-                f"{train:.1f}",
-                f"{test:.1f}",
-                _spread(g.final("final_train", "perplexity"), 1, 1),
-                _spread(g.final("test_metrics", "perplexity"), 1, 1),
-            ]
-        )
-    header = [
-        "model (layers x n_h)",
-        "parameters",
-        "paper train ppl",
-        "paper test ppl",
-        "train ppl (last batch)",
-        "test ppl",
-    ]
-    return [_write(grid, out, "table3_ptb.md", "ICML Table 3: Penn Treebank, word level", header, rows)]
-
-
 def table4(results: Path, out: Path) -> list[dict[str, Any]]:
     grid = read_grid(results, "table4-ucr")
     if grid is None:
@@ -241,6 +212,13 @@ def _grid_tables(results: Path, out: Path, experiment: str, stem: str, title: st
             for i, grid in enumerate(read_grids(results, experiment))]
 
 
+def _table3_row(g: Group) -> list[str]:
+    row = table3_row(g.variant)
+    train, test = TABLE3[row[0]] if row else (float("nan"), float("nan"))
+    return [g.variant, _parameters(g), f"{train:.1f}", f"{test:.1f}",
+            *(_spread(g.final(source, "perplexity"), 1, 1) for source in ("final_train", "test_metrics"))]
+
+
 def _kru_table2_row(g: Group) -> list[str]:
     printed = KRU_TABLE2.get(g.variant, {}).get(g.axes.get("task"), float("nan"))
     return [g.variant, str(g.axes.get("task")), str(g.rows[0]["hidden"]), _parameters(g), f"{printed:.1f}",
@@ -258,6 +236,11 @@ table2 = partial(_grid_tables, experiment="table2-mnist", stem="table2_mnist",
                  title="ICML Table 2: pixel MNIST",
                  header=["model", "n_h", "parameters", "paper test %", "test %", "best validation %"],
                  row=_table2_row)
+table3 = partial(_grid_tables, experiment="table3-ptb", stem="table3_ptb",
+                 title="ICML Table 3: Penn Treebank, word level",
+                 header=["model (layers x n_h)", "parameters", "paper train ppl", "paper test ppl",
+                         "train ppl (last batch)", "test ppl"],
+                 row=_table3_row)
 kru_table2 = partial(_grid_tables, experiment="kru-mnist", stem="kru_table2_mnist",
                      title="KRU Table 2: pixel and permuted MNIST",
                      header=["model", "task", "n", "parameters", "paper test %", "test %",
