@@ -24,7 +24,7 @@ import triton
 from report import write_report
 from triton.testing import do_bench
 
-from spectral_analysis.nn.fused_recurrence import launch_settings, recurrence_fused
+from spectral_analysis.nn.fused_recurrence import STREAMED, launch_settings, recurrence_fused
 from spectral_analysis.nn.time_loop import FUSED_RESIDENT_SIZE
 
 LOG = logging.getLogger("bench_fused_settings")
@@ -46,8 +46,9 @@ def candidates(n: int, batch: int) -> list[dict]:
     for rows, warps, precision, read in grid:
         tile = block * block if read == block else rows * block
         if rows <= batch and tile // (32 * warps) <= MAX_TILE_REGISTERS:
+            streamed = {} if read == block else STREAMED | {"BLOCK_K": read}
             found.append({"BLOCK_B": rows, "BLOCK_N": block, "BLOCK_K": read, "PRECISION": precision,
-                          "num_warps": warps})
+                          "num_warps": warps} | streamed)
     return found
 
 

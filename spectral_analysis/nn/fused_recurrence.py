@@ -152,6 +152,9 @@ BLOCK_ROWS = 16
 B = 64 and 128 (``benchmarks/fused_settings_cuda_h200.json``)."""
 STREAM_ROWS = 32
 """Rows of W a streamed product reads at a time: a ``(32, 512)`` float32 tile is 64 KB of shared memory."""
+STREAMED = {"BLOCK_K": STREAM_ROWS, "num_stages": 1}
+"""A streamed W's settings. One stage: Triton's software pipelining would issue a step's loads of the state
+before the previous step has stored it (the loads read what the loop itself writes)."""
 
 
 def launch_settings(W: Tensor) -> dict:
@@ -168,9 +171,10 @@ def launch_settings(W: Tensor) -> dict:
     """
     tf32 = fused_in_tf32(W.dtype)
     block = max(16, triton.next_power_of_2(W.shape[0]))
-    return {"BLOCK_B": BLOCK_ROWS, "BLOCK_N": block,
-            "BLOCK_K": block if block <= FUSED_RESIDENT_SIZE else STREAM_ROWS,
-            "PRECISION": "tf32" if tf32 else "ieee", "num_warps": 4 if tf32 else 16}
+    settings = {"BLOCK_B": BLOCK_ROWS, "BLOCK_N": block, "BLOCK_K": block,
+                "PRECISION": "tf32" if tf32 else "ieee", "num_warps": 4 if tf32 else 16}
+    return settings if block <= FUSED_RESIDENT_SIZE else settings | STREAMED
+
 
 
 class _FusedScan(torch.autograd.Function):
