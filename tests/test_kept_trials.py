@@ -523,3 +523,26 @@ def test_the_estimate_counts_the_test_passes_of_a_grid_that_scores_the_test_set_
         config = estimate["configurations"]["rnn_length5"]
         evaluation = config["estimated_seconds"] - config["total_steps"] * config["seconds_per_step"]
         assert evaluation == pytest.approx(passes * config["seconds_per_eval_batch"])
+
+
+def test_a_scale_that_keeps_every_seeds_model_keeps_seed_1s_too(tmp_path):
+    """``keep_models = "every seed"``: the certificates read each seed's network, so seed 1's final model is
+    kept beside seed 0's (its singular values stay the zoo seed's alone); any other value is refused."""
+    from spectral_analysis.experiments import load_experiment
+
+    text = TINY.replace('stated = "quoted"', 'stated = "quoted"\nkeep_models = "every seed"')
+    catalog = tiny_catalog(tmp_path, text)
+    run_tiny(tmp_path, catalog, scale="paper", seeds=2)
+    kept = tmp_path / "results" / "tiny" / "paper"
+    for seed in (0, 1):
+        row = json.loads((kept / f"rnn_length5_s{seed}" / "result.json").read_text())
+        assert row["checkpoint"] == "model.safetensors" and "checkpoint_note" not in row
+        trained = load_checkpoint(tmp_path / "runs" / f"rnn_length5_s{seed}" / "last.safetensors").model
+        zoo = load_checkpoint(kept / f"rnn_length5_s{seed}" / "model.safetensors").model
+        assert all(torch.equal(a, b) for a, b in zip(trained.state_dict().values(), zoo.state_dict().values(),
+                                                      strict=True))
+    assert not (kept / "rnn_length5_s1" / "singular_values.safetensors").exists()
+    assert not any(t.keep_model for t in load_experiment(catalog / "tiny.toml").trials("smoke"))
+    (catalog / "tiny.toml").write_text(text.replace('"every seed"', '"all"'))
+    with pytest.raises(ValueError, match="keeps every seed's model; got {'paper': 'all'}"):
+        load_experiment(catalog / "tiny.toml")

@@ -6,7 +6,10 @@ table of :class:`~spectral_analysis.train.TrainConfig` fields shared by every tr
 ``[axes]`` (a dotted ``TrainConfig`` field, e.g. ``"task_options.length"``, and its values) and one
 ``[scales.<scale>]`` table per scale, ``paper`` and ``smoke``: ``seeds``, ``stated`` (the paper's own
 words for its sizes), ``unstated`` (what the paper leaves out and what was chosen) and the fields that
-make the sizes of that scale. A variant may carry its own ``[variants.<scale>]`` overrides.
+make the sizes of that scale. A variant may carry its own ``[variants.<scale>]`` overrides. A scale whose
+networks are analyzed seed by seed (certificates of each seed's network) says ``keep_models = "every
+seed"``: ``results/`` then keeps every seed's final model, not only the zoo seed's
+(:func:`~spectral_analysis.experiments.results.zoo_seed`).
 
 A validation grid names in ``selects`` the experiment it chooses a setting for (a value a paper says
 it cross-validated): its one axis is that setting, and the value with the best validation metric is the
@@ -55,7 +58,8 @@ CONFIG_FIELDS = tuple(
     f.name for f in fields(TrainConfig) if f.name not in ("out", "seed", "device", "progress")
 )
 MERGED_FIELDS = ("model_options", "task_options", "optimizer_options")
-_SCALE_KEYS = ("seeds", "stated", "unstated", "budget")
+_SCALE_KEYS = ("seeds", "stated", "unstated", "budget", "keep_models")
+EVERY_SEED = "every seed"  # the one value of a scale's keep_models
 TRAINING_LENGTH = ("steps", "epochs", "max_steps")  # what a budget scale sets itself
 _KEY_SAFE = re.compile(r"[^A-Za-z0-9.+-]+")
 
@@ -82,6 +86,7 @@ class Trial:
     axes: dict[str, Any]
     seed: int
     config: dict[str, Any]
+    keep_model: bool = False  # its final model is kept in results/ whether or not it is the zoo's seed
 
     def train_config(self, out: str | Path, device: str = "cpu", progress: bool = False) -> TrainConfig:
         return TrainConfig(
@@ -162,6 +167,7 @@ class Experiment:
                         {_short(a): v for a, v in axes.items()},
                         seed,
                         copy.deepcopy(config),
+                        self.scales[scale].get("keep_models") == EVERY_SEED,
                     )
                     if only is None or _matches(trial, only):
                         trials.append(trial)
@@ -338,6 +344,9 @@ def _parsed_experiment(path: Path, text: str) -> Experiment:
     if stand_in is not None and (not isinstance(stand_in, str) or not stand_in.strip()):
         raise ValueError(f"{path}: 'stand_in' says in words which dataset stands in for the paper's; "
                          f"got {stand_in!r}")
+    kept = {name: table["keep_models"] for name, table in scales.items() if "keep_models" in table}
+    if any(value != EVERY_SEED for value in kept.values()):
+        raise ValueError(f"{path}: keep_models = {EVERY_SEED!r} keeps every seed's model; got {kept}")
     budget = scales.get("budget")
     if budget is not None and (not isinstance(budget.get("budget"), str)
                                or not any(k in budget for k in ("steps", "epochs"))):

@@ -12,12 +12,12 @@ singular values up to the failure.
 ``summary.csv`` and ``summary.json`` gather the rows of every trial of the scale.
 
 To keep ``results/`` small enough to commit, the checkpoint and the singular values are kept for one seed
-of each configuration only (:func:`zoo_seed`: seed 0, or the lowest seed above the ones that failed), and
-the checkpoint only when its tensors take at most
-:data:`MAX_KEPT_CHECKPOINT_BYTES` (a PTB vocabulary or a 100-layer MLP stays in its run directory; the
-row says so). The singular values keep fewer recorded steps where :data:`SINGULAR_VALUE_ROWS` of them
-would pass :data:`MAX_KEPT_SINGULAR_VALUE_BYTES` (a 100-layer net records 13,000 values a step, so its
-file keeps 5 of them; Fig. 5's 30 seed-0 nets then take 8 MB).
+of each configuration only (:func:`zoo_seed`: seed 0, or the lowest seed above the ones that failed; a
+scale that says ``keep_models = "every seed"`` keeps every seed's checkpoint), and the checkpoint only when
+its tensors take at most :data:`MAX_KEPT_CHECKPOINT_BYTES` (a PTB vocabulary or a 100-layer MLP stays in its
+run directory; the row says so). The singular values keep fewer recorded steps where
+:data:`SINGULAR_VALUE_ROWS` of them would pass :data:`MAX_KEPT_SINGULAR_VALUE_BYTES` (a 100-layer net
+records 13,000 values a step, so its file keeps 5 of them; Fig. 5's 30 seed-0 nets then take 8 MB).
 Curves are kept for every seed.
 """
 
@@ -190,7 +190,7 @@ def keep_trial(
         tests = [x for x in lines if x["phase"] == "test"]
         best, best_step = best_validation(valid, metric)
         at_best = next((x for x in tests if x["step"] == best_step), None)
-        row.update(_keep_checkpoint(checkpoint, out, None if trial.seed == zoo else zoo))
+        row.update(_keep_checkpoint(checkpoint, out, None if trial.seed == zoo or trial.keep_model else zoo))
         row.update(
             {
                 "metric": metric,
