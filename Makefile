@@ -49,6 +49,7 @@ notebooks: $(VENV)
 # (table2-grid's authors-code point: 97.0-97.2% at paper scale); Table 2's budget grid, whose uRNN trials
 # take about 2 hours each, in one grid with KRU's copy and adding grids (the rest of the CPU tier, days:
 # results/kru-*/paper/estimate_cpu.json), so a worker freed beside the last uRNN trial starts KRU's;
+# then Table 2's oRNN row with the same two settings of the released codes (table2-ornn-grid), and
 # last the two changes of the authors' code each alone at paper scale, an attribution the paper's claims
 # do not need, Table 2's LSTM row at lr 1e-4 (table2-lstm-grid: 6.9 CPU hours, 18 GPU minutes) and by the field's
 # recipe (table2-lstm-field); last
@@ -62,7 +63,7 @@ notebooks: $(VENV)
 PAPER_ORDER := table4-ucr fig1-addition fig2-copy svdrnn-fig2-leak svdrnn-fig2-r fig5-depth dizzy-copy \
 	kru-amplitude kru-music zoo-addition
 BUDGET_TIER := fig3-mnist fig3-authors-code table3-ptb table2-grid table2-mnist kru-mnist kru-ptb
-GPU_TIER := table2-mnist table2-grid table2-lstm-grid table2-lstm-field fig3-mnist fig3-authors-code table3-ptb \
+GPU_TIER := table2-mnist table2-grid table2-ornn-grid table2-lstm-grid table2-lstm-field fig3-mnist fig3-authors-code table3-ptb \
 	kru-mnist-amplitude kru-ptb-amplitude kru-mnist kru-ptb
 KRU_LONG := kru-copy kru-adding-amplitude kru-adding
 KRU_VALIDATION := kru-mnist-amplitude kru-ptb-amplitude
@@ -75,7 +76,8 @@ paper: $(VENV)
 	nice -n 10 $(BIN)/spectral-analysis run fig3-mnist fig3-authors-code table3-ptb table2-grid --scale budget --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run table2-grid --scale paper --only variant=$(TABLE2_POINTS) --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run table2-mnist@budget $(KRU_LONG) --scale paper --workers $(WORKERS)
-	nice -n 10 $(BIN)/spectral-analysis run table2-grid table2-lstm-grid table2-lstm-field --scale paper --workers $(WORKERS)
+	nice -n 10 $(BIN)/spectral-analysis run table2-ornn-grid table2-grid table2-lstm-grid table2-lstm-field --scale paper \
+		--workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run $(KRU_VALIDATION) --scale paper --workers $(WORKERS)
 	nice -n 10 $(BIN)/spectral-analysis run kru-ptb kru-mnist --scale budget --workers $(WORKERS)
 
@@ -83,7 +85,8 @@ paper: $(VENV)
 # to results/<experiment>/<scale>/parked/, to commit with the results; `make paper` on a fresh clone resumes
 # them from there instead of starting them over (the run directories in runs/ are not committed).
 park: $(VENV)
-	$(BIN)/spectral-analysis park $(PAPER_ORDER) table2-mnist table2-grid table2-lstm-grid table2-lstm-field $(KRU_LONG) \
+	$(BIN)/spectral-analysis park $(PAPER_ORDER) table2-mnist table2-grid table2-ornn-grid table2-lstm-grid \
+		table2-lstm-field $(KRU_LONG) \
 		$(KRU_VALIDATION) --scale paper
 	$(BIN)/spectral-analysis park $(BUDGET_TIER) --scale budget
 

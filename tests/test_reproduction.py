@@ -343,3 +343,20 @@ def test_a_table3_row_kept_at_paper_scale_stands_beside_the_grid_drawn(tmp_path)
     drawn, paper = (Path(w["path"]).read_text() for w in written)
     assert "| lstm-1x128-field | " in paper and "| 130.7 |" in paper and "| 128.0 |" in paper
     assert "9000.0" in drawn and "128.0" not in drawn
+
+
+def test_every_table2_grid_experiment_reads_the_row_of_its_own_model():
+    """Each catalog grid over a Table 2 row (table2-grid, table2-lstm-grid, table2-ornn-grid) is drawn as
+    the row of the model it trains, and a grid point is named by its recipe, not by its reflector count."""
+    from spectral_analysis.experiments import find_experiment, load_catalog
+    from spectral_analysis.experiments.groups import Group
+    from spectral_analysis.plotting.results_tables import TABLE2, TABLE2_GRIDS, grid_point_text
+
+    grids = sorted(name for name in load_catalog() if name.startswith("table2-") and name.endswith("-grid"))
+    assert grids == sorted(TABLE2_GRIDS)
+    for name, (model, _) in TABLE2_GRIDS.items():
+        assert model in TABLE2
+        assert {t.config["model"] for t in find_experiment(name).trials("paper")} == {model}
+    (trial,) = find_experiment("table2-ornn-grid").trials("paper", seeds=1)
+    group = Group("authors-code", {}, [{"config": trial.config}], [])
+    assert grid_point_text(group) == "lr 0.001, decay 0.9, batch 128, unit reflectors, input std 0.088"

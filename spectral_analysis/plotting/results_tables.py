@@ -94,7 +94,8 @@ def _table2_row(g: Group) -> list[str]:
 
 
 # The grid experiment of each Table 2 row searched over more points of the paper's grid, and the row's name.
-TABLE2_GRIDS = {"table2-grid": ("spectral", "Spectral-RNN"), "table2-lstm-grid": ("lstm", "LSTM")}
+TABLE2_GRIDS = {"table2-grid": ("spectral", "Spectral-RNN"), "table2-lstm-grid": ("lstm", "LSTM"),
+                "table2-ornn-grid": ("ornn", "oRNN")}
 
 
 def table2_grid_points(
@@ -122,9 +123,9 @@ def best_grid_point(points: list[tuple[KeptGrid, Group]]) -> tuple[KeptGrid, Gro
 
 def grid_point_text(group: Group) -> str:
     """A grid point's learning rate, per-epoch decay and batch size, from its kept configuration, and any
-    model option besides the reflector counts (e.g. ``unit reflectors, input std 0.125``)."""
+    model option besides the reflector counts (m1, m2, m; e.g. ``unit reflectors, input std 0.125``)."""
     config = group.rows[0]["config"]
-    options = {k: v for k, v in (config.get("model_options") or {}).items() if k not in ("m1", "m2")}
+    options = {k: v for k, v in (config.get("model_options") or {}).items() if k not in ("m1", "m2", "m")}
     extra = [k.replace("_", " ") if v is True else f"{k.replace('_', ' ')} {v:g}"
              if isinstance(v, float) else f"{k.replace('_', ' ')} {v}" for k, v in options.items()]
     return ", ".join([f"lr {config['lr']:g}", f"decay {config['lr_decay']:g}",
