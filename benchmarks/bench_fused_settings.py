@@ -96,8 +96,12 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.manual_seed(0)
-    cases = [row for n in args.sizes for batch in args.batch for row in bench(n, args.length, batch)]
-    write_report(args.out, "cuda", "fused recurrence launch settings, forward + backward, leaky ReLU", cases)
+    cases = []
+    for n in args.sizes:
+        for batch in args.batch:  # written as each (n, B) ends: a timeout keeps the finished ones
+            cases += bench(n, args.length, batch)
+            write_report(args.out, "cuda", "fused recurrence launch settings, forward + backward, leaky ReLU",
+                         cases)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
+WHAT = "forward + backward, full sequence"
 IEEE_STEPS = ("spectral_leaky_relu_fused_ieee", "rnn_leaky_relu_fused_ieee")
 """Steps timed with ``torch.backends.cudnn.allow_tf32`` off; every other with it on, PyTorch's default."""
 
@@ -241,9 +242,10 @@ def main() -> None:
         print(f"n={n:4d} T={T:4d} B={B:4d} m1=m2={m:4d}: "
               + ", ".join(f"{key.removesuffix('_over_nn_rnn')} {case[key]:.2f}x" for key in RATIOS
                           if key in case) + " nn.RNN(relu)", flush=True)
+        write_report(args.out, args.device, WHAT, cases)  # each case as it ends: a timeout keeps the rest
     if args.epoch:
         cases.append(table2_epoch(args.device) | {"threads": threads, "load_average": os.getloadavg()[0]})
-    write_report(args.out, args.device, "forward + backward, full sequence", cases)
+        write_report(args.out, args.device, WHAT, cases)
 
 
 if __name__ == "__main__":
