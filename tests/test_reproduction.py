@@ -144,7 +144,7 @@ def test_table2_rows_kept_at_paper_scale_stand_beside_the_budget_grid(tmp_path):
         row = {"experiment": "table2-mnist", "scale": scale, "trial": key, "status": "done",
                "variant": variant, "axes": {}, "seed": 0, "hidden": 128, "metric": "accuracy",
                "seconds": 60.0, "test_metrics": {"accuracy": accuracy}, "best_valid": accuracy, "steps": 10,
-               "best_step": 1}
+               "best_step": 1, "config": {}}
         (directory / "result.json").write_text(json.dumps(row))
 
     keep("paper", "spectral", 0.981)
@@ -167,6 +167,10 @@ def test_table2_rows_kept_at_paper_scale_stand_beside_the_budget_grid(tmp_path):
     (tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").write_text(json.dumps(row))
     assert [r[5] for r in table_rows(tmp_path) if r[0].startswith("Table 2, spectral")] == [
         "60", "seed 0 resumed across machines: 40 on NVIDIA H200 + 60 on AMD EPYC, 2 cores"]
+    from spectral_analysis.plotting.docs_blocks import grid_markdown
+
+    assert grid_markdown(tmp_path, "table2-mnist", "paper").splitlines()[2].endswith(
+        "| seed 0 resumed across machines: 40 on NVIDIA H200 + 60 on AMD EPYC, 2 cores |")  # the docs' grids
     row["fitness"] = {"fit": False, "reasons": ["at chance: test accuracy 0.1 within 3 standard errors of "
                                                 "the chance level 0.1135"]}  # a row that is not evidence
     (tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").write_text(json.dumps(row))

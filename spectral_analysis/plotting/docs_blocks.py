@@ -125,6 +125,26 @@ def _stopped(row: Mapping[str, Any]) -> str:
     return f"{row['steps']:,} ({how})"
 
 
+def training_seconds_text(group: Group) -> str:
+    """The median training seconds per trial, with the GPU they ran on where the trials ran on one. A
+    trial resumed on another machine than it started on (its ``seconds_by_machine`` names two) stays
+    out of the median and is shown apart, its seconds split by machine: they add two machines' speeds."""
+    parts, whole = [], []
+    for row, seconds in zip(group.rows, group.final_per_seed("seconds"), strict=True):
+        split = row.get("seconds_by_machine") or {}
+        if len(split) > 1:
+            parts.append(f"seed {row['seed']} resumed across machines: " + " + ".join(
+                f"{part:.0f} on {machine.removesuffix(' (CUDA)')}" for machine, part in split.items()))
+        elif math.isfinite(seconds):
+            whole.append((row, seconds))
+    if whole:
+        gpus = sorted({str(r.get("machine", "a GPU")).removesuffix(" (CUDA)") for r, _ in whole
+                       if r.get("device") == "cuda"})
+        parts.insert(0, f"{statistics.median(s for _, s in whole):.0f}" + (f" on {', '.join(gpus)}" if gpus
+                                                                             else ""))
+    return "; ".join(parts) or "-"
+
+
 def grid_markdown(results: Path, experiment: str, scale: str) -> str:
     """Every configuration of ``experiment``'s kept grid at ``scale``: each seed's final test value of the
     primary metric, their mean [min, max], the mean best validation value, each seed's last step and why
@@ -150,12 +170,9 @@ def grid_markdown(results: Path, experiment: str, scale: str) -> str:
         spread = (f"{_value(metric, statistics.fmean(finite))} [{_value(metric, min(finite))}, "
                   f"{_value(metric, max(finite))}]" if len(finite) > 1 else "-")
         best = [r["best_valid"] for r in rows if r.get("best_valid") is not None]
-        gpus = sorted({r["machine"].removesuffix(" (CUDA)") for r in rows if r.get("device") == "cuda"})
         lines.append(f"| {_configuration(group)} | {seeds} | {spread} | "
                      f"{_value(metric, statistics.fmean(best)) if best else '-'} | "
-                     f"{', '.join(_stopped(r) for r in rows)} | "
-                     f"{statistics.median(r['seconds'] for r in rows):.0f}"
-                     + (f" on {', '.join(gpus)}" if gpus else "") + " |")
+                     f"{', '.join(_stopped(r) for r in rows)} | {training_seconds_text(group)} |")
     return "\n".join(lines)
 
 

@@ -14,7 +14,6 @@ README.md`` copies it between docs/figures.md's ``reproduction`` markers, and th
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from spectral_analysis.plotting.docs_blocks import (
     figure_checks_markdown,
     fill_blocks,
     read_demo_record,
+    training_seconds_text,
 )
 from spectral_analysis.plotting.results_tables import (
     FIELD_RECIPE,
@@ -47,26 +47,6 @@ from spectral_analysis.plotting.results_tables import (
 )
 
 HEADER = ["source", "the paper", "ours (mean [min, max])", "scale, seeds", "plateaued", "s per trial"]
-
-
-def _seconds(group: Group) -> str:
-    """The median training seconds per trial, with the GPU they ran on where the trials ran on one. A
-    trial resumed on another machine than it started on (its ``seconds_by_machine`` names two) stays
-    out of the median and is shown apart, its seconds split by machine: they add two machines' speeds."""
-    parts, whole = [], []
-    for row, seconds in zip(group.rows, group.final_per_seed("seconds"), strict=True):
-        split = row.get("seconds_by_machine") or {}
-        if len(split) > 1:
-            parts.append(f"seed {row['seed']} resumed across machines: " + " + ".join(
-                f"{part:.0f} on {machine.removesuffix(' (CUDA)')}" for machine, part in split.items()))
-        elif math.isfinite(seconds):
-            whole.append((row, seconds))
-    if whole:
-        gpus = sorted({str(r.get("machine", "a GPU")).removesuffix(" (CUDA)") for r, _ in whole
-                       if r.get("device") == "cuda"})
-        parts.insert(0, f"{statistics.median(s for _, s in whole):.0f}" + (f" on {', '.join(gpus)}" if gpus
-                                                                             else ""))
-    return "; ".join(parts) or "-"
 
 
 def _scale_cell(scale: str | None, stale: str | None = None) -> str:
@@ -102,7 +82,7 @@ def table_rows(results: Path) -> list[list[str]]:
             if g.variant in TABLE2:
                 rows.append([f"Table 2, {g.variant} (n_h = {g.rows[0]['hidden']})",
                              f"{TABLE2[g.variant]:.1f}% test", _spread(g.final(), 100, 1) + "%",
-                             _where(grid, g), plateau_count(g.rows), _seconds(g)])
+                             _where(grid, g), plateau_count(g.rows), training_seconds_text(g)])
     for experiment, (model, _) in TABLE2_GRIDS.items():
         for grid, g in table2_grid_points(results, read_grids(results, experiment), model):
             if grid.experiment != experiment:
@@ -110,12 +90,12 @@ def table_rows(results: Path) -> list[list[str]]:
             rows.append([f"Table 2, {model} (n_h = {g.rows[0]['hidden']}; {grid_point_text(g)})",
                          f"{TABLE2[model]:.1f}% test (the best of its grid)",
                          _spread(g.final(), 100, 1) + "%", _where(grid, g), plateau_count(g.rows),
-                         _seconds(g)])
+                         training_seconds_text(g)])
     for grid in read_grids(results, TABLE2_FIELD):  # the same LSTM row by the field's recipe, beside
         for g in grid.groups:
             rows.append([f"Table 2, lstm (n_h = {g.rows[0]['hidden']}; {TABLE2_FIELD_RECIPES[g.variant]})",
                          f"{TABLE2['lstm']:.1f}% test", _spread(g.final(), 100, 1) + "%",
-                         _where(grid, g), plateau_count(g.rows), _seconds(g)])
+                         _where(grid, g), plateau_count(g.rows), training_seconds_text(g)])
     for grid in read_grids(results, "table3-ptb"):  # a row kept at paper scale on its own stands beside
         for g in grid.groups:
             row = table3_row(g.variant)
@@ -123,21 +103,21 @@ def table_rows(results: Path) -> list[list[str]]:
                 rows.append([f"Table 3, {g.variant}" + (f" ({FIELD_RECIPE})" if row[1] else ""),
                              f"{TABLE3[row[0]][1]:.1f} test ppl",
                              _spread(g.final("test_metrics", "perplexity"), 1, 1), _where(grid, g),
-                             plateau_count(g.rows), _seconds(g)])
+                             plateau_count(g.rows), training_seconds_text(g)])
     for grid in read_grids(results, "kru-mnist"):
         for g in grid.groups:
             printed = KRU_TABLE2.get(g.variant, {}).get(g.axes.get("task"))
             if printed is not None:
                 rows.append([f"KRU Table 2, {g.axes['task']}, {g.variant} (n = {g.rows[0]['hidden']})",
                              f"{printed:.1f}% test", _spread(g.final(), 100, 1) + "%", _where(grid, g),
-                             plateau_count(g.rows), _seconds(g)])
+                             plateau_count(g.rows), training_seconds_text(g)])
     for grid in read_grids(results, "kru-ptb"):
         for g in grid.groups:
             if g.variant in KRU_TABLE3:
                 bpc = _spread(g.final("test_metrics", "cross_entropy"), 1 / math.log(2), 2)
                 rows.append([f"KRU Table 3, character-level PTB, {g.variant}",
                              f"{KRU_TABLE3[g.variant][1]:.2f} test BPC", bpc, _where(grid, g),
-                             plateau_count(g.rows), _seconds(g)])
+                             plateau_count(g.rows), training_seconds_text(g)])
     grid = read_grid(results, "kru-music")
     for g in grid.groups if grid else []:
         if g.variant in KRU_TABLE4:
@@ -145,7 +125,7 @@ def table_rows(results: Path) -> list[list[str]]:
                          f"(n = {g.rows[0]['hidden']})",
                          f"{KRU_TABLE4[g.variant][1]:.2f} test NLL",
                          _spread(g.final("test_metrics", "nll"), 1, 2), _where(grid, g),
-                         plateau_count(g.rows), _seconds(g)])
+                         plateau_count(g.rows), training_seconds_text(g)])
     grid = read_grid(results, "table4-ucr")
     for dataset in grid.values("dataset") if grid else []:
         for g in grid.groups:
@@ -153,7 +133,7 @@ def table_rows(results: Path) -> list[list[str]]:
             if g.axes.get("dataset") == dataset and printed is not None:
                 rows.append([f"Table 4, {dataset}, {g.variant}", f"{printed:.3f} test accuracy (at the best "
                              "validation)", _spread(g.final("test_at_best_valid")), _where(grid, g),
-                             plateau_count(g.rows), _seconds(g)])
+                             plateau_count(g.rows), training_seconds_text(g)])
     return rows
 
 
