@@ -46,9 +46,9 @@ def candidates(n: int, batch: int) -> list[dict]:
     for rows, warps, precision, read in grid:
         tile = block * block if read == block else rows * block
         if rows <= batch and tile // (32 * warps) <= MAX_TILE_REGISTERS:
-            streamed = {} if read == block else STREAMED | {"BLOCK_K": read}
-            found.append({"BLOCK_B": rows, "BLOCK_N": block, "BLOCK_K": read, "PRECISION": precision,
-                          "num_warps": warps} | streamed)
+            reads = {"BLOCK_K": block} if read == block else STREAMED | {"BLOCK_K": read}
+            found.append({"BLOCK_B": rows, "BLOCK_N": block, "PRECISION": precision, "num_warps": warps}
+                         | reads)
     return found
 
 

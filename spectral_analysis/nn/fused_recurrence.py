@@ -150,11 +150,10 @@ def _backward_kernel(g_ptr, w_ptr, h_ptr, z_ptr, gz_ptr, leak_ptr, T, B, n,
 BLOCK_ROWS = 16
 """Batch rows a program: the fewest ``tl.dot`` takes, and the fastest of 16 and 32 on an H200 at n = 128,
 B = 64 and 128 (``benchmarks/fused_settings_cuda_h200.json``)."""
-STREAM_ROWS = 32
-"""Rows of W a streamed product reads at a time: a ``(32, 512)`` float32 tile is 64 KB of shared memory."""
-STREAMED = {"BLOCK_K": STREAM_ROWS, "num_stages": 1}
-"""A streamed W's settings. One stage: Triton's software pipelining would issue a step's loads of the state
-before the previous step has stored it (the loads read what the loop itself writes)."""
+STREAMED = {"BLOCK_K": 32, "num_stages": 1}
+"""A streamed W's settings: 32 rows of W a read (a ``(32, 512)`` float32 tile is 64 KB of shared memory),
+and one stage, since Triton's software pipelining would issue a step's loads of the state before the
+previous step has stored it (the loads read what the loop itself writes)."""
 
 
 def launch_settings(W: Tensor) -> dict:
@@ -162,7 +161,7 @@ def launch_settings(W: Tensor) -> dict:
     :func:`~spectral_analysis.nn.time_loop.fused_in_tf32` says so, else IEEE products with 16 warps (each
     the fastest candidate of its precision on an H200, ``benchmarks/fused_settings_cuda_h200.json``). W stays
     on chip (``BLOCK_K == BLOCK_N``) up to :data:`~spectral_analysis.nn.time_loop.FUSED_RESIDENT_SIZE`;
-    past it the kernels stream it :data:`STREAM_ROWS` rows at a time (warps not yet timed on a card).
+    past it the kernels stream it with :data:`STREAMED` (warps not yet timed on a card).
 
     >>> launch_settings(torch.eye(100))["BLOCK_N"]
     128
