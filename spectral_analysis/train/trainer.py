@@ -162,8 +162,8 @@ class Trainer:
         if config.max_steps is not None and config.max_steps < self.total_steps:
             raise ValueError(f"max_steps ({config.max_steps}) must be at least the {config.epochs} epochs' "
                              f"{self.total_steps} steps")
-        self.step, self.elapsed, self.carry = 0, 0.0, None
-        self.seconds_by_machine: dict[str, float] = {}  # elapsed, split by the machines that trained
+        self.step, self.carry = 0, None
+        self.seconds_by_machine: dict[str, float] = {}  # training seconds, split by the machines that trained
         self.grad_norm_peak = 0.0  # over the steps since the last train line (kept in checkpoints)
         self.primary = PRIMARY_METRIC[self.task.kind]
         self.valid_lines: list[dict[str, Any]] = []  # the validation lines so far (the plateau criterion)
@@ -186,9 +186,9 @@ class Trainer:
         if checkpoint.metadata.get("step") is None or checkpoint.metadata.get("elapsed") is None:
             raise ValueError(f"cannot resume: {last} records no step or elapsed time (not written by the "
                              "trainer)")
-        self.step, self.elapsed = checkpoint.metadata["step"], checkpoint.metadata["elapsed"]
+        self.step, elapsed = checkpoint.metadata["step"], checkpoint.metadata["elapsed"]
         self.seconds_by_machine = dict(checkpoint.metadata.get("seconds_by_machine") or (
-            {UNRECORDED_MACHINE: self.elapsed} if self.elapsed else {}))
+            {UNRECORDED_MACHINE: elapsed} if elapsed else {}))
         self.latest = checkpoint.metadata.get("metrics", {})
         self.grad_norm_peak = float(checkpoint.metadata.get("grad_norm_peak", 0.0))
         self.log.truncate_after(self.step)
@@ -294,6 +294,11 @@ class Trainer:
         return line
 
     @property
+    def elapsed(self) -> float:
+        """Training seconds so far, on every machine (the checkpoint's ``elapsed`` is this total)."""
+        return sum(self.seconds_by_machine.values())
+
+    @property
     def last_step(self) -> int:
         """The step the run ends at unless it plateaus first: ``max_steps``, else the minimum."""
         return self.config.max_steps or self.total_steps
@@ -350,7 +355,6 @@ class Trainer:
             line = self._train_step(record)
             self.step += 1
             seconds = time.perf_counter() - started
-            self.elapsed += seconds
             self.seconds_by_machine[machine] = self.seconds_by_machine.get(machine, 0.0) + seconds
             if record:
                 line["time"] = round(self.elapsed, 3)
