@@ -213,6 +213,16 @@ def test_bad_input_names_the_problem(call, match):
         call()
 
 
+@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("sizes,match", [((0, 8, 2), "input_size must be a positive integer, got 0"),
+                                         ((True, 8, 2), "input_size must be a positive integer, got True"),
+                                         ((3, 8, 2.0), "output_size must be a positive integer, got 2.0")])
+def test_every_model_names_a_size_that_is_not_a_positive_integer(name, sizes, match):
+    """A bool, a float or a zero size is refused by name before any weight is drawn, by every model."""
+    with pytest.raises(ValueError, match=match):
+        build_model(name, *sizes)
+
+
 def test_config_rebuilds_the_same_architecture():
     model = build_model("spectral", 2, 9, 3, m1=4, sigma_map="clip", r=0.3)
     config = model.config

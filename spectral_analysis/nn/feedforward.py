@@ -30,6 +30,7 @@ from torch import Tensor, nn
 
 from spectral_analysis.linalg import SigmaMap
 from spectral_analysis.nn.activations import activate, check_activation
+from spectral_analysis.nn.arguments import check_positive_sizes
 from spectral_analysis.nn.parametrize import (
     SVDParametrization,
     accept_legacy_names,
@@ -111,10 +112,7 @@ class FeedForwardNet(nn.Module):
                  make_linear: Callable[[int, int, bool], nn.Module] = plain_linear,
                  make_end_linear: Callable[[int, int, bool], nn.Module] | None = None) -> None:
         super().__init__()
-        for name, value in (("input_size", input_size), ("hidden_size", hidden_size),
-                            ("output_size", output_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_positive_sizes(input_size=input_size, hidden_size=hidden_size, output_size=output_size)
         if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 0:
             raise ValueError(f"num_layers must be an integer >= 0, got {num_layers!r}")
         if residual and num_layers % 2:

@@ -18,11 +18,11 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from spectral_analysis.nn.arguments import check_input_std, check_positive_sizes
 from spectral_analysis.nn.gated import GatedWeights
 from spectral_analysis.nn.recurrent import (
     RecurrentModel,
     RecurrentRun,
-    check_input_std,
     make_readout,
 )
 from spectral_analysis.vocabulary import LSTM_INITS
@@ -62,10 +62,8 @@ class LSTMNet(GatedWeights, RecurrentModel):
         super().__init__()
         self.set_dropout(dropout, dropout_kind)
         check_input_std(input_std)
-        for name, value in (("input_size", input_size), ("hidden_size", hidden_size),
-                            ("output_size", output_size), ("num_layers", num_layers)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_positive_sizes(input_size=input_size, hidden_size=hidden_size, output_size=output_size,
+                             num_layers=num_layers)
         if recurrence not in LSTM_RECURRENCES:
             raise ValueError(f"the LSTM supports recurrence in {LSTM_RECURRENCES}, got {recurrence!r}")
         n = hidden_size

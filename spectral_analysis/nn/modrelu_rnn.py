@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from spectral_analysis.linalg import complex_vector, real_vector
+from spectral_analysis.nn.arguments import check_positive_sizes
 from spectral_analysis.nn.modrelu import modrelu
 from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun, TransitionLayers, input_projection
 from spectral_analysis.nn.time_loop import resolve_recurrence
@@ -43,9 +44,7 @@ class ModReLURNN(TransitionLayers, RecurrentModel):
     def __init__(self, transitions: Sequence[Transition], input_size: int, output_size: int,
                  output_bias: bool = True, recurrence: str = "auto") -> None:
         super().__init__()
-        for name, value in (("input_size", input_size), ("output_size", output_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_positive_sizes(input_size=input_size, output_size=output_size)
         if not transitions:
             raise ValueError("a recurrent net needs at least one layer (num_layers >= 1)")
         if recurrence not in MODRELU_RECURRENCES:

@@ -10,7 +10,6 @@ materialized once per forward pass and the time loop runs by one of the routes o
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
 from spectral_analysis.nn.activations import activate, check_activation, derivative
+from spectral_analysis.nn.arguments import check_input_std, check_positive_sizes
 from spectral_analysis.nn.dropout import check_dropout, sequence_dropout
 from spectral_analysis.nn.time_loop import (
     RECURRENCES,
@@ -197,15 +197,6 @@ class RecurrentModel(nn.Module, ABC):
         return (run.outputs, torch.stack(run.hidden)) if return_hidden else run.outputs
 
 
-def check_input_std(input_std: float | None) -> None:
-    """``ValueError`` unless ``input_std`` (the input weights' standard deviation) is None or a finite
-    number > 0."""
-    if input_std is not None and (isinstance(input_std, bool) or not isinstance(input_std, int | float)
-                                  or not math.isfinite(input_std) or input_std <= 0):
-        raise ValueError(f"input_std must be a finite number > 0 (or None for 1/sqrt(fan-in)), "
-                         f"got {input_std!r}")
-
-
 class BiasPair(nn.Module):
     """Eq. 4's bias ``b`` held as the sum of two trainable vectors, as ``nn.RNN`` holds it
     (``b_ih + b_hh``), through ``torch.nn.utils.parametrize``: the same function, but both halves receive
@@ -274,9 +265,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         sizes = {t.size for t in transitions}
         if len(sizes) != 1:
             raise ValueError(f"all layers must have the same hidden size, got {sorted(sizes)}")
-        for name, value in (("input_size", input_size), ("output_size", output_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_positive_sizes(input_size=input_size, output_size=output_size)
         check_activation(activation, leak)
         if recurrence not in RECURRENCES:
             raise ValueError(f"unknown recurrence {recurrence!r}; expected one of {RECURRENCES}")
