@@ -462,6 +462,34 @@ def test_the_bounds_table_keeps_and_resumes_each_certificate_in_its_own_folder(t
     assert ".." not in certificate_folder("root", "../elsewhere/model.safetensors", "init").parts
 
 
+def test_the_bounds_table_certifies_on_the_device_it_is_given(trained, monkeypatch, capsys):
+    """``--device``: the certificates get the subject loaded there (the deterministic bounds stay on the
+    CPU), and a device this torch lacks is refused by name before any bound is computed."""
+    import spectral_analysis.analysis.bounds_table as table_module
+
+    loaded, subjects, certified = [], [], []
+    real_load, real_certify = table_module.load, table_module.certify
+
+    def load_on(name, device="cpu"):
+        loaded.append(str(device))
+        subjects.append(real_load(name))  # this machine has only its CPU: the device is recorded, not used
+        return subjects[-1]
+
+    def certify_spy(subject, *args, **kwargs):
+        certified.append(subject)
+        return real_certify(subject, *args, **kwargs)
+
+    monkeypatch.setattr(table_module, "load", load_on)
+    monkeypatch.setattr(table_module, "certify", certify_spy)
+    table_module.bounds_row(str(trained), ("init",), mc_samples=5, epochs=1, device="cuda:1")
+    assert loaded == ["cpu", "cuda:1"] and certified == [subjects[1]]
+    monkeypatch.setattr(table_module, "load", real_load)
+    if not torch.cuda.is_available():
+        monkeypatch.setattr(table_module, "_bound_or_none", lambda s: pytest.fail("bounds before the check"))
+        assert main(["bounds-table", str(trained), "--certify", "init", "--device", "cuda"]) == 1
+        assert "--device cuda: this torch sees no CUDA device" in capsys.readouterr().err
+
+
 def test_an_interrupted_fit_of_q_continues_to_the_q_an_uninterrupted_one_gives(tmp_path):
     """Q, Adam's moments and the generator are kept after each epoch: one epoch, then a rerun asked for
     three, ends bit for bit where three epochs in one go end (Q's fit is most of a T = 784 certificate)."""

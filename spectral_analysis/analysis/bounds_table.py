@@ -67,15 +67,18 @@ def certificate_folder(root: str | Path, name: str, prior: str) -> Path:
 
 
 def bounds_row(name: str, certificates: tuple[str, ...] = (), mc_samples: int = 20000, epochs: int = 20,
-               objective: str = "quadratic", seed: int = 0, state: str | Path | None = None
-               ) -> dict[str, Any]:
+               objective: str = "quadratic", seed: int = 0, state: str | Path | None = None,
+               device: str = "cpu") -> dict[str, Any]:
     """The bounds of one checkpoint (a path or a ``zoo:`` name); ``certificates``: the priors to certify
     with (``init``, ``learned``); ``state``: a folder under which each certificate keeps its stages
-    (:func:`certificate_folder`), so that a rerun resumes them."""
+    (:func:`certificate_folder`), so that a rerun resumes them; ``device``: where the certificates train
+    and sample their networks (the deterministic bounds are computed on the CPU). The sampled noise is
+    drawn on the CPU, so a certificate resumed on another device continues the same draws."""
     unknown = set(certificates) - set(PRIORS)
     if unknown:
         raise ValueError(f"unknown prior(s) {sorted(unknown)}; expected some of {PRIORS}")
     subject = load(name)
+    certified = subject if not certificates or device == "cpu" else load(name, device=device)  # fails early
     task = checkpoint_task(subject.metadata)
     if task.kind != "classification-last":
         raise ValueError(f"{name}: the bounds compare 0-1 errors; task {task.name!r} is {task.kind}")
@@ -98,12 +101,12 @@ def bounds_row(name: str, certificates: tuple[str, ...] = (), mc_samples: int = 
     x_test, y_test = task.test.inputs, task.test.targets
     held_out, selections = held_out_split(subject.metadata, task)  # as certify's command takes it
     for prior in certificates:
-        record, posterior = certify(subject, task.train.inputs, task.train.targets, mc_samples=mc_samples,
+        record, posterior = certify(certified, task.train.inputs, task.train.targets, mc_samples=mc_samples,
                                     epochs=epochs, objective=objective, prior=prior, held_out=held_out,
                                     selections=selections, seed=seed,
                                     state=None if state is None else certificate_folder(state, name, prior))
         generator = torch.Generator().manual_seed(seed)
-        q_test = sum(error_rate(model, posterior.sample(generator), x_test, y_test)
+        q_test = sum(error_rate(certified.model, posterior.sample(generator), x_test, y_test)
                      for _ in range(Q_TEST_SAMPLES)) / Q_TEST_SAMPLES
         deterministic = record["deterministic"] or {}
         row.update({f"certified_error_{prior}": record["certified_error"], f"q_test_error_{prior}": q_test,

@@ -198,7 +198,8 @@ def cmd_bounds_table(args: argparse.Namespace) -> int:
         raise CommandError("no checkpoints: name some, or keep paper-scale results of a classification task")
     progress = show_progress(args)
     priors = () if args.certify is None else tuple(args.certify) or ("init",)
-    rows = [bounds_row(name, priors, args.mc_samples, args.epochs, args.objective, state=args.state)
+    rows = [bounds_row(name, priors, args.mc_samples, args.epochs, args.objective, state=args.state,
+                       device=args.device)
             for name in tqdm(names, desc="checkpoints", disable=not progress)]
     if args.out:
         with open(args.out, "w", newline="") as f:
@@ -349,6 +350,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     table.add_argument("--state", default=None, metavar="DIR",
                        help="keep each certificate's finished stages under DIR/EXPERIMENT/SCALE/TRIAL/PRIOR "
                        "(what certify --state keeps); the same command resumes them")
+    table.add_argument("--device", default="cpu", help="where the certificates train and sample their "
+                       "networks: cpu or cuda (default cpu; the other bounds are computed on the CPU)")
     table.add_argument("--out", default=None, help="also write the rows to this CSV file")
     table.add_argument("--figure", default=None, help="also draw the bounds against the test error (PNG)")
     add_output_arguments(table)
