@@ -365,7 +365,9 @@ def test_certify_resumes_from_its_state_folder_on_the_command_line(trained, tmp_
     first = json.loads(capsys.readouterr().out)
     assert first["state"]["resumed"] == []
     assert main(args) == 0
-    assert f"resumed from {tmp_path / 'state'}: posterior, monte-carlo read back" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"resumed from {tmp_path / 'state'}: posterior, monte-carlo read back; " in out
+    assert " s of work in all\n" in out
     assert main([*args, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["certified_error"] == first["certified_error"]
     assert main([*args, "--seed", "1"]) == 1
@@ -511,3 +513,59 @@ def test_an_interrupted_fit_of_q_continues_to_the_q_an_uninterrupted_one_gives(t
     assert not torch.equal(whole.log_s[k], fit_posterior(model, w0, x, y, epochs=2, **options).log_s[k])
     with pytest.raises(ValueError, match="kept fit ran 3 epochs, more than the 2"):
         fit_posterior(model, w0, x, y, epochs=2, store=EvaluationStore(tmp_path, {"test": 1}), **options)
+
+
+def test_a_resumed_evaluation_counts_the_seconds_of_the_work_it_kept(tmp_path, monkeypatch):
+    """The record's seconds are the kept stages' work over every call plus the last call's: not the last
+    call's alone, and not the work a killed call lost after its last kept stage."""
+    from safetensors.torch import save_file
+
+    from spectral_analysis.analysis import evaluation_store
+    from spectral_analysis.analysis.evaluation_store import EvaluationStore
+
+    clock = [0.0]
+    monkeypatch.setattr(evaluation_store.time, "perf_counter", lambda: clock[0])
+    first = EvaluationStore(tmp_path, {"test": 1})
+    clock[0] = 10.0
+    first.keep("prior", {"w": torch.zeros(2)})
+    clock[0] = 15.0  # killed here: its last 5 s of work are lost and done again
+    assert first.seconds() == 15.0
+    clock[0] = 100.0
+    second = EvaluationStore(tmp_path, {"test": 1})
+    assert second.seconds() == 10.0 and second.untimed == []
+    clock[0] = 130.0
+    second.keep("posterior", {"s": torch.ones(2)})
+    clock[0] = 131.0
+    assert second.seconds() == 41.0
+    save_file({"w": torch.zeros(1)}, str(tmp_path / "monte-carlo.safetensors"))  # an older version's stage
+    clock[0] = 200.0
+    third = EvaluationStore(tmp_path, {"test": 1})
+    assert third.untimed == ["monte-carlo"] and third.seconds() == 40.0
+
+
+def test_the_certificates_block_reads_every_kept_record_and_the_kl_the_goal_allows(tmp_path):
+    """The docs' certificates table comes from the kept records: the KL it says the goal allows certifies
+    Q at the goal exactly (the certificate's own bound solved for KL), a record that resumed stages kept
+    without their time shows no hours, and a folder without records is refused by name."""
+    from spectral_analysis.plotting.docs_blocks import CERTIFICATE_GOAL, certificates_markdown, kl_allowed
+
+    record = {"certified_error": 0.4, "mc_error": 0.05, "mc_error_upper": 0.06, "kl": 900.0, "m": 20000,
+              "mc_samples": 400, "delta": 0.025, "checkpoint_test_error": 0.03, "stochastic_test_error": 0.07,
+              "seconds": 7200.0, "state": {"folder": "f", "resumed": ["prior"], "untimed": []},
+              "deterministic": {"held_out_bound": 0.04, "derandomized_bound": None}, "mean": "checkpoint",
+              "prior_distance": 3.0, "prior_variance": 0.01}
+    allowed = kl_allowed(record)
+    slack = math.log(2 * math.sqrt(20000) / (0.025 / len(PRIOR_GRID)))
+    assert kl_inverse_upper(0.06, (allowed + slack) / 20000) == pytest.approx(CERTIFICATE_GOAL, abs=1e-9)
+    assert kl_allowed({**record, "mc_error_upper": CERTIFICATE_GOAL + 0.01}) is None
+    with pytest.raises(ValueError, match="no certificate record under"):
+        certificates_markdown(tmp_path)
+    older = {"state": {"folder": "f", "resumed": ["prior"]}, "mean": "fitted"}
+    for trial, changes in (("a_s0", {}), ("b_s0", older)):
+        folder = tmp_path / "certificates" / "exp" / "paper" / trial / "learned"
+        folder.mkdir(parents=True)
+        (folder / "record.json").write_text(json.dumps({**record, **changes}))
+    rows = certificates_markdown(tmp_path).splitlines()[2:]
+    assert rows[0] == ("| exp/paper/a_s0 (learned) | 0.030 | 0.400 | 0.050 (400) | 900 (20,000) | 450 | "
+                       f"0.070 | {allowed:,.0f} | - | 0.040 | 2.0 |")
+    assert rows[1].endswith("| 900 (20,000) | - | 0.070 | " + f"{allowed:,.0f} | - | 0.040 | - |")

@@ -194,7 +194,6 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
     if len(inputs) != len(labels) or len(inputs) < 2:
         raise ValueError(f"need matching training inputs and labels (at least 2), got {len(inputs)} and "
                          f"{len(labels)}")
-    started = time.perf_counter()
     model = subject.model.float()
     device = next(model.parameters()).device
     inputs = _sequences_on(inputs, device)
@@ -257,8 +256,9 @@ def certify(subject: Subject | nn.Module | str, inputs: Tensor, labels: Tensor, 
             record["deterministic"].update(derandomized_certificate(
                 model, posterior, certificate.prior_variance, inputs, labels, held_x[perturbed], delta,
                 delta_prime, delta_held, mc_samples, chunk_size, selections, seed, progress, store))
-    record["state"] = None if state is None else {"folder": str(state), "resumed": store.resumed}
-    record["seconds"] = time.perf_counter() - started
+    record["state"] = None if state is None else {"folder": str(state), "resumed": store.resumed,
+                                                  "untimed": store.untimed}
+    record["seconds"] = store.seconds()
     return record, posterior
 
 

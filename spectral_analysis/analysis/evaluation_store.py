@@ -6,6 +6,9 @@ and Monte Carlo over tens of thousands of sampled networks, for the 0-1 certific
 scale of the derandomized one. Each stage, and each Monte Carlo pass (its integer counts and the seeded
 generator's state), is written atomically as safetensors (no code runs on loading) as soon as it finishes.
 A resumed run continues the same random streams, so it gives the same record as an uninterrupted one.
+Each stage also records the seconds of work up to it (across every call that built the folder), so a
+resumed evaluation's time is the time of the work it kept plus its own (:meth:`EvaluationStore.seconds`);
+the work a killed call did after its last kept stage, done again, is counted once.
 
 The folder is bound to what it evaluates: a fingerprint of the subject's weights, the data and every
 option that changes the result. A folder written for another evaluation is refused, naming what differs.
@@ -15,10 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
@@ -56,12 +61,18 @@ class EvaluationStore:
     >>> EvaluationStore(folder, {"seed": 0}).stage("posterior")["log_s"].tolist()
     [0.0, 0.0, 0.0]
 
+    >>> EvaluationStore(folder, {"seed": 0}).seconds() >= 0
+    True
+
     ```
     """
 
     def __init__(self, folder: str | Path | None, fingerprint: dict[str, Any]) -> None:
         self.folder = None if folder is None else Path(folder)
         self.resumed: list[str] = []  # the stages read back, in order
+        self.untimed: list[str] = []  # kept stages that recorded no seconds (folders of older versions)
+        self._kept_seconds = 0.0  # the work up to the latest kept stage, over every call
+        self._since = time.perf_counter()  # when this call's work after that stage began
         if self.folder is None:
             return
         if self.folder.exists() and not self.folder.is_dir():
@@ -80,6 +91,13 @@ class EvaluationStore:
         else:
             self.folder.mkdir(parents=True, exist_ok=True)
             atomic_write_text(recorded, json.dumps(wanted, indent=2, sort_keys=True))
+        for path in sorted(self.folder.glob("*.safetensors")):
+            with safe_open(str(path), "pt") as kept_stage:
+                seconds = (kept_stage.metadata() or {}).get("seconds")
+            if seconds is None:
+                self.untimed.append(path.stem)
+            else:
+                self._kept_seconds = max(self._kept_seconds, float(seconds))
 
     def _path(self, stage: str) -> Path:
         if not stage.replace("-", "").replace("_", "").isalnum():
@@ -97,5 +115,12 @@ class EvaluationStore:
         """Write ``stage``'s tensors (atomically: a run killed mid-write leaves the previous state)."""
         if self.folder is None:
             return
+        self._kept_seconds, self._since = self.seconds(), time.perf_counter()
         with atomic_target(self._path(stage)) as tmp:
-            save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(tmp))
+            save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(tmp),
+                      metadata={"seconds": repr(self._kept_seconds)})
+
+    def seconds(self) -> float:
+        """Seconds of work on this evaluation: up to its latest kept stage, over every call that added
+        to the folder, plus this call's since then (without a folder: this call's)."""
+        return self._kept_seconds + time.perf_counter() - self._since

@@ -159,7 +159,11 @@ def certificate_text(p: dict) -> str:
              f"  Q's fit started at s = {p['init_std']:.3g}"
              + (" (the noise probe)" if p.get("noise_probe") else " (--init-std)")]
     if p.get("state") and p["state"]["resumed"]:
-        lines.append(f"  resumed from {p['state']['folder']}: {', '.join(p['state']['resumed'])} read back")
+        untimed = p["state"].get("untimed")
+        lines.append(f"  resumed from {p['state']['folder']}: {', '.join(p['state']['resumed'])} read back; "
+                     f"{p['seconds']:.0f} s of work in all"
+                     + (f" (without {', '.join(untimed)}, kept before stages recorded their time)"
+                        if untimed else ""))
     seen = f"the checkpoint itself: training error {p['checkpoint_train_error']:.4f}"
     if "checkpoint_test_error" in p:
         seen += (f", test error {p['checkpoint_test_error']:.4f}; Q's test error "

@@ -13,7 +13,9 @@ is not what the results give. The blocks:
 - ``calibration=EXPERIMENT@SCALE``: each baseline of a grid beside its plain-PyTorch reference, as
   ``spectral-analysis calibrate`` kept it (:func:`calibration_markdown`);
 - ``bounds-table-fig2r``: every bound on the row-MNIST zoo, from ``figures/bounds_table_fig2r.csv``
-  (:func:`bounds_table_markdown`).
+  (:func:`bounds_table_markdown`);
+- ``certificates``: every certificate record kept under ``results/certificates`` (``certify --state
+  DIR --json > DIR/record.json``), :func:`certificates_markdown`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from spectral_analysis.analysis.posterior import PRIOR_GRID, kl_bernoulli
 from spectral_analysis.checks import CheckRecord, replace_marked_block
 from spectral_analysis.experiments.calibration import CALIBRATION_DIR, recipe_status
 from spectral_analysis.experiments.catalog import configuration_key, find_experiment
@@ -56,6 +59,8 @@ CHECKS_PREFIX = "checks-"
 GRID_PREFIX = "grid="
 CALIBRATION_PREFIX = "calibration="
 DEMO_RECORD = Path("demo") / "demo.json"
+CERTIFICATES = Path("certificates")  # results/certificates/EXPERIMENT/SCALE/TRIAL/PRIOR/record.json
+CERTIFICATE_GOAL = 0.15  # the certified error the certificates issue (#80) asks of pixel MNIST
 
 
 def figure_records(records: list[CheckRecord], figure: str) -> list[CheckRecord]:
@@ -254,6 +259,64 @@ def bounds_table_markdown(csv_path: Path) -> str:
             held = _fixed(row.get("held_out_bound") or "", 3) or "-"
             lines.append(f"| {name} | {_fixed(row['test_error'], 3)} | "
                          + " | ".join([*bounds, *certificates, derandomized, held]) + " |")
+    return "\n".join(lines)
+
+
+def kl_allowed(record: dict, goal: float = CERTIFICATE_GOAL) -> float | None:
+    """The largest KL at which the record's Q, with its bounded training error, would be certified at
+    ``goal`` (the PAC-Bayes-kl bound of :func:`~spectral_analysis.analysis.certify.certificate_from_posterior`
+    solved for KL); None where Q's training error bound is above ``goal`` already.
+
+    >>> record = {"mc_error_upper": 0.1, "m": 50000, "delta": 0.025}
+    >>> round(kl_allowed(record), 1), kl_allowed({**record, "mc_error_upper": 0.2})
+    (532.5, None)
+    """
+    upper, m = record["mc_error_upper"], record["m"]
+    if upper >= goal:
+        return None
+    return m * kl_bernoulli(upper, goal) - math.log(2 * math.sqrt(m) / (record["delta"] / len(PRIOR_GRID)))
+
+
+def certificates_markdown(results: Path) -> str:
+    """Every kept certificate record (``results/certificates/EXPERIMENT/SCALE/TRIAL/PRIOR/record.json``):
+    the checkpoint's test error; Q's certified 0-1 error, its Monte Carlo training error, KL and m, the
+    part of the KL that the distance between Q's mean and the prior's makes (Q centred on the checkpoint),
+    Q's own test error and the largest KL that would certify it at :data:`CERTIFICATE_GOAL`; the deterministic
+    network's derandomized certificate (at its gamma and noise scale) and held-out bound; and the hours
+    of work the record took (``-`` where stages were kept before they recorded their time).
+
+    >>> certificates_markdown(Path("results")).splitlines()[1].startswith("|---|")
+    True
+    """
+    records = sorted((results / CERTIFICATES).glob("*/*/*/*/record.json"))
+    if not records:
+        raise ValueError(f"no certificate record under {results / CERTIFICATES}: spectral-analysis certify "
+                         "... --state DIR --json > DIR/record.json keeps one")
+    header = ["subject (prior)", "test error of w", "Q certified", "Q's training error (networks)", "KL (m)",
+              "KL of the means' distance", "Q's test error", f"KL that {CERTIFICATE_GOAL} allows",
+              "w derandomized (gamma, noise scale)", "w, held out", "hours"]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    for path in records:
+        r = json.loads(path.read_text())
+        allowed = kl_allowed(r)
+        # Q centred on w: its mean's part of the KL is ||w - w_0||^2 / (2 lambda), the rest its variances'
+        centred = r.get("mean") == "checkpoint"
+        means = r["prior_distance"] ** 2 / (2 * r["prior_variance"]) if centred else None
+        d = r.get("deterministic") or {}
+        derandomized = ("-" if d.get("derandomized_bound") is None else
+                        f"{d['derandomized_bound']:.3f} ({d['derandomized_gamma']:g}, "
+                        f"{d['derandomized_noise_scale']:g})")
+        state = r.get("state")  # a resumed record counts all its work only where its stages kept their time
+        timed = state is None or not state["resumed"] or state.get("untimed") == []
+        subject = "/".join(path.parent.relative_to(results / CERTIFICATES).parts[:3])
+        cells = [f"{subject} ({path.parent.name})",
+                 f"{r.get('checkpoint_test_error', math.nan):.3f}", f"{r['certified_error']:.3f}",
+                 f"{r['mc_error']:.3f} ({r['mc_samples']:,})", f"{r['kl']:,.0f} ({r['m']:,})",
+                 "-" if means is None else f"{means:,.0f}", f"{r.get('stochastic_test_error', math.nan):.3f}",
+                 "-" if allowed is None else f"{allowed:,.0f}", derandomized,
+                 "-" if "held_out_bound" not in d else f"{d['held_out_bound']:.3f}",
+                 f"{r['seconds'] / 3600:.1f}" if timed else "-"]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -23,6 +23,7 @@ from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_grid
 from spectral_analysis.experiments.row_status import plateau_count
 from spectral_analysis.plotting.docs_blocks import (
     bounds_table_markdown,
+    certificates_markdown,
     demo_markdown,
     figure_checks_markdown,
     fill_blocks,
@@ -238,7 +239,8 @@ def write_reproduction(results: Path, out: Path, readmes: Sequence[Path] = (),
               "reproduction-kept": lambda: reproduction_markdown(results, records, True),
               "reproduction-summary": lambda: summary_markdown(results, records),
               "demo": lambda: demo_markdown(read_demo_record(results)),
-              "bounds-table-fig2r": lambda: bounds_table_markdown(out / "bounds_table_fig2r.csv")}
+              "bounds-table-fig2r": lambda: bounds_table_markdown(out / "bounds_table_fig2r.csv"),
+              "certificates": lambda: certificates_markdown(results)}
     for readme in readmes:
         text, filled = fill_blocks(readme.read_text(), makers, lambda f: figure_checks_markdown(records, f),
                                    results)
