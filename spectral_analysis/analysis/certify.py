@@ -54,6 +54,7 @@ from spectral_analysis.analysis.posterior import (
     kl_inverse_upper,
     monte_carlo_losses,
     noise_probe,
+    pac_bayes_complexity,
 )
 from spectral_analysis.analysis.priors import prior_mean, prior_split, train_prior
 from spectral_analysis.io import Subject
@@ -115,7 +116,7 @@ def certificate_from_posterior(model: torch.nn.Module, posterior: Posterior, inp
     chunk_size = min(chunk_size, m)
     mc_error, mc_upper, samples, passes = monte_carlo_error(model, posterior, inputs, labels, mc_samples,
                                                             chunk_size, delta_prime, seed, progress, store)
-    bound = kl_inverse_upper(mc_upper, (kl + math.log(2 * math.sqrt(m) / (delta / len(PRIOR_GRID)))) / m)
+    bound = kl_inverse_upper(mc_upper, pac_bayes_complexity(kl, m, delta / len(PRIOR_GRID)))
     mean_error = error_rate(model, posterior.mu, inputs, labels)
     return Certificate(bound, mc_error, mc_upper, kl, prior_var, m, samples, chunk_size, passes, delta,
                        delta_prime, mean_error, time.perf_counter() - started)

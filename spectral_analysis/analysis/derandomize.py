@@ -39,6 +39,7 @@ from spectral_analysis.analysis.posterior import (
     kl_inverse_upper,
     last_logits,
     monte_carlo_losses,
+    pac_bayes_complexity,
 )
 
 GAMMA_GRID = tuple(2.0 ** k for k in range(-4, 5))  # margins (in logits) from 1/16 to 16
@@ -123,7 +124,7 @@ def derandomized_certificate(model: torch.nn.Module, posterior: Posterior, prior
         _, uppers, _, _ = monte_carlo_losses(model, noisy, inputs, labels, margin_losses, mc_samples,
                                              min(chunk_size, m), delta_prime / k, seed, progress, store,
                                              f"margins-{index}")
-        complexity = (kl + math.log(2 * math.sqrt(m) / (delta / (len(PRIOR_GRID) * k)))) / m
+        complexity = pac_bayes_complexity(kl, m, delta / (len(PRIOR_GRID) * k))
         q_margin.append([kl_inverse_upper(u, complexity) for u in uppers])
         kept = store.stage(f"moved-{index}") if store is not None else None
         if kept is None:

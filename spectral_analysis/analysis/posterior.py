@@ -100,6 +100,19 @@ def surrogate(logits: Tensor, labels: Tensor) -> Tensor:
     return (-torch.log(p.clamp_min(P_MIN)) / math.log(1 / P_MIN)).mean()
 
 
+def pac_bayes_complexity(kl: Tensor | float, m: int, delta: float) -> Tensor | float:
+    """The PAC-Bayes-kl right-hand side ``(KL + ln(2 sqrt(m) / delta)) / m`` (Maurer 2004), which every
+    certificate bounds ``kl(e_S(Q) || e(Q))`` by.
+
+    ```python
+    >>> round(pac_bayes_complexity(0.0, 10000, 0.02), 6)  # ln(2 * 100 / 0.02) / 10000
+    0.000921
+
+    ```
+    """
+    return (kl + math.log(2 * math.sqrt(m) / delta)) / m
+
+
 def pac_bayes_objective(surrogate: Tensor, kl: Tensor, m: int, delta: float,
                         objective: str = "classic") -> Tensor:
     """The training objective (module docstring) from the surrogate loss ``L`` and ``KL(Q||P)``.
@@ -111,7 +124,7 @@ def pac_bayes_objective(surrogate: Tensor, kl: Tensor, m: int, delta: float,
 
     ```
     """
-    complexity = (kl + math.log(2 * math.sqrt(m) / delta)) / m
+    complexity = pac_bayes_complexity(kl, m, delta)
     if objective == "classic":
         return surrogate + torch.sqrt(complexity / 2)
     if objective == "quadratic":

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from spectral_analysis.analysis.posterior import PRIOR_GRID, kl_bernoulli
+from spectral_analysis.analysis.posterior import PRIOR_GRID, kl_bernoulli, pac_bayes_complexity
 from spectral_analysis.checks import CheckRecord, replace_marked_block
 from spectral_analysis.experiments.calibration import CALIBRATION_DIR, recipe_status
 from spectral_analysis.experiments.catalog import configuration_key, find_experiment
@@ -274,7 +274,7 @@ def kl_allowed(record: dict, goal: float = CERTIFICATE_GOAL) -> float | None:
     upper, m = record["mc_error_upper"], record["m"]
     if upper >= goal:
         return None
-    return m * kl_bernoulli(upper, goal) - math.log(2 * math.sqrt(m) / (record["delta"] / len(PRIOR_GRID)))
+    return m * (kl_bernoulli(upper, goal) - pac_bayes_complexity(0.0, m, record["delta"] / len(PRIOR_GRID)))
 
 
 def certificates_markdown(results: Path) -> str:
