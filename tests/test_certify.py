@@ -547,17 +547,18 @@ def test_the_certificates_block_reads_every_kept_record_and_the_kl_the_goal_allo
     """The docs' certificates table comes from the kept records: the KL it says the goal allows certifies
     Q at the goal exactly (the certificate's own bound solved for KL), a record that resumed stages kept
     without their time shows no hours, and a folder without records is refused by name."""
-    from spectral_analysis.plotting.docs_blocks import CERTIFICATE_GOAL, certificates_markdown, kl_allowed
+    from spectral_analysis.analysis.certify import kl_allowed
+    from spectral_analysis.plotting.docs_blocks import CERTIFICATE_GOAL, certificates_markdown
 
     record = {"certified_error": 0.4, "mc_error": 0.05, "mc_error_upper": 0.06, "kl": 900.0, "m": 20000,
               "mc_samples": 400, "delta": 0.025, "checkpoint_test_error": 0.03, "stochastic_test_error": 0.07,
               "seconds": 7200.0, "state": {"folder": "f", "resumed": ["prior"], "untimed": []},
               "deterministic": {"held_out_bound": 0.04, "derandomized_bound": None}, "mean": "checkpoint",
               "prior_distance": 3.0, "prior_variance": 0.01}
-    allowed = kl_allowed(record)
+    allowed = kl_allowed(0.06, 20000, 0.025, CERTIFICATE_GOAL)
     slack = math.log(2 * math.sqrt(20000) / (0.025 / len(PRIOR_GRID)))
     assert kl_inverse_upper(0.06, (allowed + slack) / 20000) == pytest.approx(CERTIFICATE_GOAL, abs=1e-9)
-    assert kl_allowed({**record, "mc_error_upper": CERTIFICATE_GOAL + 0.01}) is None
+    assert kl_allowed(CERTIFICATE_GOAL + 0.01, 20000, 0.025, CERTIFICATE_GOAL) is None
     with pytest.raises(ValueError, match="no certificate record under"):
         certificates_markdown(tmp_path)
     older = {"state": {"folder": "f", "resumed": ["prior"]}, "mean": "fitted"}

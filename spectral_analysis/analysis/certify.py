@@ -51,6 +51,7 @@ from spectral_analysis.analysis.posterior import (
     Posterior,
     error_rate,
     fit_posterior,
+    kl_bernoulli,
     kl_inverse_upper,
     monte_carlo_losses,
     noise_probe,
@@ -120,6 +121,22 @@ def certificate_from_posterior(model: torch.nn.Module, posterior: Posterior, inp
     mean_error = error_rate(model, posterior.mu, inputs, labels)
     return Certificate(bound, mc_error, mc_upper, kl, prior_var, m, samples, chunk_size, passes, delta,
                        delta_prime, mean_error, time.perf_counter() - started)
+
+
+def kl_allowed(mc_error_upper: float, m: int, delta: float, goal: float) -> float | None:
+    """The largest KL at which Q, with its training error bounded by ``mc_error_upper``, would be
+    certified at ``goal`` (:func:`certificate_from_posterior`'s bound solved for KL); None where the
+    training error bound is at ``goal`` or above already.
+
+    ```python
+    >>> round(kl_allowed(0.1, 50000, 0.025, 0.15), 1), kl_allowed(0.2, 50000, 0.025, 0.15)
+    (532.5, None)
+
+    ```
+    """
+    if mc_error_upper >= goal:
+        return None
+    return m * (kl_bernoulli(mc_error_upper, goal) - pac_bayes_complexity(0.0, m, delta / len(PRIOR_GRID)))
 
 
 def _sequences_on(x: Tensor, device: torch.device) -> Tensor:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from spectral_analysis.analysis.posterior import PRIOR_GRID, kl_bernoulli, pac_bayes_complexity
+from spectral_analysis.analysis.certify import kl_allowed
 from spectral_analysis.checks import CheckRecord, replace_marked_block
 from spectral_analysis.experiments.calibration import CALIBRATION_DIR, recipe_status
 from spectral_analysis.experiments.catalog import configuration_key, find_experiment
@@ -262,21 +262,6 @@ def bounds_table_markdown(csv_path: Path) -> str:
     return "\n".join(lines)
 
 
-def kl_allowed(record: dict, goal: float = CERTIFICATE_GOAL) -> float | None:
-    """The largest KL at which the record's Q, with its bounded training error, would be certified at
-    ``goal`` (the PAC-Bayes-kl bound of :func:`~spectral_analysis.analysis.certify.certificate_from_posterior`
-    solved for KL); None where Q's training error bound is above ``goal`` already.
-
-    >>> record = {"mc_error_upper": 0.1, "m": 50000, "delta": 0.025}
-    >>> round(kl_allowed(record), 1), kl_allowed({**record, "mc_error_upper": 0.2})
-    (532.5, None)
-    """
-    upper, m = record["mc_error_upper"], record["m"]
-    if upper >= goal:
-        return None
-    return m * (kl_bernoulli(upper, goal) - pac_bayes_complexity(0.0, m, record["delta"] / len(PRIOR_GRID)))
-
-
 def certificates_markdown(results: Path) -> str:
     """Every kept certificate record (``results/certificates/EXPERIMENT/SCALE/TRIAL/PRIOR/record.json``):
     the checkpoint's test error; Q's certified 0-1 error, its Monte Carlo training error, KL and m, the
@@ -298,7 +283,7 @@ def certificates_markdown(results: Path) -> str:
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     for path in records:
         r = json.loads(path.read_text())
-        allowed = kl_allowed(r)
+        allowed = kl_allowed(r["mc_error_upper"], r["m"], r["delta"], CERTIFICATE_GOAL)
         # Q centred on w: its mean's part of the KL is ||w - w_0||^2 / (2 lambda), the rest its variances'
         centred = r.get("mean") == "checkpoint"
         means = r["prior_distance"] ** 2 / (2 * r["prior_variance"]) if centred else None
