@@ -261,6 +261,10 @@ def test_a_feed_forward_classifier_is_certified_too(tmp_path, capsys):
     parts = deterministic["q_margin_bound"] + deterministic["perturbation_bound"]
     assert deterministic["derandomized_bound"] == pytest.approx(min(1.0, parts))
     assert 0 <= record["mean_test_error"] <= 1
+    from spectral_analysis.cli.analysis import certificate_text
+
+    assert (f"Q with its noise times {deterministic['scaled_q_noise_scale']:g} (the same mean), certified: "
+            f"0-1 error <= {deterministic['scaled_q_bound']:.4f}") in certificate_text(record)
     assert main(["bound", str(out / "last.safetensors")]) == 1
     assert "not a recurrent model" in capsys.readouterr().err
 
@@ -553,20 +557,22 @@ def test_the_certificates_block_reads_every_kept_record_and_the_kl_the_goal_allo
     record = {"certified_error": 0.4, "mc_error": 0.05, "mc_error_upper": 0.06, "kl": 900.0, "m": 20000,
               "mc_samples": 400, "delta": 0.025, "checkpoint_test_error": 0.03, "stochastic_test_error": 0.07,
               "seconds": 7200.0, "state": {"folder": "f", "resumed": ["prior"], "untimed": []},
-              "deterministic": {"held_out_bound": 0.04, "derandomized_bound": None}, "mean": "checkpoint",
-              "prior_distance": 3.0, "prior_variance": 0.01}
+              "deterministic": {"held_out_bound": 0.04, "derandomized_bound": None, "scaled_q_bound": 0.35,
+                                "scaled_q_noise_scale": 0.5},
+              "mean": "checkpoint", "prior_distance": 3.0, "prior_variance": 0.01}
     allowed = kl_allowed(0.06, 20000, 0.025, CERTIFICATE_GOAL)
     slack = math.log(2 * math.sqrt(20000) / (0.025 / len(PRIOR_GRID)))
     assert kl_inverse_upper(0.06, (allowed + slack) / 20000) == pytest.approx(CERTIFICATE_GOAL, abs=1e-9)
     assert kl_allowed(CERTIFICATE_GOAL + 0.01, 20000, 0.025, CERTIFICATE_GOAL) is None
     with pytest.raises(ValueError, match="no certificate record under"):
         certificates_markdown(tmp_path)
-    older = {"state": {"folder": "f", "resumed": ["prior"]}, "mean": "fitted"}
+    older = {"state": {"folder": "f", "resumed": ["prior"]}, "mean": "fitted",
+             "deterministic": {"held_out_bound": 0.04, "derandomized_bound": None}}
     for trial, changes in (("a_s0", {}), ("b_s0", older)):
         folder = tmp_path / "certificates" / "exp" / "paper" / trial / "learned"
         folder.mkdir(parents=True)
         (folder / "record.json").write_text(json.dumps({**record, **changes}))
     rows = certificates_markdown(tmp_path).splitlines()[2:]
     assert rows[0] == ("| exp/paper/a_s0 (learned) | 0.030 | 0.400 | 0.050 (400) | 900 (20,000) | 450 | "
-                       f"0.070 | {allowed:,.0f} | - | 0.040 | 2.0 |")
-    assert rows[1].endswith("| 900 (20,000) | - | 0.070 | " + f"{allowed:,.0f} | - | 0.040 | - |")
+                       f"0.070 | {allowed:,.0f} | 0.350 (0.5) | - | 0.040 | 2.0 |")
+    assert rows[1].endswith("| 900 (20,000) | - | 0.070 | " + f"{allowed:,.0f} | - | - | 0.040 | - |")

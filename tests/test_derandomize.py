@@ -95,3 +95,25 @@ def test_a_validation_split_holds_out_as_many_selections_as_the_run_could_stop_a
     assert validation_selections({"train": {"max_steps": None, "eval_every": 100}}) == 1
     assert validation_selections({"train": {"max_steps": 1050, "eval_every": 100}}) == 11
     assert validation_selections({"train": {"max_steps": 1000, "eval_every": 100, "lr_cut": 0.5}}) is None
+
+
+def test_the_quietest_certified_q_bounds_its_own_sampled_error():
+    """The scaled Q's certificate is its margin-1/32 bound at the tightest scale; for a noisy Q around a
+    network that fits its labels, a quieter Q certifies tighter, and the bound holds for networks drawn
+    from it."""
+    torch.manual_seed(2)
+    model = build_model("rnn", 2, 6, 3)
+    x = torch.randn(1000, 5, 2)
+    posterior = _posterior(model, math.log(0.3))
+    y = last_logits(model, posterior.mu, x).argmax(dim=1)  # w makes no error
+    result = derandomized_certificate(model, posterior, prior_variance=1.0, inputs=x, labels=y,
+                                      held_inputs=torch.randn(4 * HELD_CHUNK, 5, 2), mc_samples=40,
+                                      chunk_size=50)
+    scale = NOISE_SCALES.index(result["scaled_q_noise_scale"])
+    assert result["scaled_q_bound"] == min(row[0] for row in result["q_margin_bounds"])
+    assert result["scaled_q_bound"] == result["q_margin_bounds"][scale][0]
+    assert scale > 0 and result["scaled_q_bound"] < result["q_margin_bounds"][0][0]
+    generator = torch.Generator().manual_seed(9)
+    errors = [(last_logits(model, _scaled(posterior, NOISE_SCALES[scale]).sample(generator), x).argmax(dim=1)
+               != y).float().mean().item() for _ in range(40)]
+    assert sum(errors) / len(errors) <= result["scaled_q_bound"] < 1

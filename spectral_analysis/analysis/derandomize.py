@@ -19,6 +19,10 @@
   certificate, is also scaled down by each of :data:`NOISE_SCALES` (less noise moves the outputs less, at a
   larger KL); both terms run over that grid and :data:`GAMMA_GRID`, a union bound; the certificate is the
   smallest sum, at confidence ``1 - delta - delta' - delta_held``.
+- **Q with less noise** comes with it: each scaled Q is a stochastic network centred on ``w`` too, and its
+  bounded margin loss at the smallest gamma (margin ``< 1/32``) bounds its 0-1 error. The smallest over the
+  scales is the tightest certificate of a stochastic network of mean ``w`` that the grid holds (the fit of Q
+  minimizes a surrogate of the bound, and it can stop at more noise than the bound's optimum).
 - **Held out** (Langford 2005's test-set bound): the binomial kl inverse of ``f_w``'s error on those
   held-out sequences, at ``delta_held / selections``. Tighter than any of the above wherever enough
   sequences are held out; it is the comparison a referee makes, so it is reported beside them.
@@ -107,8 +111,9 @@ def derandomized_certificate(model: torch.nn.Module, posterior: Posterior, prior
     scaled by each of :data:`NOISE_SCALES` (less noise moves the outputs less, at more KL), against the
     prior ``N(w_0, prior_variance I)`` the 0-1 certificate snapped to, on training ``inputs``/``labels``
     and ``held_inputs`` the network never trained on. Returns the certificate, its gamma and noise scale
-    and both terms there, and both terms at every gamma (rows) and scale (columns). A ``store`` keeps each
-    scale's Monte Carlo passes and perturbation rates as they finish (a rerun resumes from them)."""
+    and both terms there, both terms at every scale (rows) and gamma (columns), and the tightest scaled Q's
+    own certificate (:func:`quietest_certified_q`). A ``store`` keeps each scale's Monte Carlo passes and
+    perturbation rates as they finish (a rerun resumes from them)."""
     if not all(0 < d < 1 for d in (delta, delta_prime, delta_held)):
         raise ValueError(f"delta, delta' and delta_held must lie in (0, 1), got {delta}, {delta_prime}, "
                          f"{delta_held}")
@@ -145,4 +150,19 @@ def derandomized_certificate(model: torch.nn.Module, posterior: Posterior, prior
             "derandomized_noise_scale": NOISE_SCALES[s_best], "q_margin_bound": q_margin[s_best][g_best],
             "perturbation_bound": r_upper[s_best][g_best], "perturbation_rate": rates[s_best][g_best],
             "derandomized_confidence": 1 - delta - delta_prime - delta_held, "gammas": list(GAMMA_GRID),
-            "noise_scales": list(NOISE_SCALES), "q_margin_bounds": q_margin, "perturbation_bounds": r_upper}
+            "noise_scales": list(NOISE_SCALES), "q_margin_bounds": q_margin, "perturbation_bounds": r_upper,
+            **quietest_certified_q(q_margin)}
+
+
+def quietest_certified_q(q_margin_bounds: list[list[float]]) -> dict[str, float]:
+    """The tightest certificate of a scaled Q (its noise times one of :data:`NOISE_SCALES`, the same mean)
+    among ``q_margin_bounds`` (``[scale][gamma]``): its bounded margin loss at the smallest gamma, which
+    is at least its 0-1 error, and that scale.
+
+    >>> quietest_certified_q([[0.46, 0.5], [0.38, 0.4], [0.41, 0.42]])
+    {'scaled_q_bound': 0.38, 'scaled_q_noise_scale': 0.5}
+
+    """
+    column = [row[0] for row in q_margin_bounds]
+    best = min(range(len(column)), key=column.__getitem__)
+    return {"scaled_q_bound": column[best], "scaled_q_noise_scale": NOISE_SCALES[best]}

@@ -149,7 +149,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
 def certificate_text(p: dict) -> str:
     """``certify``'s record in words: what is certified first, then each certificate and its object."""
-    from spectral_analysis.analysis.derandomize import HELD_CHUNK
+    from spectral_analysis.analysis.derandomize import GAMMA_GRID, HELD_CHUNK
 
     confidence = 1 - p["delta"] - p["delta_prime"]
     lines = [f"certified: {p['certifies']}",
@@ -181,6 +181,9 @@ def certificate_text(p: dict) -> str:
         lines.append(f"  the checkpoint itself, certified: 0-1 error {held}; not derandomized (its "
                      f"perturbation term needs at least {HELD_CHUNK} held-out sequences Q did not read)")
         return "\n".join(lines)
+    lines.append(f"  Q with its noise times {d['scaled_q_noise_scale']:g} (the same mean), certified: 0-1 "
+                 f"error <= {d['scaled_q_bound']:.4f} (its margin-{GAMMA_GRID[0] / 2:g} loss, the tightest "
+                 f"scale of the derandomization's grid; confidence {d['derandomized_confidence']:.3f})")
     vacuous = " (vacuous)" if d["derandomized_bound"] >= 1 else ""
     lines.append(f"  the checkpoint itself, certified: 0-1 error <= {d['derandomized_bound']:.4f}{vacuous} "
                  f"derandomized through margins (gamma {d['derandomized_gamma']:g}, Q's noise times "

@@ -266,9 +266,11 @@ def certificates_markdown(results: Path) -> str:
     """Every kept certificate record (``results/certificates/EXPERIMENT/SCALE/TRIAL/PRIOR/record.json``):
     the checkpoint's test error; Q's certified 0-1 error, its Monte Carlo training error, KL and m, the
     part of the KL that the distance between Q's mean and the prior's makes (Q centred on the checkpoint),
-    Q's own test error and the largest KL that would certify it at :data:`CERTIFICATE_GOAL`; the deterministic
-    network's derandomized certificate (at its gamma and noise scale) and held-out bound; and the hours
-    of work the record took (``-`` where stages were kept before they recorded their time).
+    Q's own test error and the largest KL that would certify it at :data:`CERTIFICATE_GOAL`; the tightest
+    certificate of Q with its noise scaled down (the same mean,
+    :func:`~spectral_analysis.analysis.derandomize.quietest_certified_q`); the deterministic network's
+    derandomized certificate (at its gamma and noise scale) and held-out bound; and the hours of work the
+    record took (``-`` where stages were kept before they recorded their time).
 
     >>> certificates_markdown(Path("results")).splitlines()[1].startswith("|---|")
     True
@@ -279,7 +281,8 @@ def certificates_markdown(results: Path) -> str:
                          "... --state DIR --json > DIR/record.json keeps one")
     header = ["subject (prior)", "test error of w", "Q certified", "Q's training error (networks)", "KL (m)",
               "KL of the means' distance", "Q's test error", f"KL that {CERTIFICATE_GOAL} allows",
-              "w derandomized (gamma, noise scale)", "w, held out", "hours"]
+              "Q with less noise certified (noise scale)", "w derandomized (gamma, noise scale)",
+              "w, held out", "hours"]
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     for path in records:
         r = json.loads(path.read_text())
@@ -291,6 +294,8 @@ def certificates_markdown(results: Path) -> str:
         derandomized = ("-" if d.get("derandomized_bound") is None else
                         f"{d['derandomized_bound']:.3f} ({d['derandomized_gamma']:g}, "
                         f"{d['derandomized_noise_scale']:g})")
+        quieter = ("-" if "scaled_q_bound" not in d else
+                   f"{d['scaled_q_bound']:.3f} ({d['scaled_q_noise_scale']:g})")
         state = r.get("state")  # a resumed record counts all its work only where its stages kept their time
         timed = state is None or not state["resumed"] or state.get("untimed") == []
         subject = "/".join(path.parent.relative_to(results / CERTIFICATES).parts[:3])
@@ -298,7 +303,7 @@ def certificates_markdown(results: Path) -> str:
                  f"{r.get('checkpoint_test_error', math.nan):.3f}", f"{r['certified_error']:.3f}",
                  f"{r['mc_error']:.3f} ({r['mc_samples']:,})", f"{r['kl']:,.0f} ({r['m']:,})",
                  "-" if means is None else f"{means:,.0f}", f"{r.get('stochastic_test_error', math.nan):.3f}",
-                 "-" if allowed is None else f"{allowed:,.0f}", derandomized,
+                 "-" if allowed is None else f"{allowed:,.0f}", quieter, derandomized,
                  "-" if "held_out_bound" not in d else f"{d['held_out_bound']:.3f}",
                  f"{r['seconds'] / 3600:.1f}" if timed else "-"]
         lines.append("| " + " | ".join(cells) + " |")
