@@ -165,6 +165,14 @@ def test_analyzers_take_zoo_names_on_the_command_line(tmp_path, monkeypatch, cap
     assert report["T"] == 5 and np.isfinite(report["log10_G"])
     assert main(["inspect", "zoo:tiny/rnn_length7_s0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["model"]["name"] == "rnn"
+    # the command line keeps a zoo name as given (not its file), so what files a result by its subject
+    # (bounds-table --state: DIR/EXPERIMENT/SCALE/TRIAL/PRIOR) and the records name the zoo entry
+    from spectral_analysis.analysis.bounds_table import certificate_folder
+    from spectral_analysis.cli.common import checkpoint_arg
+
+    name = checkpoint_arg("zoo:tiny/smoke/rnn_length7_s0")
+    assert certificate_folder("state", name, "init").parts == ("state", "tiny", "smoke", "rnn_length7_s0",
+                                                               "init")
     with pytest.raises(SystemExit):
         main(["bound", "zoo:tiny/nothing_s0"])
     assert "zoo entry 'zoo:tiny/nothing_s0' not found" in capsys.readouterr().err

@@ -162,15 +162,17 @@ def emit(args: argparse.Namespace, payload: dict, text: Callable[[dict], str],
 
 
 def checkpoint_arg(text: str) -> str:
-    """An argparse type: a checkpoint path, or a ``zoo:<experiment>/<trial>`` name resolved to its file."""
+    """An argparse type: a checkpoint path, or a ``zoo:<experiment>/<trial>`` name checked against the zoo
+    and kept as a name (records name the zoo entry, and ``bounds-table --state`` files by it)."""
     if not text.startswith("zoo:"):
         return text
     from spectral_analysis.io import resolve_checkpoint
 
     try:
-        return str(resolve_checkpoint(text))
+        resolve_checkpoint(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def results_dir(args: argparse.Namespace) -> Path:

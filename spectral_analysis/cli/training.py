@@ -111,9 +111,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from spectral_analysis.io import resolve_checkpoint
     from spectral_analysis.train import load_checkpoint, weight_singular_values
 
-    checkpoint = load_checkpoint(args.checkpoint)
+    checkpoint = load_checkpoint(resolve_checkpoint(args.checkpoint))
     meta, tensors, model = checkpoint.metadata, checkpoint.tensors, checkpoint.model
     svals = [s.tolist() for s in weight_singular_values(model)]
     task = meta.get("task", {})
