@@ -34,7 +34,8 @@ from spectral_analysis.vocabulary import PRIORS
 CERTIFICATE_COLUMNS = tuple(f"{what}_{prior}" for prior in PRIORS
                             for what in ("certified_error", "q_test_error", "kl", "derandomized"))
 COLUMNS = ("checkpoint", "model", "sigma_bound", "task", "parameters", "test_error", "train_error", "gamma",
-           "train_margin_loss", "log10_G", "log10_G_corollary1", "explicit_bound", "log10_unrolled_bound",
+           "train_margin_loss", "log10_G", "log10_G_corollary1", "explicit_bound", "explicit_regime",
+           "log10_unrolled_bound",
            *CERTIFICATE_COLUMNS, "held_out_bound", "note")
 Q_TEST_SAMPLES = 10  # sampled networks for Q's test error (reported, never used by a bound)
 
@@ -96,6 +97,7 @@ def bounds_row(name: str, certificates: tuple[str, ...] = (), mc_samples: int = 
                     "log10_G": report["log10_G"], "sigma_bound": report["W_norm_bound"],
                     "log10_G_corollary1": (report["corollary1"] or {}).get("log10_G"),
                     "explicit_bound": report["bound"],
+                    "explicit_regime": (report["explicit"] or {}).get("regime"),
                     "log10_unrolled_bound": model_unrolled_bound(
                         model, task.train.inputs, task.train.targets, task.symbolic).log10_bound})
     x_test, y_test = task.test.inputs, task.test.targets

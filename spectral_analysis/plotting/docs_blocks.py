@@ -12,7 +12,8 @@ is not what the results give. The blocks:
 - ``grid=EXPERIMENT@SCALE``: every configuration of a kept grid, seed by seed (:func:`grid_markdown`);
 - ``calibration=EXPERIMENT@SCALE``: each baseline of a grid beside its plain-PyTorch reference, as
   ``spectral-analysis calibrate`` kept it (:func:`calibration_markdown`);
-- ``bounds-table-fig2r``: every bound on the row-MNIST zoo, from ``figures/bounds_table_fig2r.csv``
+- ``bounds-table-fig2r``, ``bounds-table-pixel``: every bound on the row-MNIST zoo and on the pixel-MNIST
+  subjects, from ``figures/bounds_table_fig2r.csv`` and ``figures/bounds_table_pixel.csv``
   (:func:`bounds_table_markdown`);
 - ``certificates``: every certificate record kept under ``results/certificates`` (``certify --state
   DIR --json > DIR/record.json``), :func:`certificates_markdown`.
@@ -234,17 +235,19 @@ def _fixed(value: str, digits: int) -> str:
 
 def bounds_table_markdown(csv_path: Path) -> str:
     """The ``bounds-table`` CSV as the docs show it: test error, log10 G of Theorem 5 and Corollary 1,
-    log10 of Bartlett et al.'s unrolled bound, and each certificate with Q's test error and KL."""
+    Appendix A.6's explicit bound (its regime where it has none; ``-`` in tables kept before the regime
+    was), log10 of Bartlett et al.'s unrolled bound, and each certificate with Q's test error and KL."""
     import csv
 
     if not csv_path.is_file():
         raise ValueError(f"no bounds table at {csv_path}: spectral-analysis bounds-table --out {csv_path} "
                          "writes it")
     names = {"ornn": "oRNN", "rnn": "RNN", "spectral": "svdRNN"}
-    lines = ["| model (largest sigma allowed) | test error | log10 G (Thm 5) | log10 G (Cor. 1) | log10 "
-             "unrolled (Bartlett) | Q centred on w, prior at init (Q's test error, KL) | Q centred on w, "
-             "learned prior (Q's test error, KL) | w derandomized (prior at init, learned) | w, held out |",
-             "|---|---:|---:|---:|---:|---|---|---|---:|"]
+    header = ["subject", "model (largest sigma allowed)", "test error", "log10 G (Thm 5)", "log10 G (Cor. 1)",
+              "A.6 explicit", "log10 unrolled (Bartlett)",
+              "Q centred on w, prior at init (Q's test error, KL)", "Q centred on w, learned prior (Q's test "
+              "error, KL)", "w derandomized (prior at init, learned)", "w, held out"]
+    lines = ["| " + " | ".join(header) + " |", "|---|---|---:|---:|---:|---|---:|---|---|---|---:|"]
     with csv_path.open() as file:
         for row in csv.DictReader(file):
             bound = row["sigma_bound"]
@@ -253,12 +256,15 @@ def bounds_table_markdown(csv_path: Path) -> str:
             certificates = [f"{_fixed(row[f'certified_error_{p}'], 3)} "
                             f"({_fixed(row[f'q_test_error_{p}'], 3)}, {float(row[f'kl_{p}']):.0f})"
                             if row[f"certified_error_{p}"] else "-" for p in ("init", "learned")]
-            bounds = [_fixed(row[k], 1) for k in ("log10_G", "log10_G_corollary1", "log10_unrolled_bound")]
+            explicit = (_fixed(row["explicit_bound"], 3) if row["explicit_bound"]
+                        else row.get("explicit_regime") or "-")
             derandomized = ", ".join(_fixed(row.get(f"derandomized_{p}") or "", 3) or "-"
                                      for p in ("init", "learned"))
-            held = _fixed(row.get("held_out_bound") or "", 3) or "-"
-            lines.append(f"| {name} | {_fixed(row['test_error'], 3)} | "
-                         + " | ".join([*bounds, *certificates, derandomized, held]) + " |")
+            cells = [row["checkpoint"].removeprefix("zoo:"), name, _fixed(row["test_error"], 3),
+                     _fixed(row["log10_G"], 1), _fixed(row["log10_G_corollary1"], 1), explicit,
+                     _fixed(row["log10_unrolled_bound"], 1), *certificates, derandomized,
+                     _fixed(row.get("held_out_bound") or "", 3) or "-"]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -240,6 +240,7 @@ def write_reproduction(results: Path, out: Path, readmes: Sequence[Path] = (),
               "reproduction-summary": lambda: summary_markdown(results, records),
               "demo": lambda: demo_markdown(read_demo_record(results)),
               "bounds-table-fig2r": lambda: bounds_table_markdown(out / "bounds_table_fig2r.csv"),
+              "bounds-table-pixel": lambda: bounds_table_markdown(out / "bounds_table_pixel.csv"),
               "certificates": lambda: certificates_markdown(results)}
     for readme in readmes:
         text, filled = fill_blocks(readme.read_text(), makers, lambda f: figure_checks_markdown(records, f),
