@@ -125,18 +125,22 @@ def certificate_from_posterior(model: torch.nn.Module, posterior: Posterior, inp
 
 def kl_allowed(mc_error_upper: float, m: int, delta: float, goal: float) -> float | None:
     """The largest KL at which Q, with its training error bounded by ``mc_error_upper``, would be
-    certified at ``goal`` (:func:`certificate_from_posterior`'s bound solved for KL); None where the
-    training error bound is at ``goal`` or above already.
+    certified at ``goal`` (:func:`certificate_from_posterior`'s bound solved for KL); None where no KL
+    would: the training error bound is at ``goal`` or so near it that the bound's confidence term alone
+    goes past ``goal``.
 
     ```python
     >>> round(kl_allowed(0.1, 50000, 0.025, 0.15), 1), kl_allowed(0.2, 50000, 0.025, 0.15)
     (532.5, None)
+    >>> kl_allowed(0.146, 50000, 0.025, 0.15) is None  # kl(0.146 || 0.15) m is below ln(2 sqrt(m) / delta)
+    True
 
     ```
     """
     if mc_error_upper >= goal:
         return None
-    return m * (kl_bernoulli(mc_error_upper, goal) - pac_bayes_complexity(0.0, m, delta / len(PRIOR_GRID)))
+    allowed = m * (kl_bernoulli(mc_error_upper, goal) - pac_bayes_complexity(0.0, m, delta / len(PRIOR_GRID)))
+    return allowed if allowed >= 0 else None
 
 
 def _sequences_on(x: Tensor, device: torch.device) -> Tensor:
