@@ -35,8 +35,7 @@ CERTIFICATE_COLUMNS = tuple(f"{what}_{prior}" for prior in PRIORS
                             for what in ("certified_error", "q_test_error", "kl", "derandomized"))
 COLUMNS = ("checkpoint", "model", "sigma_bound", "task", "parameters", "test_error", "train_error", "gamma",
            "train_margin_loss", "log10_G", "log10_G_corollary1", "explicit_bound", "explicit_regime",
-           "log10_unrolled_bound",
-           *CERTIFICATE_COLUMNS, "held_out_bound", "note")
+           "log10_unrolled_bound", *CERTIFICATE_COLUMNS, "held_out_bound", "note")
 Q_TEST_SAMPLES = 10  # sampled networks for Q's test error (reported, never used by a bound)
 
 
