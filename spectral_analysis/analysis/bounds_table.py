@@ -18,6 +18,7 @@ KL, and of the checkpoint itself derandomized through margins
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ CERTIFICATE_COLUMNS = tuple(f"{what}_{prior}" for prior in PRIORS
 COLUMNS = ("checkpoint", "model", "sigma_bound", "task", "parameters", "test_error", "train_error", "gamma",
            "train_margin_loss", "log10_G", "log10_G_corollary1", "explicit_bound", "explicit_regime",
            "log10_unrolled_bound", *CERTIFICATE_COLUMNS, "held_out_bound", "note")
+TEXT_COLUMNS = ("checkpoint", "model", "task", "explicit_regime", "note")
 Q_TEST_SAMPLES = 10  # sampled networks for Q's test error (reported, never used by a bound)
 
 
@@ -126,3 +128,38 @@ def classification_entries(experiments: list[str] | None = None, scale: str = "p
         if entry["row"].get("metric") == "accuracy":
             names.append(entry["name"])
     return names
+
+
+def read_bounds_table(path: str | Path) -> list[dict[str, Any]]:
+    """The rows a ``bounds-table --out`` CSV keeps, as :func:`bounds_row` gave them: numbers as numbers, an
+    empty cell and a column the file predates as ``None``.
+
+    ```python
+    >>> rows = read_bounds_table("figures/bounds_table_pixel.csv")
+    >>> rows[0]["model"], rows[0]["test_error"] < rows[0]["certified_error_learned"] < 1
+    ('spectral', True)
+
+    ```
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no bounds table at {path}: spectral-analysis bounds-table --out {path} writes it")
+    with path.open(newline="") as file:
+        reader = csv.DictReader(file)
+        unknown = set(reader.fieldnames or ()) - set(COLUMNS)
+        if unknown or "checkpoint" not in (reader.fieldnames or ()):
+            raise ValueError(f"{path} is not a bounds-table CSV: columns {sorted(unknown)} are none of "
+                             f"bounds-table's, or it has no 'checkpoint' column")
+        kept = list(reader)
+
+    def value(column: str, cell: str | None) -> Any:
+        if cell in (None, ""):
+            return None
+        if column in TEXT_COLUMNS:
+            return cell
+        try:
+            return int(cell) if column == "parameters" else float(cell)
+        except ValueError:
+            raise ValueError(f"{path}: column {column!r} holds {cell!r}, not a number") from None
+
+    return [{column: value(column, row.get(column)) for column in COLUMNS} for row in kept]

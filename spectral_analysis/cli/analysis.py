@@ -214,12 +214,10 @@ def cmd_bounds_table(args: argparse.Namespace) -> int:
             writer.writeheader()
             writer.writerows(rows)
     if args.figure:
-        from spectral_analysis.plotting.bounds_figure import plot_bounds_against_error
+        from spectral_analysis.plotting.bounds_figure import bounds_figure_title, plot_bounds_against_error
         from spectral_analysis.plotting.paper_figures import save_figure
 
-        tasks = sorted({r["task"] for r in rows})
-        title = f"Generalization bounds against test error ({', '.join(tasks)}; {len(rows)} checkpoints)"
-        save_figure(plot_bounds_against_error(rows, title), args.figure)
+        save_figure(plot_bounds_against_error(rows, bounds_figure_title(rows)), args.figure)
 
     emit(args, json_ready({"rows": rows}), lambda p: render(p["rows"], "md", COLUMNS), lambda p: p["rows"])
     return 0

@@ -1,15 +1,25 @@
 """The bounds-table figure: every generalization bound of a checkpoint against its test error (faces
-layer; rows from :func:`spectral_analysis.analysis.bounds_table.bounds_row`)."""
+layer; rows from :func:`spectral_analysis.analysis.bounds_table.bounds_row`, or read back from a kept
+``bounds-table --out`` CSV by :func:`draw_kept_bounds_figures`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from spectral_analysis.plotting.paper_figures import styled
+from spectral_analysis.analysis.bounds_table import read_bounds_table
+from spectral_analysis.plotting.paper_figures import Drawn, save_figure, styled
 
+# One colour a quantity, the same in both panels: a bound of Q and Q's own test error share one (filled:
+# the bound; hollow: the test error), and the trained network's test error is black.
+COLOURS = {"log10_G": "tab:blue", "log10_G_corollary1": "tab:cyan", "log10_unrolled_bound": "tab:olive",
+           "explicit_bound": "tab:brown", "certified_error_init": "tab:orange",
+           "q_test_error_init": "tab:orange", "certified_error_learned": "tab:red",
+           "q_test_error_learned": "tab:red", "derandomized_init": "tab:purple",
+           "derandomized_learned": "tab:pink", "held_out_bound": "tab:green", "test_error": "black"}
 # (column, label, is log10 of the value)
 BOUND_SERIES = (("log10_G", "Theorem 5: G(w) (O-form)", True),
                 ("log10_G_corollary1", "Corollary 1: G(w) at the structural sigma bound", True),
@@ -21,6 +31,15 @@ BOUND_SERIES = (("log10_G", "Theorem 5: G(w) (O-form)", True),
                 ("derandomized_learned", "certificate of w, derandomized through margins, learned prior",
                  False),
                 ("held_out_bound", "the validation split alone (test-set bound of w)", False))
+# (column, label, a test error rather than a bound: drawn hollow)
+ERROR_SERIES = (("test_error", "test error (trained network w)", True),
+                ("held_out_bound", "w certified by the validation split alone", False),
+                ("derandomized_init", "w certified, derandomized (prior at init)", False),
+                ("derandomized_learned", "w certified, derandomized (learned prior)", False),
+                ("q_test_error_init", "test error of Q (prior at init)", True),
+                ("certified_error_init", "Q certified (prior at init)", False),
+                ("q_test_error_learned", "test error of Q (learned prior)", True),
+                ("certified_error_learned", "Q certified (learned prior)", False))
 MARKERS = {"rnn": "o", "ornn": "s", "spectral": "D", "irnn": "^", "lstm": "v", "gru": "P"}
 
 
@@ -39,9 +58,9 @@ def plot_bounds_against_error(rows: list[dict[str, Any]], title: str) -> plt.Fig
     per model, ordered by the largest singular value its structure allows, the certificates of Q and of
     the trained network w itself and the test errors (mean and range over the checkpoints)."""
     fig, (ax, right) = plt.subplots(1, 2, figsize=(14, 7.5), gridspec_kw={"width_ratios": [1.2, 1]})
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     models: set[str] = set()
-    for colour, (column, label, is_log) in zip(colours, BOUND_SERIES, strict=False):
+    for column, label, is_log in BOUND_SERIES:
+        colour = COLOURS[column]
         # drawn as log10: the unrolled bound at T = 784 is past a float's range (10^445)
         points = [(r["test_error"], r[column] if is_log else np.log10(r[column]), r["model"])
                   for r in rows if r.get(column) is not None]
@@ -65,25 +84,18 @@ def plot_bounds_against_error(rows: list[dict[str, Any]], title: str) -> plt.Fig
 
     groups = sorted({_group(r) for r in rows})
     positions = {label: i for i, (_, label) in enumerate(groups)}
-    series = (("test_error", "test error (trained network w)"),
-              ("held_out_bound", "w certified by the validation split alone"),
-              ("derandomized_init", "w certified, derandomized (prior at init)"),
-              ("derandomized_learned", "w certified, derandomized (learned prior)"),
-              ("q_test_error_init", "test error of Q (prior at init)"),
-              ("certified_error_init", "Q certified (prior at init)"),
-              ("q_test_error_learned", "test error of Q (learned prior)"),
-              ("certified_error_learned", "Q certified (learned prior)"))
-    for k, (column, label) in enumerate(series):
+    for k, (column, label, hollow) in enumerate(ERROR_SERIES):
         xs, means, lows, highs = [], [], [], []
         for _, group in groups:
             values = [r[column] for r in rows if _group(r)[1] == group and r.get(column) is not None]
             if values:
-                xs.append(positions[group] + (k - (len(series) - 1) / 2) * 0.09)
+                xs.append(positions[group] + (k - (len(ERROR_SERIES) - 1) / 2) * 0.09)
                 means.append(np.mean(values))
                 lows.append(np.mean(values) - min(values))
                 highs.append(max(values) - np.mean(values))
         if xs:
-            right.errorbar(xs, means, yerr=[lows, highs], fmt="o", ms=5, capsize=3, label=label)
+            right.errorbar(xs, means, yerr=[lows, highs], fmt="o", ms=5, capsize=3, label=label,
+                           color=COLOURS[column], mfc="white" if hollow else COLOURS[column])
     right.set_xticks(range(len(groups)), [label for _, label in groups], fontsize=8)
     right.set_ylabel("0-1 error (mean and range over the checkpoints)")
     right.set_xlabel("model, by the largest singular value of W its structure allows")
@@ -92,3 +104,35 @@ def plot_bounds_against_error(rows: list[dict[str, Any]], title: str) -> plt.Fig
     return fig
 
 
+
+
+def bounds_figure_title(rows: list[dict[str, Any]]) -> str:
+    """The figure's title: the tasks and the number of checkpoints of ``rows``."""
+    tasks = sorted({r["task"] for r in rows})
+    return f"Generalization bounds against test error ({', '.join(tasks)}; {len(rows)} checkpoints)"
+
+
+def draw_kept_bounds_figures(results: Path, out: Path) -> list[Drawn]:
+    """Each kept bounds table ``out/bounds_table_NAME.csv`` (a ``bounds-table --out``) drawn again as
+    ``out/bounds_NAME.png``, without computing a bound (``results`` is not read: the tables are the
+    record).
+
+    ```python
+    >>> drawn = draw_kept_bounds_figures(Path("results"), Path("figures"))  # doctest: +SKIP
+    >>> drawn[0]["path"]  # doctest: +SKIP
+    'figures/bounds_fig2r.png'
+
+    ```
+    """
+    drawn = []
+    for table in sorted(Path(out).glob("bounds_table_*.csv")):
+        rows = read_bounds_table(table)
+        path = save_figure(plot_bounds_against_error(rows, bounds_figure_title(rows)),
+                           Path(out) / f"bounds_{table.stem.removeprefix('bounds_table_')}.png")
+        zoo = [r["checkpoint"].removeprefix("zoo:").split("/") for r in rows
+               if r["checkpoint"].startswith("zoo:")]
+        files = ["checkpoint files"] if len(zoo) < len(rows) else []
+        drawn.append({"path": str(path), "experiment": ", ".join(sorted({n[0] for n in zoo}) + files),
+                      "scale": ", ".join(sorted({n[1] for n in zoo}) + files), "seeds": len(rows),
+                      "note": f"{len(rows)} checkpoints, from {table.name}"})
+    return drawn

@@ -229,42 +229,37 @@ def calibration_markdown(results: Path, experiment: str, scale: str) -> str:
     return "\n".join(lines)
 
 
-def _fixed(value: str, digits: int) -> str:
-    return f"{float(value):.{digits}f}" if value not in ("", None) else "-"
+def _fixed(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def bounds_table_markdown(csv_path: Path) -> str:
     """The ``bounds-table`` CSV as the docs show it: test error, log10 G of Theorem 5 and Corollary 1,
     Appendix A.6's explicit bound (its regime where it has none; ``-`` in tables kept before the regime
     was), log10 of Bartlett et al.'s unrolled bound, and each certificate with Q's test error and KL."""
-    import csv
+    from spectral_analysis.analysis.bounds_table import read_bounds_table
 
-    if not csv_path.is_file():
-        raise ValueError(f"no bounds table at {csv_path}: spectral-analysis bounds-table --out {csv_path} "
-                         "writes it")
     names = {"ornn": "oRNN", "rnn": "RNN", "spectral": "svdRNN"}
     header = ["subject", "model (largest sigma allowed)", "test error", "log10 G (Thm 5)", "log10 G (Cor. 1)",
               "A.6 explicit", "log10 unrolled (Bartlett)",
               "Q centred on w, prior at init (Q's test error, KL)", "Q centred on w, learned prior (Q's test "
               "error, KL)", "w derandomized (prior at init, learned)", "w, held out"]
     lines = ["| " + " | ".join(header) + " |", "|---|---|---:|---:|---:|---|---:|---|---|---|---:|"]
-    with csv_path.open() as file:
-        for row in csv.DictReader(file):
-            bound = row["sigma_bound"]
-            r = "" if row["model"] != "spectral" else f" r = {float(bound) - 1:g}"
-            name = f"{names.get(row['model'], row['model'])}{r} ({f'{float(bound):g}' if bound else 'free'})"
-            certificates = [f"{_fixed(row[f'certified_error_{p}'], 3)} "
-                            f"({_fixed(row[f'q_test_error_{p}'], 3)}, {float(row[f'kl_{p}']):.0f})"
-                            if row[f"certified_error_{p}"] else "-" for p in ("init", "learned")]
-            explicit = (_fixed(row["explicit_bound"], 3) if row["explicit_bound"]
-                        else row.get("explicit_regime") or "-")
-            derandomized = ", ".join(_fixed(row.get(f"derandomized_{p}") or "", 3) or "-"
-                                     for p in ("init", "learned"))
-            cells = [row["checkpoint"].removeprefix("zoo:"), name, _fixed(row["test_error"], 3),
-                     _fixed(row["log10_G"], 1), _fixed(row["log10_G_corollary1"], 1), explicit,
-                     _fixed(row["log10_unrolled_bound"], 1), *certificates, derandomized,
-                     _fixed(row.get("held_out_bound") or "", 3) or "-"]
-            lines.append("| " + " | ".join(cells) + " |")
+    for row in read_bounds_table(csv_path):
+        bound = row["sigma_bound"]
+        r = "" if row["model"] != "spectral" else f" r = {bound - 1:g}"
+        name = f"{names.get(row['model'], row['model'])}{r} ({'free' if bound is None else f'{bound:g}'})"
+        certificates = [f"{_fixed(row[f'certified_error_{p}'], 3)} "
+                        f"({_fixed(row[f'q_test_error_{p}'], 3)}, {row[f'kl_{p}']:.0f})"
+                        if row[f"certified_error_{p}"] is not None else "-" for p in ("init", "learned")]
+        explicit = (_fixed(row["explicit_bound"], 3) if row["explicit_bound"] is not None
+                    else row["explicit_regime"] or "-")
+        derandomized = ", ".join(_fixed(row[f"derandomized_{p}"], 3) for p in ("init", "learned"))
+        cells = [row["checkpoint"].removeprefix("zoo:"), name, _fixed(row["test_error"], 3),
+                 _fixed(row["log10_G"], 1), _fixed(row["log10_G_corollary1"], 1), explicit,
+                 _fixed(row["log10_unrolled_bound"], 1), *certificates, derandomized,
+                 _fixed(row["held_out_bound"], 3)]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -33,6 +33,7 @@ from spectral_analysis.experiments.reading import (
     unkept_trials,
 )
 from spectral_analysis.plotting.benchmarks import plot_householder_benchmark
+from spectral_analysis.plotting.bounds_figure import draw_kept_bounds_figures
 from spectral_analysis.plotting.checkpoint_figures import analyzers, kru_amplitude
 from spectral_analysis.plotting.paper_figures import (
     Drawn,
@@ -325,6 +326,7 @@ FIGURES: dict[str, Callable[[Path, Path], list[Drawn]]] = {
     "kru-amplitude": kru_amplitude,
     "zoo-addition": analyzers,
     "benchmarks": householder_speed,
+    "bounds-table": draw_kept_bounds_figures,
 }
 
 
