@@ -374,3 +374,40 @@ def test_a_side_that_blew_up_shows_its_loss_in_scientific_notation_beside_its_se
     row = {"reference_loss": 4.2e27, "seeds": [{"reference_loss": 2.28}, {"reference_loss": 1.25e28}]}
     assert _seed_spread(row, "reference") == "4.20e+27 [2.280, 1.25e+28]"
     assert _seed_spread({"toolkit_loss": 0.6394}, "toolkit") == "0.639"
+
+
+def test_the_toolkits_ornn_and_its_reference_compute_the_same_function_from_the_same_weights():
+    """The plain-PyTorch oRNN (W = H(v_1)...H(v_m) formed from the paper's reflection, a loop over time)
+    gives the toolkit's outputs and gradients from the same reflectors (float64), and its projection
+    keeps the recipe's unit-length, lower-trapezoidal vectors."""
+    from spectral_analysis.nn.registry import build_model
+
+    torch.manual_seed(0)
+    toolkit = build_model("ornn", 2, 12, 10, m=5).double()
+    reference = ReferenceRecurrent("ornn", 2, 12, 10, activation="leaky_relu", leak=0.2, reflectors=5,
+                                   unit_reflectors=True).double()
+    vectors = reference.recurrent.vectors
+    assert vectors.shape == (12, 5) and torch.equal(vectors, vectors.tril())
+    assert torch.allclose(vectors.norm(dim=0), torch.ones(5, dtype=torch.float64))
+    with torch.no_grad():
+        vectors.copy_(toolkit.transitions[0].reflectors)
+        reference.recurrent.input_layer.weight.copy_(toolkit.input_weights[0])
+        reference.recurrent.input_layer.bias.copy_(torch.randn(12))
+        toolkit.biases[0].copy_(reference.recurrent.input_layer.bias)
+        reference.output.weight.copy_(toolkit.output.weight)
+        reference.output.bias.zero_()
+    weight = reference.recurrent.weight()
+    assert torch.allclose(weight, toolkit.transitions[0].matrix(), rtol=0, atol=1e-12)
+    assert torch.allclose(weight @ weight.T, torch.eye(12, dtype=torch.float64), atol=1e-12)
+    x = torch.rand(3, 40, 2, dtype=torch.float64)
+    ours, theirs = toolkit(x), reference(x)
+    assert torch.allclose(ours, theirs, rtol=0, atol=1e-12) and ours.abs().max() > 0.1
+    ours[:, -1].pow(2).sum().backward()
+    theirs[:, -1].pow(2).sum().backward()
+    mask = torch.ones(12, 5, dtype=torch.float64).tril()
+    assert torch.allclose(toolkit.transitions[0].reflectors.grad * mask, vectors.grad, rtol=0, atol=1e-10)
+    with torch.no_grad():
+        vectors.add_(torch.randn(12, 5, dtype=torch.float64))
+    reference.project_()
+    assert torch.equal(vectors, vectors.tril())
+    assert torch.allclose(vectors.norm(dim=0), torch.ones(5, dtype=torch.float64))

@@ -112,7 +112,9 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
     vocabulary = not task.train.inputs.is_floating_point() and task.input_size > config.hidden
     model = ReferenceRecurrent(config.model, task.input_size, config.hidden, task.output_size,
                                options.get("activation", "tanh"), options.get("leak", 0.2),
-                               options["num_layers"], options["dropout"], embed=vocabulary)
+                               options["num_layers"], options["dropout"], embed=vocabulary,
+                               reflectors=options.get("m"),
+                               unit_reflectors=options.get("unit_reflectors", False))
     optimizer = OPTIMIZERS[config.optimizer](model.parameters(), lr=config.lr, **config.optimizer_options)
     curve, state = [], None
     for step in range(steps):
@@ -130,6 +132,7 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
         if config.clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
         optimizer.step()
+        model.project_()
         if (step + 1) % record_every == 0 or step + 1 == steps:
             curve.append((step + 1, loss.item()))
     valid = (_stream_metrics(model, task, task.valid, config.eval_batches) if task.stream else

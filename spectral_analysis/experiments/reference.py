@@ -1,19 +1,34 @@
 """Plain-PyTorch reference baselines, written as a practitioner writes them with nothing of this toolkit:
 ``nn.RNN`` / ``nn.LSTM`` / ``nn.GRU`` (cuDNN's on a GPU) or, for an activation ``nn.RNN`` lacks (the
-papers' leaky ReLU), the same recurrence as a loop over ``nn.Linear``; an ``nn.Linear`` read-out; PyTorch's
-own initialization, except IRNN's identity recurrence and zero biases (Le, Jaitly & Hinton 2015). This
-module imports torch only, so a defect of the toolkit's models cannot hide in both sides of a
-calibration (:mod:`~spectral_analysis.experiments.calibration`).
+papers' leaky ReLU), the same recurrence as a loop over ``nn.Linear``; the oRNN (Mhammedi et al. 2017) as
+that loop with its recurrent matrix a product of Householder reflections, written from the paper's
+equation; an ``nn.Linear`` read-out; PyTorch's own initialization, except IRNN's identity recurrence and
+zero biases (Le, Jaitly & Hinton 2015) and the oRNN, started as Mhammedi et al.'s released code
+starts it. This module imports torch only, so a defect of the toolkit's models cannot hide in both
+sides of a calibration (:mod:`~spectral_analysis.experiments.calibration`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-REFERENCE_MODELS = ("rnn", "irnn", "lstm", "gru")  # the baselines that have a plain-PyTorch twin
+REFERENCE_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn")  # the baselines that have a plain-PyTorch twin
 PHI = {"relu": torch.relu, "tanh": torch.tanh, "abs": torch.abs, "identity": lambda z: z}
+
+
+def _scan(drives: Tensor, h: Tensor, transition: Callable[[Tensor], Tensor], activation: str,
+          leak: float) -> tuple[Tensor, Tensor]:
+    """``h_t = phi(transition(h_{t-1}) + drives[:, t])`` over time: the states ``(B, T, n)`` and the last."""
+    states = []
+    for drive in drives.unbind(1):  # one backward stack, not a (B, T, n) zero-fill a step
+        pre = transition(h) + drive
+        h = F.leaky_relu(pre, leak) if activation == "leaky_relu" else PHI[activation](pre)
+        states.append(h)
+    return torch.stack(states, dim=1), h[None]
 
 
 class LoopRNN(nn.Module):
@@ -28,12 +43,47 @@ class LoopRNN(nn.Module):
 
     def forward(self, x: Tensor, h: Tensor | None = None) -> tuple[Tensor, Tensor]:
         h = x.new_zeros(x.shape[0], self.hidden_size) if h is None else h[0]
-        states = []
-        for drive in self.input_layer(x).unbind(1):  # one backward stack, not a (B, T, n) zero-fill a step
-            pre = self.recurrent(h) + drive
-            h = F.leaky_relu(pre, self.leak) if self.activation == "leaky_relu" else PHI[self.activation](pre)
-            states.append(h)
-        return torch.stack(states, dim=1), h[None]
+        return _scan(self.input_layer(x), h, self.recurrent, self.activation, self.leak)
+
+
+class HouseholderLoopRNN(nn.Module):
+    """The oRNN of Mhammedi et al. (2017, Eq. 2-3 of their paper): ``h_t = phi(W h_{t-1} + U x_t + b)``
+    with ``W = H(v_1) H(v_2) ... H(v_m)``, ``H(v) = I - 2 v v^T / ||v||^2``, ``v_j`` column j of a
+    lower-trapezoidal ``(n, m)`` matrix (zero above row j). Started as their released RNN_models.py starts
+    it (PyTorch has no oRNN of its own): the vectors N(0, 0.01) scaled to unit length, U Glorot-uniform,
+    b zero; with ``unit_reflectors``, :meth:`project_` scales the vectors back after each optimizer step,
+    as their sgd.py does."""
+
+    def __init__(self, input_size: int, hidden_size: int, m: int, activation: str, leak: float,
+                 unit_reflectors: bool) -> None:
+        super().__init__()
+        self.input_layer = nn.Linear(input_size, hidden_size)
+        self.vectors = nn.Parameter(torch.tril(0.01 * torch.randn(hidden_size, m)))
+        with torch.no_grad():
+            self.vectors.div_(self.vectors.norm(dim=0))
+        nn.init.xavier_uniform_(self.input_layer.weight)
+        nn.init.zeros_(self.input_layer.bias)
+        self.hidden_size, self.activation, self.leak = hidden_size, activation, leak
+        self.unit_reflectors = unit_reflectors
+
+    def weight(self) -> Tensor:
+        """W, the product of the reflections (formed once a forward pass)."""
+        weight = torch.eye(self.hidden_size, dtype=self.vectors.dtype, device=self.vectors.device)
+        for v in torch.tril(self.vectors).unbind(1):  # W H(v) = W - 2 (W v) v^T / ||v||^2
+            weight = weight - torch.outer(weight @ v, v) * (2 / v.dot(v))
+        return weight
+
+    def forward(self, x: Tensor, h: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        h = x.new_zeros(x.shape[0], self.hidden_size) if h is None else h[0]
+        weight = self.weight()
+        return _scan(self.input_layer(x), h, lambda state: state @ weight.T, self.activation, self.leak)
+
+    @torch.no_grad()
+    def project_(self) -> None:
+        """Cut the vectors to the lower trapezoid and, with ``unit_reflectors``, scale them to unit length."""
+        self.vectors.copy_(torch.tril(self.vectors))
+        if self.unit_reflectors:
+            self.vectors.div_(self.vectors.norm(dim=0))
 
 
 class ReferenceRecurrent(nn.Module):
@@ -42,11 +92,13 @@ class ReferenceRecurrent(nn.Module):
     PyTorch's word_language_model example does. ``activation``: ``tanh`` or ``relu`` run ``nn.RNN``, others
     a :class:`LoopRNN` (one layer). ``num_layers`` stack; ``dropout`` acts where Zaremba et al. (2014) put
     it: on the (embedded) input, between layers (the cuDNN modules' own ``dropout``) and before the read-out.
+    ``reflectors``, ``unit_reflectors``: the oRNN's m (None: n) and its projection
+    (:class:`HouseholderLoopRNN`).
     """
 
     def __init__(self, model: str, input_size: int, hidden_size: int, output_size: int,
                  activation: str = "tanh", leak: float = 0.2, num_layers: int = 1, dropout: float = 0.0,
-                 embed: bool = False) -> None:
+                 embed: bool = False, reflectors: int | None = None, unit_reflectors: bool = False) -> None:
         super().__init__()
         if model not in REFERENCE_MODELS:
             raise ValueError(f"no plain-PyTorch reference of {model!r}; there is one of {REFERENCE_MODELS}")
@@ -58,7 +110,10 @@ class ReferenceRecurrent(nn.Module):
         if model in ("lstm", "gru"):
             cell = nn.LSTM if model == "lstm" else nn.GRU
             self.recurrent = cell(width, hidden_size, **stacked)
-        elif activation in ("tanh", "relu"):
+        elif model == "ornn" and num_layers == 1:
+            self.recurrent = HouseholderLoopRNN(width, hidden_size, reflectors or hidden_size, activation,
+                                                leak, unit_reflectors)
+        elif activation in ("tanh", "relu") and model != "ornn":
             self.recurrent = nn.RNN(width, hidden_size, nonlinearity=activation, **stacked)
         elif num_layers == 1:
             self.recurrent = LoopRNN(width, hidden_size, activation, leak)
@@ -73,6 +128,13 @@ class ReferenceRecurrent(nn.Module):
                     elif "bias" in name:
                         parameter.zero_()
         self.output = nn.Linear(hidden_size, output_size)
+
+    @torch.no_grad()
+    def project_(self) -> None:
+        """What the recipe does to the weights after each optimizer step (the oRNN's reflectors; nothing
+        for the others)."""
+        if isinstance(self.recurrent, HouseholderLoopRNN):
+            self.recurrent.project_()
 
     def run(self, x: Tensor, state=None) -> tuple[Tensor, object]:
         """Outputs at every step and the final state, from ``state`` (zeros when None)."""
