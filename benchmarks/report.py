@@ -11,11 +11,14 @@ from collections.abc import Callable
 import torch
 
 from spectral_analysis.allocator import keep_freed_memory
+from spectral_analysis.machine import machine_name
 
 
 def machine_info(device: str) -> dict:
-    machine = {"platform": platform.platform(), "processor": platform.processor(),
-               "threads": torch.get_num_threads(), "torch": torch.__version__, "device": device}
+    """The machine a benchmark ran on: its CPU (or GPU) by name, platform, threads, torch, the UTC date."""
+    machine = {"machine": machine_name(device), "platform": platform.platform(),
+               "processor": platform.processor(), "threads": torch.get_num_threads(),
+               "torch": torch.__version__, "device": device, "date": time.strftime("%Y-%m-%d", time.gmtime())}
     if device.startswith("cuda"):
         machine["gpu"] = torch.cuda.get_device_name()
     return machine

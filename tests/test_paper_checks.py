@@ -365,3 +365,29 @@ def test_theorem3_needs_sigma_one_an_orthogonal_matrix_rebuilt_with_sigma_minus_
     monkeypatch.setattr(svd_map, "svd_decompose", through_minus_one)
     cheat = svd_map.check_theorem_3(torch.Generator().manual_seed(0))[0]
     assert cheat.verdict == "differs" and cheat.numbers["max_sigma_deviation"] == pytest.approx(2.0)
+
+
+def test_a_benchmark_block_is_the_report_read_again(tmp_path, monkeypatch):
+    """A page's ``benchmark=NAME`` block is ``benchmarks/NAME.json`` as a table: nested timings spread
+    into ``outer.inner`` rows, each number the report's to 3 significant digits; a changed report
+    changes the block, and a block naming no report is refused by its path."""
+    from spectral_analysis.plotting import docs_blocks
+
+    report = {"machine": {"machine": "a CPU, 2 cores", "threads": 1}, "dtype": "float32", "what": "w",
+              "cases": [{"model": "m", "seconds": {"forward": 21.3305, "bound": 21.0748}, "ratio": 0.98801}]}
+    (tmp_path / "x_cpu.json").write_text(json.dumps(report))
+    monkeypatch.setattr(docs_blocks, "BENCHMARKS_DIR", tmp_path)
+    page = "a\n<!-- benchmark=x_cpu:begin -->\nstale\n<!-- benchmark=x_cpu:end -->\nb\n"
+    text, filled = docs_blocks.fill_blocks(page, {})
+    assert filled == ["benchmark=x_cpu"] and "stale" not in text and "machine a CPU, 2 cores" in text
+    def rows(text: str) -> dict[str, str]:
+        return {line.split("|")[1].strip(): line.split("|")[2].strip() for line in text.splitlines()
+                if line.startswith("| ") and "---" not in line}
+
+    assert rows(text) == {"quantity": "value", "model": "m", "seconds.forward": "21.3",
+                          "seconds.bound": "21.1", "ratio": "0.988"}
+    report["cases"][0]["seconds"]["forward"] = 30.5
+    (tmp_path / "x_cpu.json").write_text(json.dumps(report))
+    assert rows(docs_blocks.fill_blocks(text, {})[0])["seconds.forward"] == "30.5"
+    with pytest.raises(ValueError, match="no benchmark report at .*y_cpu.json"):
+        docs_blocks.fill_blocks("<!-- benchmark=y_cpu:begin -->\n<!-- benchmark=y_cpu:end -->", {})

@@ -136,6 +136,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     figures.add_argument("--readme", action="append", default=None, metavar="FILE",
                          help="also regenerate every generated block of this page (<!-- NAME:begin/end -->: "
                          "the reproduction table and its README summary, each figure's checks, grid tables, "
-                         "the demo's numbers; spectral_analysis.plotting.docs_blocks); repeatable")
+                         "the demo's numbers, benchmark reports; spectral_analysis.plotting.docs_blocks); "
+                         "repeatable")
     results_arguments(figures)
     figures.set_defaults(func=cmd_figures)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 
@@ -40,16 +41,45 @@ def plot_householder_benchmark(report: str | Path, ax: plt.Axes | None = None) -
     return ax
 
 
-def benchmarks_markdown(directory: str | Path) -> str:
-    """One section per ``*.json`` report of ``directory``: what it measures, on which machine, and its
-    cases as a table (every number read from the file)."""
+BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"  # the checkout's benchmark reports
+
+
+def _flat(case: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A case with its nested dicts spread into ``outer.inner`` keys, floats to 3 significant digits."""
+    flat: dict[str, Any] = {}
+    for key, value in case.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = f"{value:.3g}" if isinstance(value, float) else value
+    return flat
+
+
+def benchmark_markdown(path: str | Path) -> str:
+    """One benchmark report (``benchmarks/NAME.json``) as Markdown: what it measures, on which machine,
+    and its cases, every number read from the file (a single case as a quantity-value table).
+
+    ```python
+    >>> print(benchmark_markdown(BENCHMARKS_DIR / "jacobians_cpu.json").splitlines()[2])
+    | quantity | value |
+
+    ```
+    """
     from spectral_analysis.tables import render
 
-    sections = []
-    for path in sorted(Path(directory).glob("*.json")):
-        data = json.loads(path.read_text())
-        machine = data.get("machine", {})
-        where = ", ".join(f"{k} {v}" for k, v in machine.items() if v not in (None, ""))
-        what = f"{data.get('what', '')} ({data.get('dtype', '')}); {where}."
-        sections += [f"### `{path.name}`", "", what, "", render(data.get("cases", []), "md"), ""]
-    return "\n".join(sections)
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no benchmark report at {path}: its benchmarks/bench_*.py --out writes it")
+    data = json.loads(path.read_text())
+    machine = data.get("machine", {})
+    where = ", ".join(f"{k} {v}" for k, v in machine.items() if v not in (None, ""))
+    cases = [_flat(case) for case in data.get("cases", [])]
+    table = (render([{"quantity": k, "value": v} for k, v in cases[0].items()], "md") if len(cases) == 1
+             else render(cases, "md"))
+    return f"{data.get('what', '')} ({data.get('dtype', '')}); {where}.\n\n{table}"
+
+
+def benchmarks_markdown(directory: str | Path) -> str:
+    """One section per ``*.json`` report of ``directory`` (:func:`benchmark_markdown`)."""
+    return "\n".join(f"### `{path.name}`\n\n{benchmark_markdown(path)}"
+                     for path in sorted(Path(directory).glob("*.json")))

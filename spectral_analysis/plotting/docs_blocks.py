@@ -15,6 +15,8 @@ is not what the results give. The blocks:
 - ``bounds-table-fig2r``, ``bounds-table-pixel``: every bound on the row-MNIST zoo and on the pixel-MNIST
   subjects, from ``figures/bounds_table_fig2r.csv`` and ``figures/bounds_table_pixel.csv``
   (:func:`bounds_table_markdown`);
+- ``benchmark=NAME``: the benchmark report ``benchmarks/NAME.json`` (``benchmarks/bench_*.py --out``),
+  :func:`~spectral_analysis.plotting.benchmarks.benchmark_markdown`;
 - ``certificates``: every certificate record kept under ``results/certificates`` (``certify --state
   DIR --json > DIR/record.json``), :func:`certificates_markdown`.
 """
@@ -36,6 +38,7 @@ from spectral_analysis.experiments.catalog import configuration_key, find_experi
 from spectral_analysis.experiments.groups import Group
 from spectral_analysis.experiments.reading import read_grid
 from spectral_analysis.experiments.row_status import plateaued
+from spectral_analysis.plotting.benchmarks import BENCHMARKS_DIR, benchmark_markdown
 
 # Which paper checks read which figure: the figure's stem -> the starts of the checks' sources.
 FIGURE_CHECKS: dict[str, tuple[str, ...]] = {
@@ -59,6 +62,7 @@ FIGURE_CHECKS: dict[str, tuple[str, ...]] = {
 CHECKS_PREFIX = "checks-"
 GRID_PREFIX = "grid="
 CALIBRATION_PREFIX = "calibration="
+BENCHMARK_PREFIX = "benchmark="
 DEMO_RECORD = Path("demo") / "demo.json"
 CERTIFICATES = Path("certificates")  # results/certificates/EXPERIMENT/SCALE/TRIAL/PRIOR/record.json
 CERTIFICATE_GOAL = 0.15  # the certified error the certificates issue (#80) asks of pixel MNIST
@@ -323,7 +327,8 @@ def fill_blocks(text: str, makers: Mapping[str, Callable[[], str]],
                 results: Path | None = None) -> tuple[str, list[str]]:
     """``text`` with every block it holds that ``makers`` names (with ``figure_checks``, every
     ``checks-FIGURE`` block; with ``results``, every ``grid=EXPERIMENT@SCALE`` and
-    ``calibration=EXPERIMENT@SCALE`` block) regenerated, and the names of the blocks filled."""
+    ``calibration=EXPERIMENT@SCALE`` block) and every ``benchmark=NAME`` block regenerated, and the names
+    of the blocks filled."""
     filled = []
     names = list(makers)
     if figure_checks is not None:
@@ -339,4 +344,8 @@ def fill_blocks(text: str, makers: Mapping[str, Callable[[], str]],
                 experiment, scale = name.removeprefix(prefix).split("@")
                 text = replace_marked_block(text, name, maker(results, experiment, scale))
                 filled.append(name)
+    for name in dict.fromkeys(re.findall(rf"<!-- ({BENCHMARK_PREFIX}[\w.-]+):begin -->", text)):
+        report = BENCHMARKS_DIR / f"{name.removeprefix(BENCHMARK_PREFIX)}.json"
+        text = replace_marked_block(text, name, benchmark_markdown(report))
+        filled.append(name)
     return text, filled

@@ -247,7 +247,7 @@ def write_reproduction(results: Path, out: Path, readmes: Sequence[Path] = (),
                                    results)
         if not filled:
             raise ValueError(f"{readme} has no generated block to regenerate (<!-- NAME:begin --> with NAME "
-                             f"one of {sorted(makers)}, checks-FIGURE, grid=EXPERIMENT@SCALE or "
-                             "calibration=EXPERIMENT@SCALE)")
+                             f"one of {sorted(makers)}, checks-FIGURE, grid=EXPERIMENT@SCALE, "
+                             "calibration=EXPERIMENT@SCALE or benchmark=NAME)")
         readme.write_text(text)
     return path

@@ -32,7 +32,7 @@ from spectral_analysis.experiments.reading import (
     seeds_text,
     unkept_trials,
 )
-from spectral_analysis.plotting.benchmarks import plot_householder_benchmark
+from spectral_analysis.plotting.benchmarks import BENCHMARKS_DIR, plot_householder_benchmark
 from spectral_analysis.plotting.bounds_figure import draw_kept_bounds_figures
 from spectral_analysis.plotting.checkpoint_figures import analyzers, kru_amplitude
 from spectral_analysis.plotting.paper_figures import (
@@ -311,7 +311,7 @@ def fig5(results: Path, out: Path) -> list[Drawn]:
 
 def householder_speed(results: Path, out: Path) -> list[Drawn]:
     """The Householder speed figure from the kept benchmark report (``benchmarks/householder_cpu.json``)."""
-    report = Path(__file__).resolve().parents[2] / "benchmarks" / "householder_cpu.json"
+    report = BENCHMARKS_DIR / "householder_cpu.json"
     if not report.is_file():
         return []
     path = save_figure(plot_householder_benchmark(report).figure, out / "householder_speed_cpu.png")
