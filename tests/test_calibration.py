@@ -411,3 +411,39 @@ def test_the_toolkits_ornn_and_its_reference_compute_the_same_function_from_the_
     reference.project_()
     assert torch.equal(vectors, vectors.tril())
     assert torch.allclose(vectors.norm(dim=0), torch.ones(5, dtype=torch.float64))
+
+
+def test_the_toolkits_urnn_and_its_reference_compute_the_same_function_from_the_same_weights():
+    """The plain-PyTorch uRNN (complex states, W formed from its factors with torch.fft) gives the toolkit's
+    outputs and gradients from the same parameters (float64, the reference's modReLU without the 1e-5 its
+    authors' code adds to |z|), and W is unitary."""
+    from spectral_analysis.nn.registry import build_model
+
+    torch.manual_seed(0)
+    n = 6
+    toolkit = build_model("urnn", 2, n, 10).double()
+    reference = ReferenceRecurrent("urnn", 2, n, 10).double()
+    unitary = reference.recurrent
+    transition = toolkit.transitions[0]
+    with torch.no_grad():
+        unitary.phases.copy_(transition.thetas)
+        unitary.reflections.copy_(transition.reflections.flatten(1))
+        unitary.permutation.copy_(transition.permutation)
+        unitary.input_real.copy_(toolkit.input_weights[0][:n])
+        unitary.input_imag.copy_(toolkit.input_weights[0][n:])
+        unitary.bias.copy_(toolkit.biases[0])
+        unitary.start.copy_(toolkit.start_states[0])
+        reference.output.load_state_dict(toolkit.output.state_dict())
+    unitary.eps = 0.0
+    weight = unitary.weight()
+    assert torch.allclose(weight, transition.complex_matrix(), rtol=0, atol=1e-12)
+    assert torch.allclose(weight @ weight.conj().T, torch.eye(n, dtype=weight.dtype), atol=1e-12)
+    x = torch.rand(3, 30, 2, dtype=torch.float64)
+    ours, theirs = toolkit(x), reference(x)
+    assert ours.shape == theirs.shape == (3, 30, 10)
+    assert torch.allclose(ours, theirs, rtol=0, atol=1e-10) and ours.abs().max() > 0.1
+    ours[:, -1].pow(2).sum().backward()
+    theirs[:, -1].pow(2).sum().backward()
+    for mine, its in ((transition.thetas, unitary.phases), (toolkit.biases[0], unitary.bias),
+                      (transition.reflections, unitary.reflections)):
+        assert torch.allclose(mine.grad.reshape(its.grad.shape), its.grad, rtol=0, atol=1e-9)

@@ -112,7 +112,7 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
     vocabulary = not task.train.inputs.is_floating_point() and task.input_size > config.hidden
     model = ReferenceRecurrent(config.model, task.input_size, config.hidden, task.output_size,
                                options.get("activation", "tanh"), options.get("leak", 0.2),
-                               options["num_layers"], options["dropout"], embed=vocabulary,
+                               options["num_layers"], options.get("dropout", 0.0), embed=vocabulary,
                                reflectors=options.get("m"),
                                unit_reflectors=options.get("unit_reflectors", False))
     optimizer = OPTIMIZERS[config.optimizer](model.parameters(), lr=config.lr, **config.optimizer_options)

@@ -2,10 +2,12 @@
 ``nn.RNN`` / ``nn.LSTM`` / ``nn.GRU`` (cuDNN's on a GPU) or, for an activation ``nn.RNN`` lacks (the
 papers' leaky ReLU), the same recurrence as a loop over ``nn.Linear``; the oRNN (Mhammedi et al. 2017) as
 that loop with its recurrent matrix a product of Householder reflections, written from the paper's
-equation; an ``nn.Linear`` read-out; PyTorch's own initialization, except IRNN's identity recurrence and
-zero biases (Le, Jaitly & Hinton 2015) and the oRNN, started as Mhammedi et al.'s released code
-starts it. This module imports torch only, so a defect of the toolkit's models cannot hide in both
-sides of a calibration (:mod:`~spectral_analysis.experiments.calibration`).
+equation; the uRNN (Arjovsky et al. 2016) on complex states with its W formed from its factors and
+torch.fft; an ``nn.Linear`` read-out; PyTorch's own initialization, except IRNN's identity recurrence and
+zero biases (Le, Jaitly & Hinton 2015) and the oRNN and the uRNN, which PyTorch does not have, started
+as their authors' released code starts them. This module imports torch only, so a defect of the
+toolkit's models cannot hide in both sides of a calibration
+(:mod:`~spectral_analysis.experiments.calibration`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-REFERENCE_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn")  # the baselines that have a plain-PyTorch twin
+REFERENCE_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn", "urnn")  # the baselines with a plain-PyTorch twin
 PHI = {"relu": torch.relu, "tanh": torch.tanh, "abs": torch.abs, "identity": lambda z: z}
 
 
@@ -86,6 +88,62 @@ class HouseholderLoopRNN(nn.Module):
             self.vectors.div_(self.vectors.norm(dim=0))
 
 
+def _glorot(fan_in: int, fan_out: int, *shape: int) -> Tensor:
+    """``U(-sqrt(6 / (fan_in + fan_out)), +)``: the uRNN code's ``initialize_matrix``."""
+    bound = (6 / (fan_in + fan_out)) ** 0.5
+    return torch.empty(*shape).uniform_(-bound, bound)
+
+
+class UnitaryLoopRNN(nn.Module):
+    """The uRNN of Arjovsky et al. (2016), their Eq. 6 and 8, on complex states: ``h_t = modReLU(W h_{t-1}
+    + V x_t, b)`` with ``W = D3 R2 F^-1 D2 Pi R1 F D1`` (``D_j = diag(exp(i theta_j))``, ``R_j = I - 2 v_j
+    v_j^H / ||v_j||^2``, ``F`` the unitary DFT, ``Pi`` a fixed permutation), formed once a forward pass
+    from its factors by ``torch.fft``; ``modReLU(z, b) = relu(|z| + b) z / (|z| + eps)``, eps = 1e-5, as
+    their code writes it. Started as their released models.py (amarshah/complex_RNN) starts it: V's real and
+    imaginary parts, the reflection vectors and the phases Glorot-uniform (``initialize_matrix``), b from
+    U(-0.01, 0.01), and a learned ``h_0`` from U(-sqrt(3/n), sqrt(3/n)). The states come out in real
+    form, ``(Re h; Im h)``, for the read-out."""
+
+    def __init__(self, input_size: int, units: int) -> None:
+        super().__init__()
+        n = units
+        self.input_real = nn.Parameter(_glorot(input_size, n, n, input_size))
+        self.input_imag = nn.Parameter(_glorot(input_size, n, n, input_size))
+        self.bias = nn.Parameter(torch.empty(n).uniform_(-0.01, 0.01))
+        self.reflections = nn.Parameter(_glorot(2, 2 * n, 2, 2 * n))  # v_j = [j, :n] + i [j, n:]
+        self.phases = nn.Parameter(_glorot(3, n, 3, n))
+        self.start = nn.Parameter(torch.empty(2 * n).uniform_(-(3 / n) ** 0.5, (3 / n) ** 0.5))
+        self.register_buffer("permutation", torch.randperm(n))
+        self.units, self.eps = n, 1e-5
+
+    def _reflect(self, z: Tensor, j: int) -> Tensor:
+        """``R_j`` applied to the rows of ``z``."""
+        v = torch.complex(self.reflections[j, :self.units], self.reflections[j, self.units:])
+        return z - 2 * (z @ v.conj()).unsqueeze(-1) * v / v.abs().square().sum()
+
+    def weight(self) -> Tensor:
+        """The complex ``n x n`` W, its columns ``W e_k`` (the factors applied right to left)."""
+        z = torch.eye(self.units, dtype=torch.complex128 if self.phases.dtype == torch.float64 else
+                      torch.complex64, device=self.phases.device)
+        z = torch.fft.fft(torch.exp(1j * self.phases[0]) * z, norm="ortho")
+        z = self._reflect(z, 0)[:, self.permutation]
+        z = torch.fft.ifft(torch.exp(1j * self.phases[1]) * z, norm="ortho")
+        return (torch.exp(1j * self.phases[2]) * self._reflect(z, 1)).T
+
+    def forward(self, x: Tensor, h: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        n = self.units
+        start = self.start.expand(x.shape[0], -1) if h is None else h[0]
+        state = torch.complex(start[:, :n], start[:, n:])
+        drives = torch.complex(x @ self.input_real.T, x @ self.input_imag.T)
+        weight, states = self.weight(), []
+        for drive in drives.unbind(1):
+            z = state @ weight.T + drive
+            modulus = z.abs()
+            state = torch.relu(modulus + self.bias) / (modulus + self.eps) * z
+            states.append(torch.cat([state.real, state.imag], dim=-1))
+        return torch.stack(states, dim=1), states[-1][None]
+
+
 class ReferenceRecurrent(nn.Module):
     """A baseline of :data:`REFERENCE_MODELS` with a linear read-out at every step. Symbol ids become
     one-hot vectors, or with ``embed`` (a word vocabulary) pass an ``nn.Embedding`` of the hidden size, as
@@ -110,15 +168,17 @@ class ReferenceRecurrent(nn.Module):
         if model in ("lstm", "gru"):
             cell = nn.LSTM if model == "lstm" else nn.GRU
             self.recurrent = cell(width, hidden_size, **stacked)
-        elif model == "ornn" and num_layers == 1:
+        elif activation in ("tanh", "relu") and model in ("rnn", "irnn"):
+            self.recurrent = nn.RNN(width, hidden_size, nonlinearity=activation, **stacked)
+        elif num_layers != 1:
+            raise ValueError(f"the loop reference of {model} ({activation}) has one layer, not {num_layers}")
+        elif model == "urnn":
+            self.recurrent = UnitaryLoopRNN(width, hidden_size)
+        elif model == "ornn":
             self.recurrent = HouseholderLoopRNN(width, hidden_size, reflectors or hidden_size, activation,
                                                 leak, unit_reflectors)
-        elif activation in ("tanh", "relu") and model != "ornn":
-            self.recurrent = nn.RNN(width, hidden_size, nonlinearity=activation, **stacked)
-        elif num_layers == 1:
-            self.recurrent = LoopRNN(width, hidden_size, activation, leak)
         else:
-            raise ValueError(f"the loop reference ({activation}) has one layer, not {num_layers}")
+            self.recurrent = LoopRNN(width, hidden_size, activation, leak)
         self.drop = nn.Dropout(dropout)
         if model == "irnn":
             with torch.no_grad():
@@ -127,7 +187,8 @@ class ReferenceRecurrent(nn.Module):
                         parameter.copy_(torch.eye(hidden_size))
                     elif "bias" in name:
                         parameter.zero_()
-        self.output = nn.Linear(hidden_size, output_size)
+        # the uRNN's n complex units are read in real form (Re h; Im h)
+        self.output = nn.Linear(2 * hidden_size if model == "urnn" else hidden_size, output_size)
 
     @torch.no_grad()
     def project_(self) -> None:
