@@ -99,20 +99,22 @@ class UnitaryLoopRNN(nn.Module):
     + V x_t, b)`` with ``W = D3 R2 F^-1 D2 Pi R1 F D1`` (``D_j = diag(exp(i theta_j))``, ``R_j = I - 2 v_j
     v_j^H / ||v_j||^2``, ``F`` the unitary DFT, ``Pi`` a fixed permutation), formed once a forward pass
     from its factors by ``torch.fft``; ``modReLU(z, b) = relu(|z| + b) z / (|z| + eps)``, eps = 1e-5, as
-    their code writes it. Started as their released models.py (amarshah/complex_RNN) starts it: V's real and
-    imaginary parts, the reflection vectors and the phases Glorot-uniform (``initialize_matrix``), b from
-    U(-0.01, 0.01), and a learned ``h_0`` from U(-sqrt(3/n), sqrt(3/n)). The states come out in real
+    their code writes it. Started as the ``complex_RNN`` of their released models.py (amarshah/complex_RNN,
+    the version that applies the FFTs) starts it: V, one ``n_i x 2n`` matrix of real and imaginary parts,
+    and the reflection vectors Glorot-uniform (``initialize_matrix``), the phases from U(-pi, pi), b from
+    U(-0.01, 0.01), and a learned ``h_0`` from U(-sqrt(3/2n), sqrt(3/2n)). The states come out in real
     form, ``(Re h; Im h)``, for the read-out."""
 
     def __init__(self, input_size: int, units: int) -> None:
         super().__init__()
         n = units
-        self.input_real = nn.Parameter(_glorot(input_size, n, n, input_size))
-        self.input_imag = nn.Parameter(_glorot(input_size, n, n, input_size))
+        self.input_real = nn.Parameter(_glorot(input_size, 2 * n, n, input_size))
+        self.input_imag = nn.Parameter(_glorot(input_size, 2 * n, n, input_size))
         self.bias = nn.Parameter(torch.empty(n).uniform_(-0.01, 0.01))
         self.reflections = nn.Parameter(_glorot(2, 2 * n, 2, 2 * n))  # v_j = [j, :n] + i [j, n:]
-        self.phases = nn.Parameter(_glorot(3, n, 3, n))
-        self.start = nn.Parameter(torch.empty(2 * n).uniform_(-(3 / n) ** 0.5, (3 / n) ** 0.5))
+        self.phases = nn.Parameter(torch.empty(3, n).uniform_(-torch.pi, torch.pi))
+        bound = (3 / (2 * n)) ** 0.5
+        self.start = nn.Parameter(torch.empty(2 * n).uniform_(-bound, bound))
         self.register_buffer("permutation", torch.randperm(n))
         self.units, self.eps = n, 1e-5
 
