@@ -33,7 +33,7 @@ MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     "spectral": {**_RECURRENT, "m1": None, "m2": None, **_SIGMA},
     "kru": {**_RECURRENT, "activation": "relu", "factor_sizes": None, "complex": False},
     "dizzy": {**_RECURRENT, "activation": "abs", "rotations": None, "svd": False},
-    "urnn": {"output_bias": True, "num_layers": 1},
+    "urnn": {"output_bias": True, "num_layers": 1, "input_std": None},
     "mlp": dict(_FEEDFORWARD),
     "resnet": dict(_FEEDFORWARD),
     "spectral-mlp": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA, "plain_ends": False},

@@ -171,3 +171,16 @@ def test_an_older_urnn_file_without_a_start_state_loads_starting_from_zero(tmp_p
     assert torch.equal(loaded.start_states, torch.zeros_like(model.start_states))
     x = torch.randn(2, 5, 3, dtype=D)
     assert torch.equal(loaded(x), loaded.run(x, torch.zeros(1, 2, 8, dtype=D)).outputs)
+
+
+def test_the_urnn_input_matrix_starts_at_the_asked_scale_and_refuses_a_bad_one():
+    """``input_std`` sets the input matrix's std (the authors' Glorot scale for Table 2's uRNN); without it
+    the default 1/sqrt(2 n_i); a scale that is not a finite positive number is refused by name."""
+    torch.manual_seed(0)
+    authors = build_model("urnn", 1, 512, 10, input_std=0.0442).input_weights[0]
+    default = build_model("urnn", 3, 512, 10).input_weights[0]
+    assert authors.shape == (1024, 1) and abs(authors.std().item() - 0.0442) < 0.003
+    assert abs(default.std().item() - 6 ** -0.5) < 0.02
+    for bad in (0.0, -1.0, float("nan"), True):
+        with pytest.raises(ValueError, match="input_std must be a finite number > 0"):
+            build_model("urnn", 1, 8, 10, input_std=bad)

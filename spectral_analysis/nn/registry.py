@@ -45,7 +45,7 @@ def resolve_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
 
 def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
     if name == "urnn":
-        return UnitaryRNN(ni, n, ny, o["output_bias"], o["num_layers"])
+        return UnitaryRNN(ni, n, ny, o["output_bias"], o["num_layers"], o["input_std"])
     if name == "lstm":
         return LSTMNet(ni, n, ny, o["num_layers"], o["forget_bias"], o["recurrence"], o["output_bias"],
                        o["dropout"], o["dropout_kind"], o["input_std"], o["init"])
