@@ -447,3 +447,77 @@ def test_the_toolkits_urnn_and_its_reference_compute_the_same_function_from_the_
     for mine, its in ((transition.thetas, unitary.phases), (toolkit.biases[0], unitary.bias),
                       (transition.reflections, unitary.reflections)):
         assert torch.allclose(mine.grad.reshape(its.grad.shape), its.grad, rtol=0, atol=1e-9)
+
+
+def test_the_toolkits_complex_kru_and_its_reference_compute_the_same_function_and_penalty():
+    """The plain-PyTorch KRU (complex factors formed into W by torch.kron, modReLU on complex states) gives
+    the toolkit's outputs, gradients and soft unitary penalty (Eq. 7) from the same parameters (float64,
+    the reference's modReLU without its 1e-5), and its factors start unitary."""
+    from spectral_analysis.nn.registry import build_model
+
+    torch.manual_seed(0)
+    n = 8
+    toolkit = build_model("kru", 2, n, 10, complex=True, activation="modrelu").double()
+    reference = ReferenceRecurrent("kru", 2, n, 10, activation="modrelu", complex_factors=True).double()
+    kru, transition = reference.recurrent, toolkit.transitions[0]
+    for W in kru.kronecker.factors():
+        assert W.shape == (2, 2) and torch.allclose(W.mH @ W, torch.eye(2, dtype=W.dtype), atol=1e-6)
+    with torch.no_grad():
+        for f, (re, im) in enumerate(zip(kru.kronecker.real, kru.kronecker.imag, strict=True)):
+            # the toolkit's factors, pushed off the unitary set so that the penalty is not zero
+            re.copy_(transition.factor_parameters[2 * f] + 0.1 * torch.randn(2, 2))
+            im.copy_(transition.factor_parameters[2 * f + 1])
+            transition.factor_parameters[2 * f].copy_(re)
+        kru.input_real.copy_(toolkit.input_weights[0][:n])
+        kru.input_imag.copy_(toolkit.input_weights[0][n:])
+        kru.bias.copy_(toolkit.biases[0])
+        kru.start.copy_(toolkit.start_states[0])
+        reference.output.weight.copy_(toolkit.output.weight)
+        reference.output.bias.zero_()
+    kru.eps = 0.0
+    assert torch.allclose(kru.weight(), transition.complex_matrix(), rtol=0, atol=1e-12)
+    penalty = reference.spectral_penalty()
+    assert penalty > 1e-3 and torch.allclose(penalty, toolkit.spectral_penalty(), rtol=1e-12)
+    x = torch.rand(3, 30, 2, dtype=torch.float64)
+    ours, theirs = toolkit(x), reference(x)
+    assert ours.shape == theirs.shape == (3, 30, 10)
+    assert torch.allclose(ours, theirs, rtol=0, atol=1e-10) and ours.abs().max() > 0.1
+    (ours[:, -1].pow(2).sum() + toolkit.spectral_penalty()).backward()
+    (theirs[:, -1].pow(2).sum() + reference.spectral_penalty()).backward()
+    for f in range(len(kru.kronecker.real)):
+        assert torch.allclose(transition.factor_parameters[2 * f].grad, kru.kronecker.real[f].grad, atol=1e-9)
+        assert torch.allclose(transition.factor_parameters[2 * f + 1].grad, kru.kronecker.imag[f].grad,
+                              atol=1e-9)
+    assert torch.allclose(toolkit.biases[0].grad, kru.bias.grad, rtol=0, atol=1e-9)
+
+
+def test_the_toolkits_real_kru_and_its_reference_compute_the_same_function():
+    """The real KRU's reference (a loop over time, W = torch.kron of its factors, 3 x 2 factors for n = 6)
+    gives the toolkit's outputs and factor gradients from the same weights (float64); a complex KRU with
+    another unit than modReLU has no reference, and says so."""
+    from spectral_analysis.nn.registry import build_model
+
+    torch.manual_seed(1)
+    toolkit = build_model("kru", 2, 6, 4, factor_sizes=[3, 2]).double()
+    reference = ReferenceRecurrent("kru", 2, 6, 4, activation="relu", factor_sizes=[3, 2]).double()
+    factors = reference.recurrent.kronecker.real
+    transition = toolkit.transitions[0]
+    with torch.no_grad():
+        for mine, its in zip(transition.factor_parameters, factors, strict=True):
+            its.copy_(mine)
+        reference.recurrent.input_layer.weight.copy_(toolkit.input_weights[0])
+        reference.recurrent.input_layer.bias.copy_(torch.randn(6))
+        toolkit.biases[0].copy_(reference.recurrent.input_layer.bias)
+        reference.output.weight.copy_(toolkit.output.weight)
+        reference.output.bias.zero_()
+    x = torch.rand(3, 25, 2, dtype=torch.float64)
+    ours, theirs = toolkit(x), reference(x)
+    assert torch.allclose(ours, theirs, rtol=0, atol=1e-12) and ours.abs().max() > 0.1
+    ours[:, -1].pow(2).sum().backward()
+    theirs[:, -1].pow(2).sum().backward()
+    for mine, its in zip(transition.factor_parameters, factors, strict=True):
+        assert torch.allclose(mine.grad, its.grad, rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match="modReLU units, not 'relu'"):
+        ReferenceRecurrent("kru", 2, 4, 3, activation="relu", complex_factors=True)
+    with pytest.raises(ValueError, match="LoopRNN has no spectral penalty"):
+        ReferenceRecurrent("rnn", 2, 4, 3, activation="leaky_relu").spectral_penalty()

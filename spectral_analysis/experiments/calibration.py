@@ -114,7 +114,9 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
                                options.get("activation", "tanh"), options.get("leak", 0.2),
                                options["num_layers"], options.get("dropout", 0.0), embed=vocabulary,
                                reflectors=options.get("m"),
-                               unit_reflectors=options.get("unit_reflectors", False))
+                               unit_reflectors=options.get("unit_reflectors", False),
+                               factor_sizes=options.get("factor_sizes"),
+                               complex_factors=options.get("complex", False))
     optimizer = OPTIMIZERS[config.optimizer](model.parameters(), lr=config.lr, **config.optimizer_options)
     curve, state = [], None
     for step in range(steps):
@@ -128,7 +130,10 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
             curve.append((step + 1, float("inf")))
             break
         optimizer.zero_grad(set_to_none=True)
-        training_objective(task, loss, outputs, config.sequence_loss).backward()
+        objective = training_objective(task, loss, outputs, config.sequence_loss)
+        if config.penalty:
+            objective = objective + config.penalty * model.spectral_penalty()
+        objective.backward()
         if config.clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
         optimizer.step()

@@ -12,13 +12,15 @@ toolkit's models cannot hide in both sides of a calibration
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-REFERENCE_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn", "urnn")  # the baselines with a plain-PyTorch twin
+# the models with a plain-PyTorch twin
+REFERENCE_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn", "urnn", "kru")
 PHI = {"relu": torch.relu, "tanh": torch.tanh, "abs": torch.abs, "identity": lambda z: z}
 
 
@@ -94,16 +96,14 @@ def _glorot(fan_in: int, fan_out: int, *shape: int) -> Tensor:
     return torch.empty(*shape).uniform_(-bound, bound)
 
 
-class UnitaryLoopRNN(nn.Module):
-    """The uRNN of Arjovsky et al. (2016), their Eq. 6 and 8, on complex states: ``h_t = modReLU(W h_{t-1}
-    + V x_t, b)`` with ``W = D3 R2 F^-1 D2 Pi R1 F D1`` (``D_j = diag(exp(i theta_j))``, ``R_j = I - 2 v_j
-    v_j^H / ||v_j||^2``, ``F`` the unitary DFT, ``Pi`` a fixed permutation), formed once a forward pass
-    from its factors by ``torch.fft``; ``modReLU(z, b) = relu(|z| + b) z / (|z| + eps)``, eps = 1e-5, as
-    their code writes it. Started as the ``complex_RNN`` of their released models.py (amarshah/complex_RNN,
-    the version that applies the FFTs) starts it: V, one ``n_i x 2n`` matrix of real and imaginary parts,
-    and the reflection vectors Glorot-uniform (``initialize_matrix``), the phases from U(-pi, pi), b from
-    U(-0.01, 0.01), and a learned ``h_0`` from U(-sqrt(3/2n), sqrt(3/2n)). The states come out in real
-    form, ``(Re h; Im h)``, for the read-out."""
+class ModReLULoop(nn.Module, ABC):
+    """The modReLU net of Arjovsky et al. (2016), their Eq. 6 and 8, on complex states: ``h_t = modReLU(W
+    h_{t-1} + V x_t, b)``, ``modReLU(z, b) = relu(|z| + b) z / (|z| + eps)``, eps = 1e-5, as their code
+    writes it, for the complex W of :meth:`weight`. Started as the ``complex_RNN`` of their released
+    models.py (amarshah/complex_RNN) starts it: V, one ``n_i x 2n`` matrix of real and imaginary parts,
+    Glorot-uniform (``initialize_matrix``), b from U(-0.01, 0.01), and a learned ``h_0`` from
+    U(-sqrt(3/2n), sqrt(3/2n)) (drawn by :meth:`_draw_start` after W's parameters, as that code draws it).
+    The states come out in real form, ``(Re h; Im h)``, for the read-out."""
 
     def __init__(self, input_size: int, units: int) -> None:
         super().__init__()
@@ -111,26 +111,18 @@ class UnitaryLoopRNN(nn.Module):
         self.input_real = nn.Parameter(_glorot(input_size, 2 * n, n, input_size))
         self.input_imag = nn.Parameter(_glorot(input_size, 2 * n, n, input_size))
         self.bias = nn.Parameter(torch.empty(n).uniform_(-0.01, 0.01))
-        self.reflections = nn.Parameter(_glorot(2, 2 * n, 2, 2 * n))  # v_j = [j, :n] + i [j, n:]
-        self.phases = nn.Parameter(torch.empty(3, n).uniform_(-torch.pi, torch.pi))
-        bound = (3 / (2 * n)) ** 0.5
-        self.start = nn.Parameter(torch.empty(2 * n).uniform_(-bound, bound))
-        self.register_buffer("permutation", torch.randperm(n))
         self.units, self.eps = n, 1e-5
 
-    def _reflect(self, z: Tensor, j: int) -> Tensor:
-        """``R_j`` applied to the rows of ``z``."""
-        v = torch.complex(self.reflections[j, :self.units], self.reflections[j, self.units:])
-        return z - 2 * (z @ v.conj()).unsqueeze(-1) * v / v.abs().square().sum()
+    def _draw_start(self) -> None:
+        bound = (3 / (2 * self.units)) ** 0.5
+        self.start = nn.Parameter(torch.empty(2 * self.units).uniform_(-bound, bound))
 
+    @abstractmethod
     def weight(self) -> Tensor:
-        """The complex ``n x n`` W, its columns ``W e_k`` (the factors applied right to left)."""
-        z = torch.eye(self.units, dtype=torch.complex128 if self.phases.dtype == torch.float64 else
-                      torch.complex64, device=self.phases.device)
-        z = torch.fft.fft(torch.exp(1j * self.phases[0]) * z, norm="ortho")
-        z = self._reflect(z, 0)[:, self.permutation]
-        z = torch.fft.ifft(torch.exp(1j * self.phases[1]) * z, norm="ortho")
-        return (torch.exp(1j * self.phases[2]) * self._reflect(z, 1)).T
+        """The complex ``n x n`` W."""
+
+    def _complex_dtype(self) -> torch.dtype:
+        return torch.complex128 if self.bias.dtype == torch.float64 else torch.complex64
 
     def forward(self, x: Tensor, h: Tensor | None = None) -> tuple[Tensor, Tensor]:
         n = self.units
@@ -146,6 +138,112 @@ class UnitaryLoopRNN(nn.Module):
         return torch.stack(states, dim=1), states[-1][None]
 
 
+class UnitaryLoopRNN(ModReLULoop):
+    """The uRNN (Arjovsky et al. 2016): :class:`ModReLULoop` with ``W = D3 R2 F^-1 D2 Pi R1 F D1``
+    (``D_j = diag(exp(i theta_j))``, ``R_j = I - 2 v_j v_j^H / ||v_j||^2``, ``F`` the unitary DFT, ``Pi`` a
+    fixed permutation), formed once a forward pass from its factors by ``torch.fft``. Started as the
+    ``complex_RNN`` of their released models.py (the version that applies the FFTs) starts it: the
+    reflection vectors Glorot-uniform, the phases from U(-pi, pi)."""
+
+    def __init__(self, input_size: int, units: int) -> None:
+        super().__init__(input_size, units)
+        n = units
+        self.reflections = nn.Parameter(_glorot(2, 2 * n, 2, 2 * n))  # v_j = [j, :n] + i [j, n:]
+        self.phases = nn.Parameter(torch.empty(3, n).uniform_(-torch.pi, torch.pi))
+        self._draw_start()
+        self.register_buffer("permutation", torch.randperm(n))
+
+    def _reflect(self, z: Tensor, j: int) -> Tensor:
+        """``R_j`` applied to the rows of ``z``."""
+        v = torch.complex(self.reflections[j, :self.units], self.reflections[j, self.units:])
+        return z - 2 * (z @ v.conj()).unsqueeze(-1) * v / v.abs().square().sum()
+
+    def weight(self) -> Tensor:
+        """The complex ``n x n`` W, its columns ``W e_k`` (the factors applied right to left)."""
+        z = torch.eye(self.units, dtype=self._complex_dtype(), device=self.phases.device)
+        z = torch.fft.fft(torch.exp(1j * self.phases[0]) * z, norm="ortho")
+        z = self._reflect(z, 0)[:, self.permutation]
+        z = torch.fft.ifft(torch.exp(1j * self.phases[1]) * z, norm="ortho")
+        return (torch.exp(1j * self.phases[2]) * self._reflect(z, 1)).T
+
+
+def _factor_sizes(n: int) -> list[int]:
+    """KRU's factor sizes for n units: n's prime factors, ascending (2 x 2 factors for a power of two)."""
+    sizes, p = [], 2
+    while n > 1:
+        while n % p == 0:
+            sizes.append(p)
+            n //= p
+        p += 1
+    return sizes or [1]
+
+
+def _random_orthogonal(p: int, complex_factor: bool) -> Tensor:
+    """A random unitary (complex) or orthogonal (real) ``p x p`` matrix: Q of a Gaussian's QR, its columns'
+    phases fixed by R's diagonal so that it is Haar-distributed."""
+    Q, R = torch.linalg.qr(torch.randn(p, p, dtype=torch.complex64 if complex_factor else torch.float32))
+    diagonal = torch.diagonal(R)
+    return Q * (diagonal / diagonal.abs()).unsqueeze(0)
+
+
+class KroneckerFactors(nn.Module):
+    """KRU's W = W_0 (x) ... (x) W_(F-1) (Jose et al., Eq. 4), formed with ``torch.kron``, each factor
+    started random unitary ("We initialize it by random unitary matrix", their Section 4.1), complex
+    factors held as real and imaginary parts; :meth:`penalty` is their soft unitary constraint (Eq. 7),
+    ``sum_f ||W_f^H W_f - I||_F^2``."""
+
+    def __init__(self, sizes: list[int], complex_factors: bool) -> None:
+        super().__init__()
+        factors = [_random_orthogonal(p, complex_factors) for p in sizes]
+        self.real = nn.ParameterList([nn.Parameter(W.real.contiguous()) for W in factors])
+        self.imag = nn.ParameterList([nn.Parameter(W.imag.contiguous()) for W in factors]
+                                     if complex_factors else [])
+
+    def factors(self) -> list[Tensor]:
+        if not len(self.imag):
+            return list(self.real)
+        return [torch.complex(re, im) for re, im in zip(self.real, self.imag, strict=True)]
+
+    def weight(self) -> Tensor:
+        weight = self.factors()[0]
+        for factor in self.factors()[1:]:
+            weight = torch.kron(weight, factor)
+        return weight
+
+    def penalty(self) -> Tensor:
+        return sum(((W.mH @ W - torch.eye(W.shape[0], dtype=W.dtype, device=W.device)).abs().square().sum()
+                    for W in self.factors()), torch.zeros((), dtype=self.real[0].dtype))
+
+
+class KroneckerModReLURNN(ModReLULoop):
+    """KRU with complex factors and modReLU units (their "complex rectified linear units (Arjovsky et al.,
+    2016)"): :class:`ModReLULoop` with W from :class:`KroneckerFactors`."""
+
+    def __init__(self, input_size: int, units: int, sizes: list[int]) -> None:
+        super().__init__(input_size, units)
+        self.kronecker = KroneckerFactors(sizes, complex_factors=True)
+        self._draw_start()
+
+    def weight(self) -> Tensor:
+        return self.kronecker.weight()
+
+
+class KroneckerLoopRNN(LoopRNN):
+    """KRU with real factors: :class:`LoopRNN` with W from :class:`KroneckerFactors` (an ``nn.Linear``
+    input layer at PyTorch's default initialization)."""
+
+    def __init__(self, input_size: int, hidden_size: int, sizes: list[int], activation: str,
+                 leak: float) -> None:
+        super().__init__(input_size, hidden_size, activation, leak)
+        del self.recurrent
+        self.kronecker = KroneckerFactors(sizes, complex_factors=False)
+
+    def forward(self, x: Tensor, h: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        h = x.new_zeros(x.shape[0], self.hidden_size) if h is None else h[0]
+        weight = self.kronecker.weight()
+        return _scan(self.input_layer(x), h, lambda state: state @ weight.T, self.activation, self.leak)
+
+
 class ReferenceRecurrent(nn.Module):
     """A baseline of :data:`REFERENCE_MODELS` with a linear read-out at every step. Symbol ids become
     one-hot vectors, or with ``embed`` (a word vocabulary) pass an ``nn.Embedding`` of the hidden size, as
@@ -153,12 +251,15 @@ class ReferenceRecurrent(nn.Module):
     a :class:`LoopRNN` (one layer). ``num_layers`` stack; ``dropout`` acts where Zaremba et al. (2014) put
     it: on the (embedded) input, between layers (the cuDNN modules' own ``dropout``) and before the read-out.
     ``reflectors``, ``unit_reflectors``: the oRNN's m (None: n) and its projection
-    (:class:`HouseholderLoopRNN`).
+    (:class:`HouseholderLoopRNN`). ``factor_sizes``, ``complex_factors``: KRU's factors (None: n's prime
+    factors); complex factors run KRU's modReLU net (:class:`KroneckerModReLURNN`), ``hidden_size`` complex
+    units read in real form, as the uRNN's.
     """
 
     def __init__(self, model: str, input_size: int, hidden_size: int, output_size: int,
                  activation: str = "tanh", leak: float = 0.2, num_layers: int = 1, dropout: float = 0.0,
-                 embed: bool = False, reflectors: int | None = None, unit_reflectors: bool = False) -> None:
+                 embed: bool = False, reflectors: int | None = None, unit_reflectors: bool = False,
+                 factor_sizes: list[int] | None = None, complex_factors: bool = False) -> None:
         super().__init__()
         if model not in REFERENCE_MODELS:
             raise ValueError(f"no plain-PyTorch reference of {model!r}; there is one of {REFERENCE_MODELS}")
@@ -176,6 +277,13 @@ class ReferenceRecurrent(nn.Module):
             raise ValueError(f"the loop reference of {model} ({activation}) has one layer, not {num_layers}")
         elif model == "urnn":
             self.recurrent = UnitaryLoopRNN(width, hidden_size)
+        elif model == "kru":
+            sizes = list(factor_sizes) if factor_sizes is not None else _factor_sizes(hidden_size)
+            if complex_factors and activation != "modrelu":
+                raise ValueError("the reference KRU with complex factors runs modReLU units, not "
+                                 f"{activation!r}")
+            self.recurrent = (KroneckerModReLURNN(width, hidden_size, sizes) if complex_factors else
+                              KroneckerLoopRNN(width, hidden_size, sizes, activation, leak))
         elif model == "ornn":
             self.recurrent = HouseholderLoopRNN(width, hidden_size, reflectors or hidden_size, activation,
                                                 leak, unit_reflectors)
@@ -189,8 +297,9 @@ class ReferenceRecurrent(nn.Module):
                         parameter.copy_(torch.eye(hidden_size))
                     elif "bias" in name:
                         parameter.zero_()
-        # the uRNN's n complex units are read in real form (Re h; Im h)
-        self.output = nn.Linear(2 * hidden_size if model == "urnn" else hidden_size, output_size)
+        # the uRNN's and complex KRU's n complex units are read in real form (Re h; Im h)
+        complex_units = model == "urnn" or (model == "kru" and complex_factors)
+        self.output = nn.Linear(2 * hidden_size if complex_units else hidden_size, output_size)
 
     @torch.no_grad()
     def project_(self) -> None:
@@ -198,6 +307,13 @@ class ReferenceRecurrent(nn.Module):
         for the others)."""
         if isinstance(self.recurrent, HouseholderLoopRNN):
             self.recurrent.project_()
+
+    def spectral_penalty(self) -> Tensor:
+        """The penalty the recipe weights by its ``penalty``: KRU's soft unitary constraint (Eq. 7)."""
+        kronecker = getattr(self.recurrent, "kronecker", None)
+        if kronecker is None:
+            raise ValueError(f"the reference {type(self.recurrent).__name__} has no spectral penalty")
+        return kronecker.penalty()
 
     def run(self, x: Tensor, state=None) -> tuple[Tensor, object]:
         """Outputs at every step and the final state, from ``state`` (zeros when None)."""

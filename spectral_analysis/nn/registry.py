@@ -75,10 +75,9 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
         transitions = [KroneckerTransition(n, None if sizes is None else list(sizes), bool(o["complex"]))
                        for _ in range(layers)]
         if o["activation"] == MODRELU:
-            if not o["complex"] or o["input_std"] is not None or o["dropout"]:
-                raise ValueError("KRU's modReLU acts on complex units (complex=True) and starts its input "
-                                 "weights as the uRNN's (input_std must be left unset), without dropout")
-            return ModReLURNN(transitions, ni, ny, o["output_bias"], o["recurrence"])
+            if not o["complex"] or o["dropout"]:
+                raise ValueError("KRU's modReLU acts on complex units (complex=True), without dropout")
+            return ModReLURNN(transitions, ni, ny, o["output_bias"], o["recurrence"], o["input_std"])
     elif name == "dizzy":
         kind = GivensSVDTransition if o["svd"] else GivensTransition
         transitions = [kind(n, o["rotations"]) for _ in range(layers)]
