@@ -197,6 +197,18 @@ def test_calibrate_takes_the_baselines_named_and_refuses_one_without_a_reference
     assert main(["--quiet", "calibrate", "calib", "--variant", "spectral", *common]) == 1
     assert ("calib has no baseline ['spectral'] with a plain-PyTorch reference at 'paper'; it has ['lstm', "
             "'still', 'too-large']") in capsys.readouterr().err
+    # a recipe that freezes some of the toolkit's parameters (KRU's copy task) has no twin: the twin's
+    # parameters have other names
+    frozen = GRID.replace('lr = 1e-9\n', 'lr = 1e-9\nfreeze = ["transitions.*"]\n')
+    (catalog / "calib.toml").write_text(frozen)
+    assert main(["--quiet", "calibrate", "calib", "--variant", "still", *common]) == 1
+    assert "calib has no baseline ['still'] with a plain-PyTorch reference" in capsys.readouterr().err
+    from spectral_analysis.experiments.calibration import calibrate_trial
+
+    still = [t for t in find_experiment("calib", catalog).trials("paper") if t.variant == "still"][0]
+    with pytest.raises(ValueError, match=r"no plain-PyTorch reference of 'gru' with parameters frozen "
+                                         r"\(\['transitions\.\*'\]\)"):
+        calibrate_trial(still, 10)
 
 
 def test_calibrate_at_a_grid_point_trains_that_point_and_keeps_it_beside_the_first(tmp_path, capsys,
@@ -521,3 +533,53 @@ def test_the_toolkits_real_kru_and_its_reference_compute_the_same_function():
         ReferenceRecurrent("kru", 2, 4, 3, activation="relu", complex_factors=True)
     with pytest.raises(ValueError, match="LoopRNN has no spectral penalty"):
         ReferenceRecurrent("rnn", 2, 4, 3, activation="leaky_relu").spectral_penalty()
+
+
+def test_the_reference_dizzyrnns_rounds_pair_every_unit_once_a_round_and_every_pair_once():
+    """DizzyRNN's twin schedules its packed rotations by the polygon method: each of the n - 1 rounds a
+    perfect matching, all n (n - 1) / 2 pairs met once; an odd n is refused by name."""
+    from spectral_analysis.experiments.reference import round_robin
+
+    for n in (2, 4, 10, 128):
+        rounds = round_robin(n)
+        assert len(rounds) == n - 1
+        assert all(sorted(u for pair in pairs for u in pair) == list(range(n)) for pairs in rounds)
+        met = [pair for pairs in rounds for pair in pairs]
+        assert len(met) == len(set(met)) == n * (n - 1) // 2
+    with pytest.raises(ValueError, match="an even number of units, not 7"):
+        round_robin(7)
+
+
+def test_the_toolkits_dizzyrnn_and_its_reference_compute_the_same_function_from_the_same_angles():
+    """DizzyRNN's twin (each packed rotation a dense matrix, W their product, abs units) gives the toolkit's
+    W, outputs and angle gradients from the same angles and schedule (float64); W is orthogonal."""
+    from spectral_analysis.nn.registry import build_model
+
+    torch.manual_seed(2)
+    toolkit = build_model("dizzy", 2, 8, 4, rotations=5).double()
+    transition = toolkit.transitions[0]
+    schedule = [list(zip(a, b, strict=True)) for a, b in transition.schedule]
+    reference = ReferenceRecurrent("dizzy", 2, 8, 4, activation="abs", rotations=5).double()
+    dizzy = reference.recurrent
+    assert dizzy.angles.shape == (5, 4) and dizzy.angles.abs().max() <= math.pi
+    dizzy.pairs = schedule[:5]
+    with torch.no_grad():
+        dizzy.angles.copy_(torch.stack(list(transition.angles)))
+        dizzy.input_layer.weight.copy_(toolkit.input_weights[0])
+        dizzy.input_layer.bias.copy_(torch.randn(8))
+        toolkit.biases[0].copy_(dizzy.input_layer.bias)
+        reference.output.weight.copy_(toolkit.output.weight)
+        reference.output.bias.zero_()
+    weight = dizzy.weight()
+    assert torch.allclose(weight, transition.matrix(), rtol=0, atol=1e-12)
+    assert torch.allclose(weight @ weight.T, torch.eye(8, dtype=torch.float64), atol=1e-12)
+    x = torch.rand(3, 20, 2, dtype=torch.float64)
+    ours, theirs = toolkit(x), reference(x)
+    assert torch.allclose(ours, theirs, rtol=0, atol=1e-12) and ours.abs().max() > 0.1
+    ours[:, -1].pow(2).sum().backward()
+    theirs[:, -1].pow(2).sum().backward()
+    assert torch.allclose(torch.stack([a.grad for a in transition.angles]), dizzy.angles.grad, atol=1e-10)
+    from spectral_analysis.experiments.calibration import _has_reference
+
+    assert _has_reference({"model": "dizzy", "model_options": {"rotations": 5}})
+    assert not _has_reference({"model": "dizzy", "model_options": {"svd": True}})  # Section 5's form: none

@@ -117,11 +117,21 @@ def test_kru_modrelu_models_take_their_size_s_scan_and_match_the_factor_by_facto
         assert torch.allclose(model(x), model.run(x, recurrence="loop").outputs, atol=1e-10)
 
 
+def test_kru_modrelus_input_matrix_starts_at_the_asked_scale():
+    """KRU's modReLU net takes ``input_std`` as the uRNN's does (the uRNN authors' Glorot scale, 0.044 for
+    pixel MNIST at N = 512); without it, 1/sqrt(2 n_i)."""
+    torch.manual_seed(0)
+    authors = build_model("kru", 1, 512, 10, complex=True, activation="modrelu", input_std=0.0442)
+    default = build_model("kru", 1, 512, 10, complex=True, activation="modrelu")
+    assert abs(authors.input_weights[0].std().item() - 0.0442) < 0.003
+    assert abs(default.input_weights[0].std().item() - 2 ** -0.5) < 0.05
+
+
 def test_kru_modrelu_refusals_name_the_problem():
     with pytest.raises(ValueError, match="complex units"):
         build_model("kru", 2, 8, 2, activation="modrelu")  # real factors
-    with pytest.raises(ValueError, match="input_std"):
-        build_model("kru", 2, 8, 2, complex=True, activation="modrelu", input_std=0.1)
+    with pytest.raises(ValueError, match="input_std must be a finite number > 0"):
+        build_model("kru", 2, 8, 2, complex=True, activation="modrelu", input_std=-0.1)
     with pytest.raises(ValueError, match="recurrence 'torch' is not available"):
         build_model("kru", 2, 8, 2, complex=True, activation="modrelu", recurrence="torch")
     factors = [torch.randn(2, 2, dtype=torch.complex64) for _ in range(3)]

@@ -116,7 +116,8 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
                                reflectors=options.get("m"),
                                unit_reflectors=options.get("unit_reflectors", False),
                                factor_sizes=options.get("factor_sizes"),
-                               complex_factors=options.get("complex", False))
+                               complex_factors=options.get("complex", False),
+                               rotations=options.get("rotations"))
     optimizer = OPTIMIZERS[config.optimizer](model.parameters(), lr=config.lr, **config.optimizer_options)
     curve, state = [], None
     for step in range(steps):
@@ -145,13 +146,23 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
     return curve, valid
 
 
+def _has_reference(config: Mapping[str, Any]) -> bool:
+    """Whether a trial's recipe has a plain-PyTorch twin: its model has one (DizzyRNN's without its SVD
+    form), and it freezes no parameters (a pattern over the toolkit's parameter names, which the twin's do
+    not share)."""
+    svd = config["model"] == "dizzy" and config.get("model_options", {}).get("svd", False)
+    return config["model"] in REFERENCE_MODELS and not svd and not config.get("freeze")
+
+
 def calibrate_trial(trial: Trial, steps: int, margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
     """One baseline of a grid ``steps`` steps beside its reference (module docstring): both curves, both
     validation metrics, and whether the toolkit trails (``trails``)."""
     model = trial.config["model"]
-    if model not in REFERENCE_MODELS:
-        raise ValueError(f"{trial.key}: no plain-PyTorch reference of {model!r} (there is one of "
-                         f"{REFERENCE_MODELS})")
+    if not _has_reference(trial.config):
+        raise ValueError(f"{trial.key}: no plain-PyTorch reference of {model!r} with parameters frozen "
+                         f"({trial.config['freeze']})" if trial.config.get("freeze") else
+                         f"{trial.key}: no plain-PyTorch reference of {model!r} with these options (there is "
+                         f"one of {REFERENCE_MODELS}, DizzyRNN's without svd)")
     with tempfile.TemporaryDirectory(prefix="calibrate-") as out:
         config = trial.train_config(Path(out) / trial.key)
         record_every = max(1, steps // 20)
@@ -219,13 +230,13 @@ def calibrate(experiment: Experiment, scale: str, steps: int, margin: float = DE
                              f"{axes}")
     first: dict[str, list[Trial]] = {}
     for trial in experiment.trials(scale, seeds=seeds, only=at):
-        if trial.config["model"] in REFERENCE_MODELS:
+        if _has_reference(trial.config):
             points = first.setdefault(trial.variant, [])
             if not points or trial.config == points[0].config:
                 points.append(trial)
     if not first:
         raise ValueError(f"{experiment.name} has no baseline with a plain-PyTorch reference at {scale!r} "
-                         f"(models with one: {REFERENCE_MODELS})")
+                         f"(models with one: {REFERENCE_MODELS}, none with parameters frozen)")
     if variants is not None:
         unknown = sorted(set(variants) - set(first))
         if unknown:

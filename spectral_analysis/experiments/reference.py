@@ -3,10 +3,12 @@
 papers' leaky ReLU), the same recurrence as a loop over ``nn.Linear``; the oRNN (Mhammedi et al. 2017) as
 that loop with its recurrent matrix a product of Householder reflections, written from the paper's
 equation; the uRNN (Arjovsky et al. 2016) on complex states with its W formed from its factors and
-torch.fft; an ``nn.Linear`` read-out; PyTorch's own initialization, except IRNN's identity recurrence and
-zero biases (Le, Jaitly & Hinton 2015) and the oRNN and the uRNN, which PyTorch does not have, started
-as their authors' released code starts them. This module imports torch only, so a defect of the
-toolkit's models cannot hide in both sides of a calibration
+torch.fft; KRU (Jose et al.) with W formed by ``torch.kron`` of its factors, its complex form the uRNN's
+modReLU loop; DizzyRNN with W a product of dense packed rotations; an ``nn.Linear`` read-out; PyTorch's
+own initialization, except IRNN's identity recurrence and zero biases (Le, Jaitly & Hinton 2015), the
+oRNN and the uRNN, which PyTorch does not have, started as their authors' released code starts them, and
+KRU's and DizzyRNN's recurrences as their papers start them. This module imports torch only, so a defect
+of the toolkit's models cannot hide in both sides of a calibration
 (:mod:`~spectral_analysis.experiments.calibration`).
 """
 
@@ -20,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 # the models with a plain-PyTorch twin
-REFERENCE_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn", "urnn", "kru")
+REFERENCE_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn", "urnn", "kru", "dizzy")
 PHI = {"relu": torch.relu, "tanh": torch.tanh, "abs": torch.abs, "identity": lambda z: z}
 
 
@@ -244,6 +246,50 @@ class KroneckerLoopRNN(LoopRNN):
         return _scan(self.input_layer(x), h, lambda state: state @ weight.T, self.activation, self.leak)
 
 
+def round_robin(n: int) -> list[list[tuple[int, int]]]:
+    """The n - 1 rounds of a round-robin tournament among n (even) units, each a perfect matching, every
+    pair met once: unit n - 1 meets unit r in round r, and ``(r + k) mod (n - 1)`` meets
+    ``(r - k) mod (n - 1)`` (the polygon method). DizzyRNN's packed rotations are such rounds (their
+    Section 4.2: "n/2 Givens rotations in parallel ... n - 1 sequential operations")."""
+    if n < 2 or n % 2:
+        raise ValueError(f"the reference DizzyRNN pairs an even number of units, not {n}")
+    m = n - 1
+    return [[(r, n - 1)] + [tuple(sorted(((r + k) % m, (r - k) % m))) for k in range(1, n // 2)]
+            for r in range(m)]
+
+
+class GivensLoopRNN(LoopRNN):
+    """DizzyRNN (their Section 4.4): :class:`LoopRNN` with ``W = P_1 ... P_K``, each packed rotation
+    ``P_k`` a dense matrix with ``cos theta`` at ``(a, a)`` and ``(b, b)``, ``sin theta`` at ``(a, b)`` and
+    ``-sin theta`` at ``(b, a)`` for each pair ``(a, b)`` of its round, one angle a pair, angles from
+    U(-pi, pi); the rounds are :func:`round_robin`'s first K (``pairs`` another schedule)."""
+
+    def __init__(self, input_size: int, hidden_size: int, rotations: int | None, activation: str, leak: float,
+                 pairs: list[list[tuple[int, int]]] | None = None) -> None:
+        super().__init__(input_size, hidden_size, activation, leak)
+        del self.recurrent
+        schedule = round_robin(hidden_size) if pairs is None else pairs
+        self.pairs = schedule[:len(schedule) if rotations is None else rotations]
+        angles = torch.empty(len(self.pairs), hidden_size // 2).uniform_(-torch.pi, torch.pi)
+        self.angles = nn.Parameter(angles)
+
+    def weight(self) -> Tensor:
+        n, weight = self.hidden_size, None
+        for theta, pairs in zip(self.angles, self.pairs, strict=True):
+            a, b = (torch.tensor(side, device=theta.device) for side in zip(*pairs, strict=True))
+            c, s = torch.cos(theta), torch.sin(theta)
+            rotation = torch.zeros(n, n, dtype=theta.dtype, device=theta.device)
+            rotation = rotation.index_put((torch.cat([a, b, a, b]), torch.cat([a, b, b, a])),
+                                          torch.cat([c, c, s, -s]))
+            weight = rotation if weight is None else weight @ rotation
+        return weight
+
+    def forward(self, x: Tensor, h: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        h = x.new_zeros(x.shape[0], self.hidden_size) if h is None else h[0]
+        weight = self.weight()
+        return _scan(self.input_layer(x), h, lambda state: state @ weight.T, self.activation, self.leak)
+
+
 class ReferenceRecurrent(nn.Module):
     """A baseline of :data:`REFERENCE_MODELS` with a linear read-out at every step. Symbol ids become
     one-hot vectors, or with ``embed`` (a word vocabulary) pass an ``nn.Embedding`` of the hidden size, as
@@ -253,13 +299,14 @@ class ReferenceRecurrent(nn.Module):
     ``reflectors``, ``unit_reflectors``: the oRNN's m (None: n) and its projection
     (:class:`HouseholderLoopRNN`). ``factor_sizes``, ``complex_factors``: KRU's factors (None: n's prime
     factors); complex factors run KRU's modReLU net (:class:`KroneckerModReLURNN`), ``hidden_size`` complex
-    units read in real form, as the uRNN's.
+    units read in real form, as the uRNN's. ``rotations``: DizzyRNN's packed rotations (None: all n - 1).
     """
 
     def __init__(self, model: str, input_size: int, hidden_size: int, output_size: int,
                  activation: str = "tanh", leak: float = 0.2, num_layers: int = 1, dropout: float = 0.0,
                  embed: bool = False, reflectors: int | None = None, unit_reflectors: bool = False,
-                 factor_sizes: list[int] | None = None, complex_factors: bool = False) -> None:
+                 factor_sizes: list[int] | None = None, complex_factors: bool = False,
+                 rotations: int | None = None) -> None:
         super().__init__()
         if model not in REFERENCE_MODELS:
             raise ValueError(f"no plain-PyTorch reference of {model!r}; there is one of {REFERENCE_MODELS}")
@@ -277,6 +324,8 @@ class ReferenceRecurrent(nn.Module):
             raise ValueError(f"the loop reference of {model} ({activation}) has one layer, not {num_layers}")
         elif model == "urnn":
             self.recurrent = UnitaryLoopRNN(width, hidden_size)
+        elif model == "dizzy":
+            self.recurrent = GivensLoopRNN(width, hidden_size, rotations, activation, leak)
         elif model == "kru":
             sizes = list(factor_sizes) if factor_sizes is not None else _factor_sizes(hidden_size)
             if complex_factors and activation != "modrelu":
