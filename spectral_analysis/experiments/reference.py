@@ -170,7 +170,8 @@ class UnitaryLoopRNN(ModReLULoop):
 
 
 def _factor_sizes(n: int) -> list[int]:
-    """KRU's factor sizes for n units: n's prime factors, ascending (2 x 2 factors for a power of two)."""
+    """KRU's factor sizes for n units: n's prime factors, ascending (2 x 2 factors for a power of two), as the
+    toolkit's KRU takes them by default, written anew since this module imports torch only."""
     sizes, p = [], 2
     while n > 1:
         while n % p == 0:
