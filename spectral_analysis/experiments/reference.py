@@ -52,7 +52,26 @@ class LoopRNN(nn.Module):
         return _scan(self.input_layer(x), h, self.recurrent, self.activation, self.leak)
 
 
-class HouseholderLoopRNN(nn.Module):
+class MatrixLoopRNN(nn.Module, ABC):
+    """``h_t = phi(W h_{t-1} + U x_t + b)`` over time for a structured W formed once a forward pass by
+    :meth:`weight` (the oRNN's, KRU's, DizzyRNN's twins), ``U x + b`` an ``nn.Linear``."""
+
+    def __init__(self, input_size: int, hidden_size: int, activation: str, leak: float) -> None:
+        super().__init__()
+        self.input_layer = nn.Linear(input_size, hidden_size)
+        self.hidden_size, self.activation, self.leak = hidden_size, activation, leak
+
+    @abstractmethod
+    def weight(self) -> Tensor:
+        """The ``n x n`` W."""
+
+    def forward(self, x: Tensor, h: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        h = x.new_zeros(x.shape[0], self.hidden_size) if h is None else h[0]
+        weight = self.weight()
+        return _scan(self.input_layer(x), h, lambda state: state @ weight.T, self.activation, self.leak)
+
+
+class HouseholderLoopRNN(MatrixLoopRNN):
     """The oRNN of Mhammedi et al. (2017, Eq. 2-3 of their paper): ``h_t = phi(W h_{t-1} + U x_t + b)``
     with ``W = H(v_1) H(v_2) ... H(v_m)``, ``H(v) = I - 2 v v^T / ||v||^2``, ``v_j`` column j of a
     lower-trapezoidal ``(n, m)`` matrix (zero above row j). Started as their released RNN_models.py starts
@@ -62,14 +81,12 @@ class HouseholderLoopRNN(nn.Module):
 
     def __init__(self, input_size: int, hidden_size: int, m: int, activation: str, leak: float,
                  unit_reflectors: bool) -> None:
-        super().__init__()
-        self.input_layer = nn.Linear(input_size, hidden_size)
+        super().__init__(input_size, hidden_size, activation, leak)
         self.vectors = nn.Parameter(torch.tril(0.01 * torch.randn(hidden_size, m)))
         with torch.no_grad():
             self.vectors.div_(self.vectors.norm(dim=0))
         nn.init.xavier_uniform_(self.input_layer.weight)
         nn.init.zeros_(self.input_layer.bias)
-        self.hidden_size, self.activation, self.leak = hidden_size, activation, leak
         self.unit_reflectors = unit_reflectors
 
     def weight(self) -> Tensor:
@@ -78,11 +95,6 @@ class HouseholderLoopRNN(nn.Module):
         for v in torch.tril(self.vectors).unbind(1):  # W H(v) = W - 2 (W v) v^T / ||v||^2
             weight = weight - torch.outer(weight @ v, v) * (2 / v.dot(v))
         return weight
-
-    def forward(self, x: Tensor, h: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        h = x.new_zeros(x.shape[0], self.hidden_size) if h is None else h[0]
-        weight = self.weight()
-        return _scan(self.input_layer(x), h, lambda state: state @ weight.T, self.activation, self.leak)
 
     @torch.no_grad()
     def project_(self) -> None:
@@ -231,20 +243,17 @@ class KroneckerModReLURNN(ModReLULoop):
         return self.kronecker.weight()
 
 
-class KroneckerLoopRNN(LoopRNN):
-    """KRU with real factors: :class:`LoopRNN` with W from :class:`KroneckerFactors` (an ``nn.Linear``
+class KroneckerLoopRNN(MatrixLoopRNN):
+    """KRU with real factors: :class:`MatrixLoopRNN` with W from :class:`KroneckerFactors` (an ``nn.Linear``
     input layer at PyTorch's default initialization)."""
 
     def __init__(self, input_size: int, hidden_size: int, sizes: list[int], activation: str,
                  leak: float) -> None:
         super().__init__(input_size, hidden_size, activation, leak)
-        del self.recurrent
         self.kronecker = KroneckerFactors(sizes, complex_factors=False)
 
-    def forward(self, x: Tensor, h: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        h = x.new_zeros(x.shape[0], self.hidden_size) if h is None else h[0]
-        weight = self.kronecker.weight()
-        return _scan(self.input_layer(x), h, lambda state: state @ weight.T, self.activation, self.leak)
+    def weight(self) -> Tensor:
+        return self.kronecker.weight()
 
 
 def round_robin(n: int) -> list[list[tuple[int, int]]]:
@@ -259,8 +268,8 @@ def round_robin(n: int) -> list[list[tuple[int, int]]]:
             for r in range(m)]
 
 
-class GivensLoopRNN(LoopRNN):
-    """DizzyRNN (their Section 4.4): :class:`LoopRNN` with ``W = P_1 ... P_K``, each packed rotation
+class GivensLoopRNN(MatrixLoopRNN):
+    """DizzyRNN (their Section 4.4): :class:`MatrixLoopRNN` with ``W = P_1 ... P_K``, each packed rotation
     ``P_k`` a dense matrix with ``cos theta`` at ``(a, a)`` and ``(b, b)``, ``sin theta`` at ``(a, b)`` and
     ``-sin theta`` at ``(b, a)`` for each pair ``(a, b)`` of its round, one angle a pair, angles from
     U(-pi, pi); the rounds are :func:`round_robin`'s first K (``pairs`` another schedule)."""
@@ -268,7 +277,6 @@ class GivensLoopRNN(LoopRNN):
     def __init__(self, input_size: int, hidden_size: int, rotations: int | None, activation: str, leak: float,
                  pairs: list[list[tuple[int, int]]] | None = None) -> None:
         super().__init__(input_size, hidden_size, activation, leak)
-        del self.recurrent
         schedule = round_robin(hidden_size) if pairs is None else pairs
         self.pairs = schedule[:len(schedule) if rotations is None else rotations]
         angles = torch.empty(len(self.pairs), hidden_size // 2).uniform_(-torch.pi, torch.pi)
@@ -284,11 +292,6 @@ class GivensLoopRNN(LoopRNN):
                                           torch.cat([c, c, s, -s]))
             weight = rotation if weight is None else weight @ rotation
         return weight
-
-    def forward(self, x: Tensor, h: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        h = x.new_zeros(x.shape[0], self.hidden_size) if h is None else h[0]
-        weight = self.weight()
-        return _scan(self.input_layer(x), h, lambda state: state @ weight.T, self.activation, self.leak)
 
 
 class ReferenceRecurrent(nn.Module):
