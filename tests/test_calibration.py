@@ -211,6 +211,35 @@ def test_calibrate_takes_the_baselines_named_and_refuses_one_without_a_reference
         calibrate_trial(still, 10)
 
 
+@pytest.mark.parametrize("clip", ["clip_value = 0.5", "clip = 0.5"])
+def test_both_sides_of_a_calibration_clip_the_gradient_as_the_recipe_says(tmp_path, capsys, monkeypatch,
+                                                                          clip):
+    """The recipe's clipping, by entry (the uRNN authors' scripts) or by norm, acts on the twin's gradient
+    as on the toolkit's: every step of each side ends with its gradient within the bound."""
+    seen = {"steps": 0}
+
+    def bounded(parameters, *args, **kwargs):
+        grads = [p.grad for p in parameters if p.grad is not None]
+        if "clip_value" in clip:
+            assert max(float(g.abs().max()) for g in grads) <= 0.5
+        else:
+            assert float(torch.nn.utils.get_total_norm(grads)) <= 0.5 * (1 + 1e-5)
+        seen["steps"] += 1
+        return real_step(*args, **kwargs)
+
+    real_step = torch.optim.SGD.step
+    monkeypatch.setattr(torch.optim.SGD, "step", lambda self, *a, **k: bounded(
+        [p for group in self.param_groups for p in group["params"]], self, *a, **k))
+    grid = GRID.replace("lr = 1e-2", f'lr = 1.0\noptimizer = "sgd"\n{clip}')
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "calib.toml").write_text(grid)
+    main(["--quiet", "calibrate", "calib", "--variant", "too-large", "--steps", "20", "--catalog",
+          str(catalog), "--results", str(tmp_path / "results"), "--json"])
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert seen["steps"] == 40 and row["config"]["optimizer"] == "sgd"  # 20 steps a side, each bounded
+
+
 def test_calibrate_at_a_grid_point_trains_that_point_and_keeps_it_beside_the_first(tmp_path, capsys,
                                                                                   monkeypatch):
     """A grid whose tasks differ is calibrated point by point: ``--at`` trains the variant's trial at those

@@ -435,6 +435,41 @@ def test_the_kru_copy_baselines_are_judged_from_their_paper_trials_while_kru_run
     assert f"rnn {level} [{level}, 1 of 3 seeds diverged]" in stuck.evidence
 
 
+def test_a_kru_claim_is_held_back_by_its_own_stale_trials_not_by_a_baselines(tmp_path, monkeypatch):
+    """KRU's copy claim reads KRU's trials alone: RNN rows kept under an older recipe (before its gradient
+    was clipped) hold back the baselines' claim, not KRU's; a stale KRU row holds back KRU's."""
+    from spectral_analysis.experiments.catalog import find_experiment
+    from spectral_analysis.paper import kru_synthetic
+    from spectral_analysis.paper.synthetic_tasks import copy_baseline
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    for trial in find_experiment("kru-copy").trials("paper"):
+        directory = tmp_path / "kru-copy" / "paper" / trial.key
+        directory.mkdir(parents=True)
+        lag = trial.axes["length"]
+        config = {k: v for k, v in trial.config.items() if k != "clip_value"} if trial.variant == "rnn" \
+            else trial.config
+        loss = 1e-4 if trial.variant == "kru" else copy_baseline(lag)
+        (directory / "result.json").write_text(json.dumps(
+            {"experiment": "kru-copy", "scale": "paper", "trial": trial.key, "variant": trial.variant,
+             "axes": trial.axes, "seed": trial.seed, "hidden": 128, "config": config, "parameters": 1,
+             "status": "done", "metric": "cross_entropy", "test_metrics": {"cross_entropy": loss}}))
+    converged, stuck = kru_synthetic.run()[:2]
+    assert (converged.verdict, converged.stale) == ("holds", None)
+    assert stuck.verdict == "unverified" and "6 of 18 kept trials do not stand" in stuck.evidence
+    kru = tmp_path / "kru-copy" / "paper" / "kru_length1000_s0" / "result.json"
+    row = json.loads(kru.read_text())
+    kru.write_text(json.dumps({**row, "config": {**row["config"], "lr": 0.1}}))
+    converged = kru_synthetic.run()[0]
+    assert converged.verdict == "unverified" and converged.stale == "1/18"
+    for seed in range(3):  # a configuration whose every seed failed has no group; its stale rows count
+        failed = tmp_path / "kru-copy" / "paper" / f"kru_length2000_s{seed}" / "result.json"
+        row = json.loads(failed.read_text())
+        failed.write_text(json.dumps({**row, "status": "failed", "error": "TrainingDivergedError: nan",
+                                      "config": {**row["config"], "lr": 0.1}}))
+    assert kru_synthetic.run()[0].stale == "4/18"
+
+
 def test_the_kru_adding_claims_can_fail_on_the_lengths_kept_so_far_but_hold_only_on_all(tmp_path,
                                                                                          monkeypatch):
     """"At every T" is refuted by one length kept for every model (3 seeds each) while the other lengths

@@ -57,11 +57,36 @@ def test_non_finite_entries_give_a_non_finite_norm():
     assert clip_gradients([nn.Parameter(torch.zeros(2))], 1.0).value == 0.0  # no gradient at all
 
 
-@pytest.mark.parametrize("clip", [None, 1.0])
+def test_entrywise_clipping_clips_as_torch_does_and_reports_the_norm_before_it():
+    """``max_value``: each entry into [-v, v] (Theano's T.clip in the uRNN authors' scripts), the others
+    untouched, and the reported norm the unclipped gradient's (as the norm clipping reports it)."""
+    torch.manual_seed(1)
+    grads = (3 * torch.randn(4, 5), torch.tensor([0.25, -7.0, 2e20]))
+    ours, theirs = _parameters(*grads), _parameters(*grads)
+    reference = _norm64(_parameters(*grads))
+    norm = clip_gradients(ours, None, max_value=1.0)
+    nn.utils.clip_grad_value_(theirs, 1.0)
+    assert norm.value == pytest.approx(reference, rel=1e-6)
+    for a, b in zip(ours, theirs, strict=True):
+        torch.testing.assert_close(a.grad, b.grad)
+    assert float(ours[1].grad.abs().max()) == 1.0 and float(ours[1].grad[0]) == 0.25
+    assert bool((ours[0].grad.abs() < grads[0].abs()).any())  # something was clipped
+
+
+@pytest.mark.parametrize("options", [{"clip": 0.0}, {"clip_value": -1.0}, {"clip_value": "1"},
+                                     {"clip": 1.0, "clip_value": 1.0}])
+def test_a_clipping_setting_that_is_not_one_positive_number_is_refused_by_name(options):
+    config = TrainConfig(model="rnn", task="addition", out="unused", steps=1, **options)
+    with pytest.raises(ValueError, match="clip"):
+        config.validate()
+
+
+@pytest.mark.parametrize("clip", [None, {"clip": 1.0}, {"clip_value": 1.0}])
 def test_training_stops_on_a_gradient_beyond_float32_unless_it_is_clipped(tmp_path, monkeypatch, clip):
     """A loss scaled by 1e25 at step 5 gives a finite gradient whose square overflows float32: without
-    --clip the run stops there, naming the norm and the loss; with it, the gradient is clipped and the run
-    goes on with finite weights (torch's clip_grad_norm_ read the norm as inf and stopped it)."""
+    --clip the run stops there, naming the norm and the loss; with it (by the norm or by entry), the
+    gradient is clipped and the run goes on with finite weights (torch's clip_grad_norm_ read the norm as
+    inf and stopped it)."""
     from spectral_analysis.train import load_checkpoint, trainer
 
     real, calls = trainer.task_loss_and_metrics, {"n": 0}
@@ -75,7 +100,7 @@ def test_training_stops_on_a_gradient_beyond_float32_unless_it_is_clipped(tmp_pa
     config = TrainConfig(model="rnn", task="addition", out=str(tmp_path / "run"), hidden=8, steps=8,
                          task_options={"length": 6, "train_size": 64, "valid_size": 8, "test_size": 8},
                          batch_size=16, record_every=1, eval_every=1000, checkpoint_every=1, progress=False,
-                         optimizer="rmsprop", clip=clip)
+                         optimizer="rmsprop", **(clip or {}))
     if clip is None:
         message = (r"the gradient norm is \d\.\d+e\+\d+ \(float32 cannot square it.*the training loss is "
                    r"\d\.\d+e\+2\d at step 5")

@@ -84,7 +84,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             model_options=model_options(args), task_options=_task_options(args), optimizer=args.optimizer,
             lr=args.lr, lr_decay=args.lr_decay, lr_cut=args.lr_cut, batch_size=args.batch_size,
             steps=args.steps, epochs=args.epochs, max_steps=args.max_steps,
-            plateau_min_delta=args.plateau_min_delta or 0.0, clip=args.clip,
+            plateau_min_delta=args.plateau_min_delta or 0.0, clip=args.clip, clip_value=args.clip_value,
             sequence_loss=args.sequence_loss, penalty=args.penalty, freeze=args.freeze or [], seed=args.seed,
             device=args.device or "auto", record_every=args.record_every, eval_every=args.eval_every,
             checkpoint_every=args.checkpoint_every, eval_batches=args.eval_batches, progress=progress,
@@ -262,7 +262,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     "this many steps; with --config --resume it extends a finished run")
     tr.add_argument("--plateau-min-delta", type=real, default=None, help="with --max-steps: a validation "
                     "gain counts as an improvement only when larger than this (default 0: any gain)")
-    tr.add_argument("--clip", type=real, default=None, help="clip the gradient norm to this value")
+    clipping = tr.add_mutually_exclusive_group()
+    clipping.add_argument("--clip", type=real, default=None, help="clip the gradient norm to this value")
+    clipping.add_argument("--clip-value", type=real, default=None, help="clip each gradient entry to "
+                          "[-v, v] (as the uRNN authors' scripts clip their baselines at 1)")
     tr.add_argument("--sequence-loss", choices=SEQUENCE_LOSSES, default="mean", help="a sequence task's "
                     "objective: the cross entropy's mean over steps and batch (default), or its sum over the "
                     "steps averaged over the batch (Zaremba et al. 2014; lr and --clip then act on the sum)")

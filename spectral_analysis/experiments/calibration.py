@@ -137,6 +137,8 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
         objective.backward()
         if config.clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
+        if config.clip_value is not None:
+            torch.nn.utils.clip_grad_value_(model.parameters(), config.clip_value)
         optimizer.step()
         model.project_()
         if (step + 1) % record_every == 0 or step + 1 == steps:

@@ -38,6 +38,7 @@ class TrainConfig:
     max_steps: int | None = None  # past steps/epochs, train on until validation plateaus, at most this
     plateau_min_delta: float = 0.0  # a validation gain no larger than this is no improvement (plateau.py)
     clip: float | None = None  # max gradient norm
+    clip_value: float | None = None  # each gradient entry clipped to [-v, v] (the uRNN authors' T.clip)
     sequence_loss: str = "mean"  # a sequence task's objective over its steps (objectives.training_objective)
     penalty: float = 0.0  # weight of the models' spectral penalty (sigma map "none")
     freeze: list[str] = field(default_factory=list)  # fnmatch patterns of parameters kept at their init
@@ -61,9 +62,9 @@ class TrainConfig:
             raise ValueError(f"unknown model {self.model!r}; expected one of {MODEL_NAMES}")
         if self.task not in TASK_NAMES:
             raise ValueError(f"unknown task {self.task!r}; expected one of {TASK_NAMES}")
-        for name in ("lr", "lr_decay", "lr_cut", "plateau_min_delta", "penalty", "clip"):
+        for name in ("lr", "lr_decay", "lr_cut", "plateau_min_delta", "penalty", "clip", "clip_value"):
             value = getattr(self, name)
-            if not (value is None and name == "clip") and (isinstance(value, bool)
+            if not (value is None and name in ("clip", "clip_value")) and (isinstance(value, bool)
                                                           or not isinstance(value, int | float)):
                 raise ValueError(f"{name} must be a number, got {value!r}")
         for name in ("model_options", "task_options"):
@@ -93,6 +94,10 @@ class TrainConfig:
             raise ValueError(f"lr cut must lie in (0, 1], got {self.lr_cut}")
         if self.clip is not None and not self.clip > 0:
             raise ValueError(f"gradient clip must be > 0, got {self.clip}")
+        if self.clip_value is not None and not self.clip_value > 0:
+            raise ValueError(f"gradient clip_value must be > 0, got {self.clip_value}")
+        if self.clip is not None and self.clip_value is not None:
+            raise ValueError("give at most one of clip (the gradient's norm) and clip_value (each entry)")
         if not 0 <= self.penalty < math.inf:
             raise ValueError(f"penalty weight must be finite and >= 0, got {self.penalty}")
         if not isinstance(self.freeze, list) or not all(isinstance(p, str) and p for p in self.freeze):

@@ -28,9 +28,14 @@ class GradientNorm:
     overflows: bool
 
 
-def clip_gradients(parameters: Iterable[nn.Parameter], max_norm: float | None) -> GradientNorm:
-    """The gradient's norm (:class:`GradientNorm`), the gradients scaled in place to ``max_norm`` where
-    their norm is larger (``None``: no clipping). Non-finite entries give a non-finite norm, left as is."""
+def clip_gradients(parameters: Iterable[nn.Parameter], max_norm: float | None,
+                   max_value: float | None = None) -> GradientNorm:
+    """The gradient's norm before clipping (:class:`GradientNorm`), the gradients scaled in place to
+    ``max_norm`` where their norm is larger, or each entry clipped to ``[-max_value, max_value]`` (Theano's
+    ``T.clip``, as the uRNN authors' training scripts clip their baselines; ``None``: no clipping).
+    Non-finite entries give a non-finite norm, left as is.
+
+    Example: ``clip_gradients(model.parameters(), None, max_value=1.0).value``."""
     parameters = [p for p in parameters if p.grad is not None]
     if not parameters:
         return GradientNorm(0.0, False)
@@ -43,4 +48,6 @@ def clip_gradients(parameters: Iterable[nn.Parameter], max_norm: float | None) -
     value = float(norm)
     if max_norm is not None and math.isfinite(value) and value > max_norm:
         torch.nn.utils.clip_grads_with_norm_(parameters, max_norm, norm)
+    if max_value is not None:
+        torch.nn.utils.clip_grad_value_(parameters, max_value)
     return GradientNorm(value, overflows)

@@ -258,9 +258,10 @@ class Trainer:
             self._diverged(f"the training loss is {objective.item()}")
         self.optimizer.zero_grad(set_to_none=True)
         objective.backward()
-        gradient = clip_gradients(self.model.parameters(), self.config.clip)
+        gradient = clip_gradients(self.model.parameters(), self.config.clip, self.config.clip_value)
         grad_norm = gradient.value
-        if not math.isfinite(grad_norm) or (gradient.overflows and self.config.clip is None):
+        clipped = self.config.clip is not None or self.config.clip_value is not None
+        if not math.isfinite(grad_norm) or (gradient.overflows and not clipped):
             # checked before the step: the weights stay the last good ones
             beyond = " (float32 cannot square it: the optimizer's running averages would turn inf)"
             self._diverged(f"the gradient norm is {grad_norm:.4g}{beyond if gradient.overflows else ''}; the "
