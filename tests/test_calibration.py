@@ -187,6 +187,10 @@ def test_calibrate_takes_the_baselines_named_and_refuses_one_without_a_reference
     block = calibration_markdown(results, "calib", "paper").splitlines()
     assert len(block) == 3 and block[2].startswith("| lstm (lstm) | 60 | ") and block[2].endswith(
         "| ok | the grid's |")
+    # a longer budget is no other recipe: a calibration trains its own --steps
+    longer = "steps = 60\nmax_steps = 600\ncheckpoint_every = 7\n[scales.smoke]"
+    (catalog / "calib.toml").write_text(GRID.replace("steps = 60\n[scales.smoke]", longer))
+    assert calibration_markdown(results, "calib", "paper").endswith("| ok | the grid's |")
     (catalog / "calib.toml").write_text(GRID.replace("lr = 1e-2", "lr = 2e-2"))  # the recipe moves on
     assert calibration_markdown(results, "calib", "paper").endswith("| ok | changed since |")
     # over an axis, calibrate trains each variant's first point, and that is the recipe compared

@@ -271,7 +271,18 @@ def recipe_status(kept: Mapping[str, Any], experiment: Experiment, scale: str) -
     point = [t for t in trials if t.axes == kept["axes"]] if "axes" in kept else trials[:1]
     if not point:
         return "point no longer in the grid"
-    return "the grid's" if kept["config"] == point[0].config else "changed since"
+    same = _trained_alike(kept["config"]) == _trained_alike(point[0].config)
+    return "the grid's" if same else "changed since"
+
+
+# how long a trial trains on and what it keeps: a calibration trains its own --steps, so a change of these
+# leaves the recipe it tried the grid's
+BUDGET_FIELDS = ("steps", "epochs", "max_steps", "plateau_min_delta", "checkpoint_every", "eval_every",
+                 "test_batches", "test_with_valid")
+
+
+def _trained_alike(config: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in config.items() if key not in BUDGET_FIELDS}
 
 
 def refused_baselines(experiment: Experiment, scale: str, results: str | Path) -> dict[str, str]:
