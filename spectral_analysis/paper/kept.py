@@ -140,6 +140,15 @@ def stale_among(grid: KeptGrid, groups: list[Group]) -> KeptGrid:
     return grid.stale_only_among({r["trial"] for group in groups for r in [*group.rows, *group.failed_rows]})
 
 
+def stale_of_models(grid: KeptGrid, models: set[str]) -> KeptGrid:
+    """``grid`` with only the stale trials of ``models`` marked stale, those of a configuration whose every
+    seed failed included (it has no :class:`Group`, so :func:`stale_among` cannot name it): a claim about
+    those models alone is not held back by another model's stale trials (an RNN retrained with a new
+    clipping says nothing about KRU's copy)."""
+    rows = [*(r for g in grid.groups for r in [*g.rows, *g.failed_rows]), *grid.failed]
+    return grid.stale_only_among({r["trial"] for r in rows if r["variant"] in models})
+
+
 def judged(grid: KeptGrid, record: CheckRecord, seeds: int | None = None,
            first_steps: str | None = None, unfit: list[str] | None = None,
            groups: list[Group] | None = None) -> CheckRecord:

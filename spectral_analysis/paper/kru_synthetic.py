@@ -28,6 +28,7 @@ from spectral_analysis.paper.kept import (
     kept_variants,
     missing_record,
     so_far,
+    stale_of_models,
     unfit_trials,
 )
 from spectral_analysis.paper.synthetic_tasks import (
@@ -67,14 +68,6 @@ def _fewest_seeds(seeds: dict[int, dict[str, int]], models: set[str] | None = No
     return min(counts, default=0)
 
 
-def _stale_of(grid: KeptGrid, models: set[str]) -> KeptGrid:
-    """``grid`` with only the stale trials of ``models`` marked stale, those of a configuration whose every
-    seed failed included: a claim about them alone is not held back by another model's stale trials (the
-    RNN retrained with a new clipping says nothing about KRU's copy)."""
-    rows = [*(r for g in grid.groups for r in [*g.rows, *g.failed_rows]), *grid.failed]
-    return grid.stale_only_among({r["trial"] for r in rows if r["variant"] in models})
-
-
 def _kept_parameters(grid: KeptGrid) -> dict[str, int]:
     """Each model's parameter count, as its kept trials record it."""
     return {g.variant: int(g.rows[0]["parameters"]) for g in grid.groups if g.rows}
@@ -95,7 +88,7 @@ def _converged(grid: KeptGrid) -> CheckRecord:
         "copy, KRU's recurrent matrix fixed at its unitary start, test cross entropy mean [min, max] over "
         "seeds: " + evidence, {"test_cross_entropy": {lag: p[KRU] for lag, p in panels.items()}},
         quote=ZERO_QUOTE)
-    return judged(_stale_of(grid, {KRU}), converged, _fewest_seeds(seeds, {KRU}))
+    return judged(stale_of_models(grid, {KRU}), converged, _fewest_seeds(seeds, {KRU}))
 
 
 def _stuck(grid: KeptGrid) -> CheckRecord:
@@ -165,7 +158,7 @@ def adding_records(grid: KeptGrid) -> list[CheckRecord]:
         {"test_mse": {m: {length: panels[length][m] for length in panels} for m in (KRU, "lstm")}},
         quote=SOLVES_QUOTE)
     return [judged(grid, best, _fewest_seeds(seeds)),
-            judged(_stale_of(grid, {KRU, "lstm"}), learns, _fewest_seeds(seeds, {KRU, "lstm"})),
+            judged(stale_of_models(grid, {KRU, "lstm"}), learns, _fewest_seeds(seeds, {KRU, "lstm"})),
             judged(grid, _faster(grid, panels, lost), _fewest_seeds(seeds))]
 
 
