@@ -24,29 +24,34 @@ import triton
 from report import write_report
 from triton.testing import do_bench
 
-from spectral_analysis.nn.fused_recurrence import STREAMED, launch_settings, recurrence_fused
+from spectral_analysis.nn.fused_recurrence import launch_settings, recurrence_fused
 from spectral_analysis.nn.time_loop import FUSED_RESIDENT_SIZE
 
 LOG = logging.getLogger("bench_fused_settings")
 MAX_TILE_REGISTERS = 256
 """Candidates whose W tile alone (or, W streamed, the rows' pre-activation) would take more 32-bit registers
 a thread than this are not compiled."""
+MAX_READ = 128 * 256
+"""The most elements of a streamed W a read (128 KB of float32, of an H100's 228 KB of shared memory a
+block)."""
 
 
 def candidates(n: int, batch: int) -> list[dict]:
     """Every launch setting to time at hidden size ``n``. With W on chip (n <= 128): 16 or 32 rows a
     program, 4-16 warps, IEEE or TF32 products. With W streamed: 16 rows (more programs read W in
-    parallel), TF32 only (IEEE products were 17-61x slower on chip), 4 or 8 warps, 16-64 rows of W a read."""
+    parallel), TF32 only (IEEE products were 17-61x slower on chip), 4-16 warps, 16-128 rows of W a read
+    (8 warps and a 64 KB read were the fastest of 4-8 warps and 16-64 rows on an H100, at the edge of that
+    grid at n = 256)."""
     block = max(16, triton.next_power_of_2(n))
     if block <= FUSED_RESIDENT_SIZE:
         grid = itertools.product((16, 32), (4, 8, 16), ("ieee", "tf32"), (block,))
     else:
-        grid = itertools.product((16,), (4, 8), ("tf32",), (16, 32, 64))
+        grid = itertools.product((16,), (4, 8, 16), ("tf32",), (16, 32, 64, 128))
     found = []
     for rows, warps, precision, read in grid:
         tile = block * block if read == block else rows * block
-        if rows <= batch and tile // (32 * warps) <= MAX_TILE_REGISTERS:
-            reads = {"BLOCK_K": block} if read == block else STREAMED | {"BLOCK_K": read}
+        if rows <= batch and tile // (32 * warps) <= MAX_TILE_REGISTERS and read * block <= MAX_READ:
+            reads = {"BLOCK_K": block} if read == block else {"BLOCK_K": read, "num_stages": 1}
             found.append({"BLOCK_B": rows, "BLOCK_N": block, "PRECISION": precision, "num_warps": warps}
                          | reads)
     return found

@@ -37,6 +37,7 @@ Threads and the load average are recorded per case.
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import statistics
 import time
@@ -134,10 +135,12 @@ def graphed_step(model: nn.Module, x: torch.Tensor, steps: dict, routes: dict) -
     """``spectral_leaky_relu_fused_graphed``: the whole forward and backward (W formed from its reflectors,
     the fused recurrence, the read-out) captured once by ``torch.cuda.make_graphed_callables`` and replayed,
     which is what host launches cost the Spectral-RNN beside the plain RNN on the same kernels; where the
-    capture fails, the route records why."""
+    capture fails, the route records why. A copy is captured: ``make_graphed_callables`` replaces a module's
+    forward in place, and the eager ``spectral_leaky_relu_fused`` would then time the graph too (as it did on
+    an H100 on 2026-12-06, ``benchmarks/recurrence_fused_graphed_cuda_h100.json``)."""
     key = "spectral_leaky_relu_fused_graphed"
     try:
-        graphed = torch.cuda.make_graphed_callables(model, (x,))
+        graphed = torch.cuda.make_graphed_callables(copy.deepcopy(model), (x,))
     except Exception as error:  # a capture PyTorch refuses is a finding of the benchmark, not its end
         routes[key] = f"not captured: {type(error).__name__}: {str(error)[:160]}"
         return

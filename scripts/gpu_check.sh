@@ -21,7 +21,7 @@ timeout 60 python3 bench_recurrence.py --device cuda --cases 128:16 --batch 64 1
   --graphed --out "$OUT/recurrence_graphed_cuda.json" 2>&1 | tail -n 4
 # the streamed kernels' launch settings (warps, rows of W a read) against cuDNN; n <= 128 is kept in
 # benchmarks/fused_settings_cuda_h200.json
-timeout 150 python3 bench_fused_settings.py --sizes 256 512 --out "$OUT/fused_settings_cuda.json" \
+timeout 220 python3 bench_fused_settings.py --sizes 256 512 --out "$OUT/fused_settings_cuda.json" \
   > "$OUT/fused_settings.log" 2>&1
 echo "bench_fused_settings: rc=$?"; grep -E "best|default" "$OUT/fused_settings.log"
 # W's formation alone, the fused product beside the blocked one (n = 128: m = 16, 64, 128)

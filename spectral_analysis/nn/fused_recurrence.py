@@ -150,10 +150,13 @@ def _backward_kernel(g_ptr, w_ptr, h_ptr, z_ptr, gz_ptr, leak_ptr, T, B, n,
 BLOCK_ROWS = 16
 """Batch rows a program: the fewest ``tl.dot`` takes, and the fastest of 16 and 32 on an H200 at n = 128,
 B = 64 and 128 (``benchmarks/fused_settings_cuda_h200.json``)."""
-STREAMED = {"BLOCK_K": 32, "num_stages": 1}
-"""A streamed W's settings: 32 rows of W a read (a ``(32, 512)`` float32 tile is 64 KB of shared memory),
-and one stage, since Triton's software pipelining would issue a step's loads of the state before the
-previous step has stored it (the loads read what the loop itself writes)."""
+STREAMED_TILE = 64 * 256
+"""The elements of W a streamed read brings on chip, ``BLOCK_K = STREAMED_TILE // BLOCK_N`` rows (64 KB of
+float32): 64 rows at n = 256 and 32 at n = 512 were the fastest of 16, 32 and 64 on an H100 at B = 64 and
+128, with 8 warps (TF32), 1.8x and 1.6x faster than 32 rows with 4 warps
+(``benchmarks/fused_settings_cuda_h100.json``). One stage: Triton's software pipelining would issue a
+step's loads of the state before the previous step has stored it (the loads read what the loop itself
+writes)."""
 
 
 def launch_settings(W: Tensor) -> dict:
@@ -161,7 +164,7 @@ def launch_settings(W: Tensor) -> dict:
     :func:`~spectral_analysis.nn.time_loop.fused_in_tf32` says so, else IEEE products with 16 warps (each
     the fastest candidate of its precision on an H200, ``benchmarks/fused_settings_cuda_h200.json``). W stays
     on chip (``BLOCK_K == BLOCK_N``) up to :data:`~spectral_analysis.nn.time_loop.FUSED_RESIDENT_SIZE`;
-    past it the kernels stream it with :data:`STREAMED` (warps not yet timed on a card).
+    past it the kernels stream it, :data:`STREAMED_TILE` elements a read, with 8 warps in TF32.
 
     >>> launch_settings(torch.eye(100))["BLOCK_N"]
     128
@@ -172,8 +175,10 @@ def launch_settings(W: Tensor) -> dict:
     block = max(16, triton.next_power_of_2(W.shape[0]))
     settings = {"BLOCK_B": BLOCK_ROWS, "BLOCK_N": block, "BLOCK_K": block,
                 "PRECISION": "tf32" if tf32 else "ieee", "num_warps": 4 if tf32 else 16}
-    return settings if block <= FUSED_RESIDENT_SIZE else settings | STREAMED
-
+    if block <= FUSED_RESIDENT_SIZE:
+        return settings
+    streamed = {"BLOCK_K": STREAMED_TILE // block, "num_stages": 1}
+    return settings | streamed | ({"num_warps": 8} if tf32 else {})
 
 
 class _FusedScan(torch.autograd.Function):
