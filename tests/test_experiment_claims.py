@@ -350,7 +350,7 @@ def test_the_kru_copy_and_adding_claims_read_test_losses_against_the_baselines(t
     _, others = kru_synthetic.copy_records(read_grid(tmp_path, "kru-copy"))
     # a diverged RNN beats no baseline, but it was not stuck either: the claim is not shown by it
     assert others.verdict == "unverified" and "rnn all 3 seeds diverged (fails)" in others.evidence
-    assert "rnn seed 2: diverged" in others.evidence and "would read 'holds'" in others.evidence
+    assert "rnn seed 2 (length 2000): diverged" in others.evidence and "would read 'holds'" in others.evidence
     keep("kru-adding", "mse", {("lstm", 750): [1e-3, 2e-3, 3e-3]})  # KRU best again
     best, *_ = kru_synthetic.adding_records(read_grid(tmp_path, "kru-adding"))
     assert best.verdict == "holds" and "parameters: kru 4,680, rnn 16,896, lstm 67,200" in best.evidence
@@ -414,7 +414,7 @@ def test_the_kru_copy_baselines_are_judged_from_their_paper_trials_while_kru_run
     assert converged.scale == "smoke"
     assert (stuck.verdict, stuck.scale, stuck.seeds) == ("unverified", "paper", 3)
     assert "rnn all 3 seeds diverged (fails)" in stuck.evidence and "would read 'holds'" in stuck.evidence
-    assert "rnn seed 0: diverged" in stuck.evidence
+    assert "rnn seed 0 (length 2000): diverged" in stuck.evidence
     for seed in range(3):  # a failed run of another configuration does not stand for the catalog's trial
         kept = tmp_path / "kru-copy" / "paper" / f"rnn_length2000_s{seed}" / "result.json"
         row = json.loads(kept.read_text())

@@ -100,4 +100,5 @@ def test_a_check_resting_on_an_unfit_trial_is_unverified_and_a_claim_of_no_learn
 def test_fig4s_lstm_claim_rests_on_a_collapsed_seed_and_is_unverified():
     lstm = fig4_gradient_records()[1]
     assert lstm.claim.startswith("LSTM's gradient") and lstm.verdict == "unverified"
-    assert any(u.startswith("lstm seed 0: at chance") for u in lstm.numbers["unfit_trials"])
+    assert any(u.startswith("lstm seed 0 (task mnist, pixels_per_step 1): at chance")
+               for u in lstm.numbers["unfit_trials"])

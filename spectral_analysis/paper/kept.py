@@ -88,7 +88,8 @@ def records_from_readers(readers) -> list[CheckRecord]:  # noqa: ANN001 (experim
 def unfit_trials(grid: KeptGrid, groups: dict[str, list[Group]], stays_at_chance: set[str] | None = None,
                  every_configuration: bool = False) -> list[str]:
     """The trials of ``groups`` (by model; the diverged seeds of their configurations too) that are not fit
-    evidence, as ``"<model> seed <s>: <reasons>"``. ``every_configuration``: the check reads every
+    evidence, as ``"<model> seed <s> (<axis> <value>, ...): <reasons>"`` (the axes where the grid has
+    some). ``every_configuration``: the check reads every
     configuration of these models, so the failed trials of a configuration none of whose seeds finished
     count too. For a model the claim says does not learn (``stays_at_chance``), being at chance or
     collapsed is the claim itself and does not count; diverging does. A row kept before fitness was
@@ -104,7 +105,8 @@ def unfit_trials(grid: KeptGrid, groups: dict[str, list[Group]], stays_at_chance
                        if not (model in (stays_at_chance or set()) and reason.startswith(("at chance",
                                                                                          "collapsed")))]
             if reasons:
-                unfit.append(f"{model} seed {row['seed']}: {'; '.join(reasons)}")
+                at = ", ".join(f"{axis} {value}" for axis, value in (row.get("axes") or {}).items())
+                unfit.append(f"{model} seed {row['seed']}{f' ({at})' if at else ''}: {'; '.join(reasons)}")
     return unfit
 
 
