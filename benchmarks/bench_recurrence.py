@@ -13,7 +13,9 @@ Side by side in one run (medians of interleaved repeats; read the ratios, not th
   installed and n <= 512, ``spectral_leaky_relu_fused``, the persistent Triton kernels
   (``recurrence="fused"``, ``auto``'s route for leaky ReLU up to n = 128; past it W is streamed, and the
   route says so), and ``rnn_leaky_relu_fused``, the same
-  kernels on a plain RNN's dense W: the recurrence without W's formation from its reflectors, and
+  kernels on a plain RNN's dense W: the recurrence without W's formation from its reflectors,
+  ``spectral_leaky_relu_fused_wgraph``, the fused Spectral-RNN with W's formation replayed as CUDA graphs
+  (``nn.graph_weight_formation``), and
   ``spectral_leaky_relu_fused_graphed``, the Spectral-RNN's whole step captured as one CUDA graph. Their
   products run in TF32 under ``torch.backends.cudnn.allow_tf32`` (PyTorch's default, under which cuDNN's
   float32 RNNs do the same); each also as ``..._ieee`` where W stays on chip, run with that flag off (IEEE
@@ -48,7 +50,7 @@ from report import write_report
 from torch import nn
 
 from spectral_analysis.experiments.catalog import find_experiment
-from spectral_analysis.nn import build_model
+from spectral_analysis.nn import build_model, graph_weight_formation
 from spectral_analysis.nn.time_loop import FUSED_RESIDENT_SIZE, fused_unavailable, resolve_recurrence
 from spectral_analysis.threads import set_threads
 
@@ -123,6 +125,9 @@ def make_case(n: int, m: int, T: int, B: int, device: str,
         if not fused_unavailable("leaky_relu", n, x.dtype, x.device):
             fused = toolkit("spectral_leaky_relu_fused", "spectral", "leaky_relu", "fused", **spectral)
             toolkit("rnn_leaky_relu_fused", "rnn", "leaky_relu", "fused", init="orthogonal")
+            key = "spectral_leaky_relu_fused_wgraph"
+            graph_weight_formation(toolkit(key, "spectral", "leaky_relu", "fused", **spectral))
+            routes[key] += ", W's formation replayed"
             # the same model, timed with TF32 off (fwd_bwd_seconds); streamed, IEEE would take minutes
             for key in IEEE_STEPS if n <= FUSED_RESIDENT_SIZE else ():
                 steps[key], routes[key] = steps[key.removesuffix("_ieee")], "fused, IEEE float32 products"
@@ -154,6 +159,7 @@ RATIOS = {"rnn_relu_over_nn_rnn": "rnn_relu", "spectral_relu_over_nn_rnn": "spec
           "spectral_leaky_relu_fused_over_nn_rnn": "spectral_leaky_relu_fused",
           "rnn_leaky_relu_fused_over_nn_rnn": "rnn_leaky_relu_fused",
           "spectral_leaky_relu_fused_graphed_over_nn_rnn": "spectral_leaky_relu_fused_graphed",
+          "spectral_leaky_relu_fused_wgraph_over_nn_rnn": "spectral_leaky_relu_fused_wgraph",
           "spectral_leaky_relu_fused_ieee_over_nn_rnn": "spectral_leaky_relu_fused_ieee",
           "rnn_leaky_relu_fused_ieee_over_nn_rnn": "rnn_leaky_relu_fused_ieee",
           "nn_rnn_tanh_over_nn_rnn": "nn_rnn_tanh", "nn_lstm_over_nn_rnn": "nn_lstm"}

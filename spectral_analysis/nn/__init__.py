@@ -6,6 +6,7 @@ from spectral_analysis.nn.lstm import LSTMNet
 from spectral_analysis.nn.parametrize import (
     SVDParametrization,
     constrain_,
+    graph_weight_formation,
     reflector_length_sum,
     spectral_penalty,
     svd_factors,
@@ -34,6 +35,6 @@ __all__ = [
     "ACTIVATIONS", "DEFAULT_LEAK", "MODEL_NAMES", "MODEL_OPTIONS", "RECURRENCES", "RECURRENT_MODELS",
     "DenseTransition", "FeedForwardNet", "GRUNet", "HouseholderTransition", "LSTMNet", "RecurrentModel",
     "RecurrentNet", "RecurrentRun", "SVDParametrization", "SpectralLinear", "SpectralTransition",
-    "Transition", "build_model", "constrain_", "reflector_length_sum", "spectral_penalty", "svd_factors",
-    "svd_parametrize", "svd_parametrizations", "svd_singular_values",
+    "Transition", "build_model", "constrain_", "graph_weight_formation", "reflector_length_sum",
+    "spectral_penalty", "svd_factors", "svd_parametrize", "svd_parametrizations", "svd_singular_values",
 ]

@@ -4,6 +4,8 @@ A time loop on a GPU launches a few tiny kernels a step, and each launch costs m
 kernel runs: on an H200 the leaky-ReLU scan (``nn.time_loop``) took 34x cuDNN's relu kernel at n = 128 and
 about the same time at n = 512 (``benchmarks/recurrence_cuda_h200.json``). A graph records the loop's
 launches once and replays them in one call, the same kernels on the same buffers in the same order.
+:func:`graphed_function` does the same for a function of fixed-shape tensors with its backward (W's
+formation from its reflectors), by PyTorch's ``torch.cuda.make_graphed_callables``.
 """
 
 from __future__ import annotations
@@ -78,3 +80,36 @@ def _copy_inputs(buffers: Buffers, inputs: Buffers) -> None:
 def clear() -> None:
     """Drop every captured graph and its buffers (their memory returns to the caching allocator)."""
     _GRAPHS.clear()
+
+
+class _FreshGradients(torch.autograd.Function):
+    """The identity on its inputs (views, so a graph that reads them in place needs no copy) whose backward
+    hands on copies of the gradients it receives."""
+
+    @staticmethod
+    def forward(ctx, *tensors: Tensor) -> tuple[Tensor, ...]:
+        return tuple(t.view_as(t) for t in tensors)
+
+    @staticmethod
+    def backward(ctx, *grads: Tensor) -> tuple[Tensor, ...]:
+        return tuple(None if g is None else g.clone() for g in grads)
+
+
+def graphed_function(function: Callable[..., Tensor], *sample_args: Tensor) -> Callable[..., Tensor]:
+    """``function`` (of tensors shaped as ``sample_args``, every one requiring grad, one tensor out)
+    captured forward and backward as CUDA graphs by ``torch.cuda.make_graphed_callables`` and replayed,
+    giving fresh tensors: the graphs write their output and the inputs' gradients into the same buffers at
+    every replay, so the output is cloned and the gradients copied (a gradient accumulated over two
+    backward passes would otherwise alias the buffer the second overwrites). Inputs at the sample's
+    addresses (parameters updated in place) are read where they are; others are copied in.
+
+    >>> W = torch.randn(4, 4, device="cuda", requires_grad=True)  # doctest: +SKIP
+    >>> square = graphed_function(lambda w: w @ w, W)  # doctest: +SKIP
+    >>> square(W).sum().backward()  # doctest: +SKIP
+    """
+    graphed = torch.cuda.make_graphed_callables(function, sample_args)
+
+    def replayed(*args: Tensor) -> Tensor:
+        return graphed(*_FreshGradients.apply(*args)).clone()
+
+    return replayed

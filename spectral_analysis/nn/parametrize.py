@@ -40,7 +40,7 @@ direction, which grows as ``1 / ||u||`` (a reflector drawn with N(0, 1) entries 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from torch import Tensor, nn
@@ -56,6 +56,9 @@ from spectral_analysis.linalg import (
 )
 
 INIT_MODES = ("truncate", "exact", "random")
+GRAPHED_DEVICE_TYPES = ("cuda",)
+"""Where :func:`graph_weight_formation` replays W's formation: CUDA graphs exist on CUDA devices only (the
+CPU tests stand the capture in by a twin and add the CPU here)."""
 SAVED_NAMES = ("u_reflectors", "v_reflectors", "sigma_raw")
 SigmaSpec = SigmaMap | tuple[float, float] | None
 
@@ -106,10 +109,42 @@ class SVDParametrization(nn.Module):
         self.unit_reflectors = bool(unit_reflectors)
         self.register_buffer("mask_u", trapezoid_mask(r, self.m1, dtype=torch.float32), persistent=False)
         self.register_buffer("mask_v", trapezoid_mask(c, self.m2, dtype=torch.float32), persistent=False)
+        self.graph_formation = False  # graph_weight_formation
+        self._formation_graph: tuple[tuple, Callable[..., Tensor]] | None = None
 
     def forward(self, Yu: Tensor, Yv: Tensor, sigma_raw: Tensor) -> Tensor:
+        raw = (Yu, Yv, sigma_raw)
+        if self.graph_formation and self._graphable(raw):
+            return self._replayed(raw)
+        return self.compose(*raw)
+
+    def compose(self, Yu: Tensor, Yv: Tensor, sigma_raw: Tensor) -> Tensor:
+        """Eq. 15 on the raw tensors: the masked reflectors and ``sigma_map(sigma_raw)`` composed."""
         return svd_compose_packed(Yu * self.mask_u.to(Yu.dtype), Yv * self.mask_v.to(Yv.dtype),
                                   self.sigma_map(sigma_raw), self.block_size)
+
+    def _graphable(self, raw: tuple[Tensor, ...]) -> bool:
+        """Replayed only for the module's own parameters (a ``functional_call``'s tensors are formed
+        eagerly: a graph reads its inputs where it captured them), all trained, under autograd, on CUDA."""
+        device = raw[0].device.type
+        return (device in GRAPHED_DEVICE_TYPES and torch.is_grad_enabled()
+                and not torch.is_autocast_enabled(device)
+                and all(isinstance(t, nn.Parameter) and t.requires_grad and t.numel() for t in raw))
+
+    def _replayed(self, raw: tuple[Tensor, ...]) -> Tensor:
+        key = tuple((t.data_ptr(), t.shape, t.dtype, t.device) for t in raw)
+        if self._formation_graph is None or self._formation_graph[0] != key:  # first use, or moved
+            from spectral_analysis.nn.cuda_graphs import graphed_function
+
+            self._formation_graph = None
+            try:
+                self._formation_graph = (key, graphed_function(self.compose, *raw))
+            except (RuntimeError, AssertionError) as error:
+                r, c = self.shape
+                why = (f"capturing the formation of a {r} x {c} W as a CUDA graph failed ({error}); "
+                       f"graph_weight_formation(model, False) forms it eagerly")
+                raise RuntimeError(why) from error
+        return self._formation_graph[1](*raw)
 
     def singular_values(self, sigma_raw: Tensor) -> Tensor:
         """The singular values of the weight, exactly, descending: ``|sigma_map(sigma_raw)|``."""
@@ -295,6 +330,22 @@ def constrain_(model: nn.Module) -> nn.Module:
         if param.unit_reflectors:
             raw.original0.copy_(normalize_reflectors(raw.original0))
             raw.original1.copy_(normalize_reflectors(raw.original1))
+    return model
+
+
+def graph_weight_formation(model: nn.Module, enabled: bool = True) -> nn.Module:
+    """Form every SVD weight of ``model`` on a GPU by replaying its formation from the reflectors, forward
+    and backward, as CUDA graphs (:func:`~spectral_analysis.nn.cuda_graphs.graphed_function`), captured at
+    the first training forward and again when the parameters move: the eager formation is a few dozen
+    kernel launches a step, which the host, not the GPU, takes its time over. Evaluation (no autograd),
+    the CPU and tensors other than the module's own parameters (``torch.func.functional_call``) form W
+    eagerly. ``enabled=False`` drops the graphs.
+
+    >>> from spectral_analysis.nn import build_model
+    >>> model = graph_weight_formation(build_model("spectral", 1, 8, 2, m1=2, m2=2))
+    """
+    for _, _, param in svd_parametrizations(model):
+        param.graph_formation, param._formation_graph = enabled, None
     return model
 
 
