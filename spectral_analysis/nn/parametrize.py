@@ -54,6 +54,7 @@ from spectral_analysis.linalg import (
     svd_decompose,
     trapezoid_mask,
 )
+from spectral_analysis.nn.cuda_graphs import graphed_function
 
 INIT_MODES = ("truncate", "exact", "random")
 GRAPHED_DEVICE_TYPES = ("cuda",)
@@ -134,8 +135,6 @@ class SVDParametrization(nn.Module):
     def _replayed(self, raw: tuple[Tensor, ...]) -> Tensor:
         key = tuple((t.data_ptr(), t.shape, t.dtype, t.device) for t in raw)
         if self._formation_graph is None or self._formation_graph[0] != key:  # first use, or moved
-            from spectral_analysis.nn.cuda_graphs import graphed_function
-
             self._formation_graph = None
             try:
                 self._formation_graph = (key, graphed_function(self.compose, *raw))

@@ -89,11 +89,10 @@ def unfit_trials(grid: KeptGrid, groups: dict[str, list[Group]], stays_at_chance
                  every_configuration: bool = False) -> list[str]:
     """The trials of ``groups`` (by model; the diverged seeds of their configurations too) that are not fit
     evidence, as ``"<model> seed <s> (<axis> <value>, ...): <reasons>"`` (the axes where the grid has
-    some). ``every_configuration``: the check reads every
-    configuration of these models, so the failed trials of a configuration none of whose seeds finished
-    count too. For a model the claim says does not learn (``stays_at_chance``), being at chance or
-    collapsed is the claim itself and does not count; diverging does. A row kept before fitness was
-    recorded counts as fit unless it diverged."""
+    some). ``every_configuration``: the check reads every configuration of these models, so the failed
+    trials of a configuration none of whose seeds finished count too. For a model the claim says does not
+    learn (``stays_at_chance``), being at chance or collapsed is the claim itself and does not count;
+    diverging does. A row kept before fitness was recorded counts as fit unless it diverged."""
     unfit = []
     for model, model_groups in groups.items():
         keys = {configuration_key(r["trial"]) for g in model_groups for r in g.rows}
