@@ -19,13 +19,13 @@ from spectral_analysis.plotting.reproduction import (
 ROOT = Path(__file__).resolve().parents[1]
 
 
-ROW = re.compile(r"^\| (.+?) \| (.+?) \| (.+?) \| (.+?) \| (.+?) \| (.+?) \|$", flags=re.M)
+ROW = re.compile(r"^\| (.+?) \| (.+?) \| (.+?) \| (.+?) \| (.+?) \| (.+?) \| (.+?) \|$", flags=re.M)
 
 
 def _rows(text: str) -> list[tuple[str, str, str, str, str]]:
     """(source, the paper's value, the verdict of a figure row, scale and seeds, plateaued) of every table
     row."""
-    return [(m[0], m[1], m[2] if m[2].startswith("**") else "", m[3], m[4]) for m in ROW.findall(text)
+    return [(m[0], m[1], m[2] if m[2].startswith("**") else "", m[4], m[5]) for m in ROW.findall(text)
             if m[0] != "source" and not m[0].startswith("-")]
 
 
@@ -56,7 +56,7 @@ def test_the_readme_summary_is_the_ten_headline_rows_the_results_give(records):
     for row in rows:
         assert any(line.startswith(" | ".join(row[:3])) for line in every), row[0]
     lstm = next(row for row in rows if row[0] == "| Table 2, lstm (n_h = 128)")
-    assert lstm[3].startswith("paper")
+    assert lstm[4].startswith("paper")
 
 
 def test_a_summary_row_the_results_no_longer_give_is_named(tmp_path, records, monkeypatch):
@@ -155,17 +155,18 @@ def test_table2_rows_kept_at_paper_scale_stand_beside_the_budget_grid(tmp_path):
     keep("budget", "lstm", 0.9)
     assert [g.scale for g in read_grids(tmp_path, "table2-mnist")] == ["budget", "paper"]
     spectral = [row for row in table_rows(tmp_path) if row[0].startswith("Table 2, spectral")]
-    assert [(row[2], row[3].split(" ")[0].rstrip(",")) for row in spectral] == [("90.0%", "budget"),
+    assert [(row[2], row[4].split(" ")[0].rstrip(",")) for row in spectral] == [("90.0%", "budget"),
                                                                                ("98.1%", "paper")]
-    assert [row[5] for row in spectral] == ["60", "60"]
+    assert [row[3] for row in spectral] == ["7.7 points below", "0.4 points above"]  # the paper's 97.7%
+    assert [row[6] for row in spectral] == ["60", "60"]
     row = json.loads((tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").read_text())
     row.update(device="cuda", machine="NVIDIA H200 (CUDA)")  # a row trained on a lent GPU says so
     (tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").write_text(json.dumps(row))
-    assert [r[5] for r in table_rows(tmp_path) if r[0].startswith("Table 2, spectral")] == [
+    assert [r[6] for r in table_rows(tmp_path) if r[0].startswith("Table 2, spectral")] == [
         "60", "60 on NVIDIA H200"]
     row.update(seconds=100.0, seconds_by_machine={"NVIDIA H200 (CUDA)": 40.0, "AMD EPYC, 2 cores": 60.0})
     (tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").write_text(json.dumps(row))
-    assert [r[5] for r in table_rows(tmp_path) if r[0].startswith("Table 2, spectral")] == [
+    assert [r[6] for r in table_rows(tmp_path) if r[0].startswith("Table 2, spectral")] == [
         "60", "seed 0 resumed across machines: 40 on NVIDIA H200 + 60 on AMD EPYC, 2 cores"]
     from spectral_analysis.plotting.docs_blocks import grid_markdown
 
@@ -174,7 +175,7 @@ def test_table2_rows_kept_at_paper_scale_stand_beside_the_budget_grid(tmp_path):
     row["fitness"] = {"fit": False, "reasons": ["at chance: test accuracy 0.1 within 3 standard errors of "
                                                 "the chance level 0.1135"]}  # a row that is not evidence
     (tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").write_text(json.dumps(row))
-    assert [r[3] for r in table_rows(tmp_path) if r[0].startswith("Table 2, spectral")][1].endswith(
+    assert [r[4] for r in table_rows(tmp_path) if r[0].startswith("Table 2, spectral")][1].endswith(
         ", 1 (1/1 unfit: at chance)")
     written = table2(tmp_path, tmp_path)
     assert [Path(w["path"]).name for w in written] == ["table2_mnist.md", "table2_mnist_paper_rows.md"]
@@ -286,12 +287,13 @@ def test_table2s_lstm_row_is_read_again_under_the_field_recipe(tmp_path):
                    "best_step": 7800, "test_metrics": {"accuracy": 0.96 + seed / 100},
                    "config": configs[f"{key}_s{seed}"]}
             (directory / "result.json").write_text(json.dumps(row))
-    rows = {row[0]: row[1:4] for row in table_rows(tmp_path) if row[0].startswith("Table 2, lstm")}
+    rows = {row[0]: row[1:5] for row in table_rows(tmp_path) if row[0].startswith("Table 2, lstm")}
     field = ("Table 2, lstm (n_h = 128; the field's recipe: RMSprop 1e-3, clipped at 1 (Cooijmans et al. "
              "2016), not the paper's)")
     assert set(rows) == {"Table 2, lstm (n_h = 128)", field}
     assert rows["Table 2, lstm (n_h = 128)"][:2] == ["97.3% test", "33.0 [33.0, 33.0]%"]
-    assert rows[field] == ["97.3% test", "97.0 [96.0, 98.0]%", "paper, 3"]  # its trials are the catalog's
+    # its trials are the catalog's
+    assert rows[field] == ["97.3% test", "97.0 [96.0, 98.0]%", "0.3 points below", "paper, 3"]
 
 
 def test_every_variant_of_the_lstm_field_grid_has_its_recipe_in_words():
@@ -340,8 +342,8 @@ def test_a_table3_row_kept_at_paper_scale_stands_beside_the_grid_drawn(tmp_path)
         (directory / "result.json").write_text(json.dumps(row))
     rows = [row for row in table_rows(tmp_path) if row[0].startswith("Table 3")]
     label = "Table 3, lstm-1x128-field (PyTorch's word_language_model recipe, not the paper's)"
-    assert [(row[0], row[2], row[3].split(" ")[0].rstrip(",")) for row in rows] == [
-        (label, "9000.0", "smoke"), (label, "128.0", "paper")]
+    assert [(row[0], row[2], row[3], row[4].split(" ")[0].rstrip(",")) for row in rows] == [
+        (label, "9000.0", "68.86x the paper's", "smoke"), (label, "128.0", "0.98x the paper's", "paper")]
     written = table3(tmp_path, tmp_path)
     assert [Path(w["path"]).name for w in written] == ["table3_ptb.md", "table3_ptb_paper_rows.md"]
     drawn, paper = (Path(w["path"]).read_text() for w in written)
@@ -364,3 +366,24 @@ def test_every_table2_grid_experiment_reads_the_row_of_its_own_model():
     (trial,) = find_experiment("table2-ornn-grid").trials("paper", seeds=1)
     group = Group("authors-code", {}, [{"config": trial.config}], [])
     assert grid_point_text(group) == "lr 0.001, decay 0.9, batch 128, unit reflectors, input std 0.088"
+
+
+def test_each_row_says_how_far_our_mean_lies_from_the_papers_number():
+    """The gap is the mean's, in the row's unit and direction: points for a percentage, a ratio for a
+    perplexity, the metric's own unit otherwise; a seed without a value is left out, and a row without
+    any seed has no gap."""
+    import numpy as np
+
+    from spectral_analysis.experiments.groups import Spread
+    from spectral_analysis.plotting.reproduction import against_the_paper
+
+    def spread(*values: float) -> Spread:
+        return Spread.over_seeds(np.array(values, dtype=float))
+
+    assert against_the_paper(spread(0.95, 0.99), 97.3, 100, unit=" points") == "0.3 points below"
+    assert against_the_paper(spread(0.98), 97.3, 100, unit=" points") == "0.7 points above"
+    assert against_the_paper(spread(0.973, np.nan), 97.3, 100, unit=" points") == "equal"
+    assert against_the_paper(spread(np.nan), 97.3) == "-"
+    assert against_the_paper(spread(120.2), 130.7, ratio=True) == "0.92x the paper's"
+    bits = 1 / math.log(2)  # a cross entropy in nats read as bits per character
+    assert against_the_paper(spread(1.33), 1.60, bits, 2, " BPC") == "0.32 BPC above"

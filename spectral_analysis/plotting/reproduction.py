@@ -1,8 +1,9 @@
 """What is reproduced, in one table drawn from kept results: the paper's number beside ours.
 
 One row per printed row of Tables 2-4 and of KRU's Table 4 (JSB Chorales): the paper's value, the
-measured mean [min, max] over seeds, the scale and seeds it comes from, how many of its trials
-trained to a plateau, the median training seconds per trial (and the GPU, for trials run on one).
+measured mean [min, max] over seeds, that mean against the paper's value (:func:`against_the_paper`), the
+scale and seeds it comes from, how many of its trials trained to a plateau, the median training seconds
+per trial (and the GPU, for trials run on one).
 One row per figure's headline statement: the paper's words, the paper check's verdict on them, its
 scale and seeds, how many of the grid's trials plateaued.
 Written to ``figures/reproduction.md``; ``spectral-analysis figures --readme docs/figures.md --readme
@@ -15,10 +16,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.groups import Group, Spread
 from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_grids
 from spectral_analysis.experiments.row_status import plateau_count
 from spectral_analysis.plotting.docs_blocks import (
@@ -47,7 +49,36 @@ from spectral_analysis.plotting.results_tables import (
     table3_row,
 )
 
-HEADER = ["source", "the paper", "ours (mean [min, max])", "scale, seeds", "plateaued", "s per trial"]
+HEADER = ["source", "the paper", "ours (mean [min, max])", "ours against the paper", "scale, seeds",
+          "plateaued", "s per trial"]
+SCALE_COLUMN = HEADER.index("scale, seeds")
+
+
+def against_the_paper(s: Spread, paper: float, scale: float = 1.0, digits: int = 1, unit: str = "",
+                      ratio: bool = False) -> str:
+    """Our mean over seeds (times ``scale``, in the row's unit) against the paper's printed value: how far
+    above or below it, or with ``ratio`` (a perplexity, compared by ratio as the papers compare them) how
+    many times it; ``-`` where no seed has a value. Unfit seeds count, as in the mean beside it.
+
+    ```python
+    >>> from spectral_analysis.experiments.groups import Spread
+    >>> import numpy as np
+    >>> against_the_paper(Spread.over_seeds(np.array([0.962, 0.972])), 97.7, 100, unit=" points")
+    '1.0 points below'
+    >>> against_the_paper(Spread.over_seeds(np.array([133.7, 136.3])), 130.2, ratio=True)
+    "1.04x the paper's"
+
+    ```
+    """
+    if s.seeds == 0:
+        return "-"
+    mean = s.mean * scale
+    if ratio:
+        return f"{mean / paper:.2f}x the paper's"
+    gap = round(mean - paper, digits)
+    if gap == 0:
+        return "equal"
+    return f"{abs(gap):.{digits}f}{unit} {'above' if gap > 0 else 'below'}"
 
 
 def _scale_cell(scale: str | None, stale: str | None = None) -> str:
@@ -76,65 +107,72 @@ def _where(grid: KeptGrid, group: Group) -> str:
     return f"{scale}, {group.seeds}{_unfit(group)}"
 
 
+def _row(source: str, paper: str, ours: str, against: str, grid: KeptGrid, group: Group) -> list[str]:
+    """A table row (:data:`HEADER`'s cells) of ``group`` in ``grid``."""
+    return [source, paper, ours, against, _where(grid, group), plateau_count(group.rows),
+            training_seconds_text(group)]
+
+
 def table_rows(results: Path) -> list[list[str]]:
     rows = []
+    points = partial(against_the_paper, scale=100, unit=" points")
     for grid in read_grids(results, "table2-mnist"):
         for g in grid.groups:
             if g.variant in TABLE2:
-                rows.append([f"Table 2, {g.variant} (n_h = {g.rows[0]['hidden']})",
-                             f"{TABLE2[g.variant]:.1f}% test", _spread(g.final(), 100, 1) + "%",
-                             _where(grid, g), plateau_count(g.rows), training_seconds_text(g)])
+                rows.append(_row(f"Table 2, {g.variant} (n_h = {g.rows[0]['hidden']})",
+                                 f"{TABLE2[g.variant]:.1f}% test", _spread(g.final(), 100, 1) + "%",
+                                 points(g.final(), TABLE2[g.variant]), grid, g))
     for experiment, (model, _) in TABLE2_GRIDS.items():
         for grid, g in table2_grid_points(results, read_grids(results, experiment), model):
             if grid.experiment != experiment:
                 continue  # table2-mnist's own row is listed above
-            rows.append([f"Table 2, {model} (n_h = {g.rows[0]['hidden']}; {grid_point_text(g)})",
-                         f"{TABLE2[model]:.1f}% test (the best of its grid)",
-                         _spread(g.final(), 100, 1) + "%", _where(grid, g), plateau_count(g.rows),
-                         training_seconds_text(g)])
+            rows.append(_row(f"Table 2, {model} (n_h = {g.rows[0]['hidden']}; {grid_point_text(g)})",
+                             f"{TABLE2[model]:.1f}% test (the best of its grid)",
+                             _spread(g.final(), 100, 1) + "%", points(g.final(), TABLE2[model]), grid, g))
     for grid in read_grids(results, TABLE2_FIELD):  # the same LSTM row by the field's recipe, beside
         for g in grid.groups:
-            rows.append([f"Table 2, lstm (n_h = {g.rows[0]['hidden']}; {TABLE2_FIELD_RECIPES[g.variant]})",
-                         f"{TABLE2['lstm']:.1f}% test", _spread(g.final(), 100, 1) + "%",
-                         _where(grid, g), plateau_count(g.rows), training_seconds_text(g)])
+            recipe = TABLE2_FIELD_RECIPES[g.variant]
+            rows.append(_row(f"Table 2, lstm (n_h = {g.rows[0]['hidden']}; {recipe})",
+                             f"{TABLE2['lstm']:.1f}% test", _spread(g.final(), 100, 1) + "%",
+                             points(g.final(), TABLE2["lstm"]), grid, g))
     for grid in read_grids(results, "table3-ptb"):  # a row kept at paper scale on its own stands beside
         for g in grid.groups:
             row = table3_row(g.variant)
             if row is not None and row[1] in ("", "-field"):
-                rows.append([f"Table 3, {g.variant}" + (f" ({FIELD_RECIPE})" if row[1] else ""),
-                             f"{TABLE3[row[0]][1]:.1f} test ppl",
-                             _spread(g.final("test_metrics", "perplexity"), 1, 1), _where(grid, g),
-                             plateau_count(g.rows), training_seconds_text(g)])
+                perplexity, printed = g.final("test_metrics", "perplexity"), TABLE3[row[0]][1]
+                rows.append(_row(f"Table 3, {g.variant}" + (f" ({FIELD_RECIPE})" if row[1] else ""),
+                                 f"{printed:.1f} test ppl", _spread(perplexity, 1, 1),
+                                 against_the_paper(perplexity, printed, ratio=True), grid, g))
     for grid in read_grids(results, "kru-mnist"):
         for g in grid.groups:
             printed = KRU_TABLE2.get(g.variant, {}).get(g.axes.get("task"))
             if printed is not None:
-                rows.append([f"KRU Table 2, {g.axes['task']}, {g.variant} (n = {g.rows[0]['hidden']})",
-                             f"{printed:.1f}% test", _spread(g.final(), 100, 1) + "%", _where(grid, g),
-                             plateau_count(g.rows), training_seconds_text(g)])
+                rows.append(_row(f"KRU Table 2, {g.axes['task']}, {g.variant} (n = {g.rows[0]['hidden']})",
+                                 f"{printed:.1f}% test", _spread(g.final(), 100, 1) + "%",
+                                 points(g.final(), printed), grid, g))
     for grid in read_grids(results, "kru-ptb"):
         for g in grid.groups:
             if g.variant in KRU_TABLE3:
-                bpc = _spread(g.final("test_metrics", "cross_entropy"), 1 / math.log(2), 2)
-                rows.append([f"KRU Table 3, character-level PTB, {g.variant}",
-                             f"{KRU_TABLE3[g.variant][1]:.2f} test BPC", bpc, _where(grid, g),
-                             plateau_count(g.rows), training_seconds_text(g)])
+                entropy, printed = g.final("test_metrics", "cross_entropy"), KRU_TABLE3[g.variant][1]
+                rows.append(_row(f"KRU Table 3, character-level PTB, {g.variant}", f"{printed:.2f} test BPC",
+                                 _spread(entropy, 1 / math.log(2), 2),
+                                 against_the_paper(entropy, printed, 1 / math.log(2), 2, " BPC"), grid, g))
     grid = read_grid(results, "kru-music")
     for g in grid.groups if grid else []:
         if g.variant in KRU_TABLE4:
-            rows.append([f"KRU Table 4 (JSB Chorales), on music21's Bach chorales, {g.variant} "
-                         f"(n = {g.rows[0]['hidden']})",
-                         f"{KRU_TABLE4[g.variant][1]:.2f} test NLL",
-                         _spread(g.final("test_metrics", "nll"), 1, 2), _where(grid, g),
-                         plateau_count(g.rows), training_seconds_text(g)])
+            nll, printed = g.final("test_metrics", "nll"), KRU_TABLE4[g.variant][1]
+            rows.append(_row(f"KRU Table 4 (JSB Chorales), on music21's Bach chorales, {g.variant} "
+                             f"(n = {g.rows[0]['hidden']})", f"{printed:.2f} test NLL", _spread(nll, 1, 2),
+                             against_the_paper(nll, printed, digits=2), grid, g))
     grid = read_grid(results, "table4-ucr")
     for dataset in grid.values("dataset") if grid else []:
         for g in grid.groups:
             printed = TABLE4.get(dataset, {}).get(g.variant)
             if g.axes.get("dataset") == dataset and printed is not None:
-                rows.append([f"Table 4, {dataset}, {g.variant}", f"{printed:.3f} test accuracy (at the best "
-                             "validation)", _spread(g.final("test_at_best_valid")), _where(grid, g),
-                             plateau_count(g.rows), training_seconds_text(g)])
+                accuracy = g.final("test_at_best_valid")
+                rows.append(_row(f"Table 4, {dataset}, {g.variant}", f"{printed:.3f} test accuracy (at the "
+                                 "best validation)", _spread(accuracy),
+                                 against_the_paper(accuracy, printed, digits=3), grid, g))
     return rows
 
 
@@ -143,7 +181,7 @@ def figure_rows(records: list[CheckRecord]) -> list[list[str]]:
     for r in records:
         where = f"{_scale_cell(r.scale, r.stale)}, {r.seeds or '-'}"
         source = r.source if r.claim == r.quote else f"{r.source}: {r.claim}"
-        rows.append([source, f'"{r.quote}"' if r.quote else r.claim, f"**{r.verdict}**", where,
+        rows.append([source, f'"{r.quote}"' if r.quote else r.claim, f"**{r.verdict}**", "-", where,
                      r.plateaued or "-", "-"])
     return rows
 
@@ -160,7 +198,7 @@ def reproduction_markdown(results: Path, records: list[CheckRecord], kept_only: 
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     rows = table_rows(results) + figure_rows(records)
     if kept_only:
-        rows = [row for row in rows if row[3].startswith(KEPT_SCALES)]
+        rows = [row for row in rows if row[SCALE_COLUMN].startswith(KEPT_SCALES)]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
@@ -181,21 +219,23 @@ SUMMARY_ROWS = (
     "baseline) at every lag",
     "KRU Section 4.2 (Fig. 2, adding): KRU and LSTM end below 0.05 x the 0.167 baseline at every T",
 )
-SUMMARY_HEADER = ["result", "the paper", "ours", "scale, seeds"]
+SUMMARY_HEADER = ["result", "the paper", "ours", "ours against the paper", "scale, seeds"]
 
 
 def summary_markdown(results: Path, records: list[CheckRecord]) -> str:
-    """The README's summary: the rows of :data:`SUMMARY_ROWS` from the full table, without its
-    plateau and time columns. A row the results no longer give is an error that names it."""
-    rows = [row for row in table_rows(results) + figure_rows(records) if row[3].startswith(KEPT_SCALES)]
+    """The README's summary: the rows of :data:`SUMMARY_ROWS` from the full table, up to its scale
+    column (without its plateau and time columns). A row the results no longer give is an error that
+    names it."""
+    rows = [row for row in table_rows(results) + figure_rows(records)
+            if row[SCALE_COLUMN].startswith(KEPT_SCALES)]
     lines = ["| " + " | ".join(SUMMARY_HEADER) + " |", "|" + "---|" * len(SUMMARY_HEADER)]
     for source in SUMMARY_ROWS:
         matches = sorted((row for row in rows if row[0] == source),
-                         key=lambda row: not row[3].startswith("paper"))
+                         key=lambda row: not row[SCALE_COLUMN].startswith("paper"))
         if not matches:
             raise ValueError(f"the README summary's row {source!r} is not in the reproduction table: "
                              "change SUMMARY_ROWS in spectral_analysis/plotting/reproduction.py")
-        lines.append("| " + " | ".join(_cell(c) for c in matches[0][:4]) + " |")
+        lines.append("| " + " | ".join(_cell(c) for c in matches[0][:SCALE_COLUMN + 1]) + " |")
     return "\n".join(lines)
 
 
