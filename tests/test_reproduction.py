@@ -168,6 +168,13 @@ def test_table2_rows_kept_at_paper_scale_stand_beside_the_budget_grid(tmp_path):
     (tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").write_text(json.dumps(row))
     assert [r[6] for r in table_rows(tmp_path) if r[0].startswith("Table 2, spectral")] == [
         "60", "seed 0 resumed across machines: 40 on NVIDIA H200 + 60 on AMD EPYC, 2 cores"]
+    # seconds a checkpoint kept before its trainer recorded machines
+    row.update(seconds_by_machine={"not recorded": 40.0, "AMD EPYC, 2 cores": 60.0})
+    (tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").write_text(json.dumps(row))
+    assert [r[6] for r in table_rows(tmp_path) if r[0].startswith("Table 2, spectral")][1] == (
+        "seed 0 resumed across machines: 40 on a machine not recorded + 60 on AMD EPYC, 2 cores")
+    row.update(seconds_by_machine={"NVIDIA H200 (CUDA)": 40.0, "AMD EPYC, 2 cores": 60.0})
+    (tmp_path / "table2-mnist" / "paper" / "spectral_s0" / "result.json").write_text(json.dumps(row))
     from spectral_analysis.plotting.docs_blocks import grid_markdown
 
     assert grid_markdown(tmp_path, "table2-mnist", "paper").splitlines()[2].endswith(

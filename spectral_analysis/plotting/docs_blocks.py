@@ -39,6 +39,7 @@ from spectral_analysis.experiments.groups import Group
 from spectral_analysis.experiments.reading import read_grid
 from spectral_analysis.experiments.row_status import plateaued
 from spectral_analysis.plotting.benchmarks import BENCHMARKS_DIR, benchmark_markdown
+from spectral_analysis.train.trainer import UNRECORDED_MACHINE
 
 # Which paper checks read which figure: the figure's stem -> the starts of the checks' sources.
 FIGURE_CHECKS: dict[str, tuple[str, ...]] = {
@@ -135,6 +136,12 @@ def _stopped(row: Mapping[str, Any]) -> str:
     return f"{row['steps']:,} ({how})"
 
 
+def _machine_text(machine: str) -> str:
+    """A machine as a table cell names it: a GPU without the "(CUDA)" tag; the seconds a checkpoint kept
+    before its trainer recorded machines (``UNRECORDED_MACHINE``) in words."""
+    return "a machine not recorded" if machine == UNRECORDED_MACHINE else machine.removesuffix(" (CUDA)")
+
+
 def training_seconds_text(group: Group) -> str:
     """The median training seconds per trial, with the GPU they ran on where the trials ran on one. A
     trial resumed on another machine than it started on (its ``seconds_by_machine`` names two) stays
@@ -144,7 +151,7 @@ def training_seconds_text(group: Group) -> str:
         split = row.get("seconds_by_machine") or {}
         if len(split) > 1:
             parts.append(f"seed {row['seed']} resumed across machines: " + " + ".join(
-                f"{part:.0f} on {machine.removesuffix(' (CUDA)')}" for machine, part in split.items()))
+                f"{part:.0f} on {_machine_text(machine)}" for machine, part in split.items()))
         elif math.isfinite(seconds):
             whole.append((row, seconds))
     if whole:
