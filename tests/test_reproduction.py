@@ -121,7 +121,9 @@ def test_write_reproduction_fills_the_file_and_the_marked_block(tmp_path, record
     assert "STALE-BLOCK" not in text and text.startswith("intro") and text.endswith("after\n")
     table4 = [row for row in _rows(path.read_text()) if row[0].startswith("Table 4, Coffee, spectral")]
     paper_value = "1.000 test accuracy (at the best validation)"
-    assert table4 == [("Table 4, Coffee, spectral", paper_value, "", "paper, 3", "3/3")]
+    assert table4 == [("Table 4, Coffee, spectral", paper_value, "", "paper, 3", "3/3"),
+                      ("Table 4, Coffee, spectral-m16 (m1 = m2 = 16, the counts that give the printed "
+                       "parameters)", paper_value, "", "paper, 3", "3/3")]
     demo = tmp_path / "demo.md"
     demo.write_text("<!-- demo:begin -->\n<!-- demo:end -->\n")
     with pytest.raises(ValueError, match="no kept demo run at .*demo --record"):
@@ -394,3 +396,34 @@ def test_each_row_says_how_far_our_mean_lies_from_the_papers_number():
     assert against_the_paper(spread(120.2), 130.7, ratio=True) == "0.92x the paper's"
     bits = 1 / math.log(2)  # a cross entropy in nats read as bits per character
     assert against_the_paper(spread(1.33), 1.60, bits, 2, " BPC") == "0.32 BPC above"
+
+
+def test_table4s_spectral_rnn_at_sixteen_reflectors_is_read_against_the_printed_spectral_row(tmp_path):
+    """table4-ucr's spectral-m16 trains the printed Spectral-RNN row at the reflector counts that give its
+    printed parameters: its row is compared with the paper's Spectral-RNN accuracy and says by which
+    reading, in the reproduction table and in the Table 4 file; the stated reading keeps its own row."""
+    from spectral_analysis.experiments import find_experiment
+    from spectral_analysis.plotting.reproduction import table_rows
+    from spectral_analysis.plotting.results_tables import table4
+
+    accuracies = {"spectral": 0.8, "spectral-m16": 0.9}
+    for trial in find_experiment("table4-ucr").trials("paper"):  # the whole grid, so that it is read
+        directory = tmp_path / "table4-ucr" / "paper" / trial.key
+        directory.mkdir(parents=True)
+        accuracy = accuracies.get(trial.variant, 0.5)
+        row = {"experiment": "table4-ucr", "scale": "paper", "trial": trial.key, "status": "done",
+               "variant": trial.variant, "axes": trial.axes, "seed": trial.seed, "hidden": 32,
+               "metric": "accuracy", "seconds": 5.0, "steps": 2000, "best_step": 100,
+               "test_metrics": {"accuracy": accuracy}, "test_at_best_valid": {"accuracy": accuracy},
+               "config": trial.config}
+        (directory / "result.json").write_text(json.dumps(row))
+    rows = {row[0]: row[1:4] for row in table_rows(tmp_path)
+            if row[0].startswith("Table 4, Coffee, spectral")}
+    printed = "1.000 test accuracy (at the best validation)"
+    assert rows == {
+        "Table 4, Coffee, spectral": [printed, "0.800 [0.800, 0.800]", "0.200 below"],
+        "Table 4, Coffee, spectral-m16 (m1 = m2 = 16, the counts that give the printed parameters)":
+            [printed, "0.900 [0.900, 0.900]", "0.100 below"]}
+    text = Path(table4(tmp_path, tmp_path)[0]["path"]).read_text()
+    line = next(line for line in text.splitlines() if line.startswith("| Coffee | spectral-m16 |"))
+    assert line.split(" | ")[3] == "1.000"  # the printed Spectral-RNN row's accuracy, not '-'
