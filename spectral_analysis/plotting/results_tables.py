@@ -47,6 +47,7 @@ def table3_row(variant: str) -> tuple[str, str] | None:
     return next(((variant.removesuffix(suffix), suffix) for suffix in TABLE3_READINGS
                  if variant.endswith(suffix) and variant.removesuffix(suffix) in TABLE3), None)
 
+
 # table4-ucr's Spectral-RNN by another reading of its reflector counts: the printed row it trains, in words
 TABLE4_READINGS = {"spectral-m16": ("spectral", "m1 = m2 = 16, the counts that give the printed parameters")}
 
@@ -56,6 +57,7 @@ def table4_printed(dataset: str, variant: str) -> float | None:
     :data:`TABLE4_READINGS` names); ``None`` for a dataset or model the table does not print. Example:
     ``table4_printed("Coffee", "spectral-m16")`` is Spectral-RNN's 1.0."""
     return TABLE4.get(dataset, {}).get(TABLE4_READINGS.get(variant, (variant,))[0])
+
 
 # KRU Table 2, test accuracy (%) on pixel MNIST and permuted MNIST (the LSTM's quoted from Arjovsky et al.).
 KRU_TABLE2 = {"kru": {"mnist": 96.4, "permuted-mnist": 94.5}, "lstm": {"mnist": 97.8, "permuted-mnist": 91.3}}
