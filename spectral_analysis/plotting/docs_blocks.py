@@ -155,7 +155,7 @@ def training_seconds_text(group: Group) -> str:
         elif math.isfinite(seconds):
             whole.append((row, seconds))
     if whole:
-        gpus = sorted({str(r.get("machine", "a GPU")).removesuffix(" (CUDA)") for r, _ in whole
+        gpus = sorted({_machine_text(str(r.get("machine", "a GPU"))) for r, _ in whole
                        if r.get("device") == "cuda"})
         parts.insert(0, f"{statistics.median(s for _, s in whole):.0f}" + (f" on {', '.join(gpus)}" if gpus
                                                                              else ""))
