@@ -157,3 +157,37 @@ def test_the_run_command_names_trials_a_time_budget_stopped_and_how_to_resume_th
     out = capsys.readouterr().out
     assert ("unfinished (stopped by the time budget, `stop` or an interrupt): rnn_length5_s0; rerun the same "
             "command") in out and "`spectral-analysis park`" in out
+
+
+@pytest.mark.slow
+def test_a_seed_kept_without_the_network_its_scale_now_keeps_trains_again_only_when_asked(tmp_path):
+    """A scale that said ``keep_models = "every seed"`` after its seed 1 was kept has no network of that
+    seed (the certificates read each seed's): a rerun skips it unless asked to retrain it, and the
+    retrained seed keeps the very network the first run ended with (the trainer is deterministic)."""
+    import shutil
+
+    from spectral_analysis.experiments.results import OTHER_SEED_NOTE
+
+    only = {"variant": "rnn", "length": "5"}
+    options = dict(workers=1, backend="processes", out=tmp_path / "runs", results=tmp_path / "results",
+                   seeds=2, only=only)
+    catalog = tiny_catalog(tmp_path)
+    run_sweeps([load_experiment(catalog / "tiny.toml")], "paper", **options)
+    kept = tmp_path / "results" / "tiny" / "paper" / "rnn_length5_s1"
+    row = json.loads((kept / "result.json").read_text())
+    assert row["checkpoint"] is None and row["checkpoint_note"].startswith(OTHER_SEED_NOTE)
+    run_dir = tmp_path / "runs" / "tiny" / "paper" / "rnn_length5_s1"
+    first_model = load_checkpoint(run_dir / "last.safetensors")
+    shutil.rmtree(run_dir)  # its run directory is gone
+    every_seed = TINY.replace('stated = "quoted"', 'stated = "quoted"\nkeep_models = "every seed"')
+    experiment = load_experiment(tiny_catalog(tmp_path, every_seed) / "tiny.toml")
+    [skipped] = run_sweeps([experiment], "paper", **options)
+    assert not skipped.ran and sorted(skipped.skipped) == ["rnn_length5_s0", "rnn_length5_s1"]
+    [again] = run_sweeps([experiment], "paper", retrain_unkept_models=True, **options)
+    assert again.ran == ["rnn_length5_s1"] and again.skipped == ["rnn_length5_s0"]
+    row = json.loads((kept / "result.json").read_text())
+    assert row["checkpoint"] == "model.safetensors" and "checkpoint_note" not in row
+    retrained = load_checkpoint(kept / "model.safetensors").model.state_dict()
+    assert all(torch.equal(value, retrained[name]) for name, value in first_model.model.state_dict().items())
+    [done] = run_sweeps([experiment], "paper", retrain_unkept_models=True, **options)
+    assert not done.ran

@@ -97,6 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         tune_callbacks=callbacks,
         max_failures=args.max_failures,
         despite_calibration=args.despite_calibration,
+        retrain_unkept_models=args.retrain_unkept_models,
         report=report,
     )
     sweeps = [
@@ -219,6 +220,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="checkpoint and stop every trial after this many seconds; rerun to resume",
     )
     run.add_argument("--retry-failed", action="store_true", help="run the trials kept as failed again")
+    run.add_argument("--retrain-unkept-models", action="store_true",
+                     help="train again the done trials whose network the scale keeps for every seed "
+                          "(keep_models) but results/ lacks, kept before the scale kept them; the rerun "
+                          "replaces their row")
     run.add_argument("--tensorboard", action="store_true", help="every trial also writes TensorBoard event "
                      "files into its run directory (tensorboard --logdir OUT/NAME)")
     run.add_argument("--scheduler", choices=("asha",), default=None,

@@ -54,7 +54,7 @@ from spectral_analysis.experiments.ledger import write_ledger
 from spectral_analysis.experiments.parking import CONFIG, drop_if_stale, park_run, parked_dir
 from spectral_analysis.experiments.process_grid import run_processes
 from spectral_analysis.experiments.ray_grid import ray_session, run_grid
-from spectral_analysis.experiments.results import promote_zoo_seeds, read_rows, write_summary
+from spectral_analysis.experiments.results import OTHER_SEED_NOTE, promote_zoo_seeds, read_rows, write_summary
 from spectral_analysis.experiments.row_status import kept_row_stands
 from spectral_analysis.experiments.trial import (
     STOP_REQUEST,
@@ -170,10 +170,23 @@ def _kept_row(results: Path, trial: Trial) -> dict[str, Any] | None:
     return read_kept_row(path)
 
 
-def _kept_and_standing(results: Path, trial: Trial, retry_failed: bool) -> bool:
-    """Whether ``trial`` has a kept row that stands for it (a sweep skips it, ``park`` leaves it)."""
+def _kept_and_standing(results: Path, trial: Trial, retry_failed: bool, retrain_unkept_models: bool = False
+                       ) -> bool:
+    """Whether ``trial`` has a kept row that stands for it (a sweep skips it, ``park`` leaves it).
+    ``retrain_unkept_models``: a done row without the network its scale keeps (:func:`lacks_kept_model`)
+    does not stand."""
     kept = _kept_row(results, trial)
-    return kept is not None and kept_row_stands(kept, trial, retry_failed)
+    return kept is not None and kept_row_stands(kept, trial, retry_failed) and not (
+        retrain_unkept_models and lacks_kept_model(kept, trial))
+
+
+def lacks_kept_model(kept: dict[str, Any], trial: Trial) -> bool:
+    """Whether the kept row of ``trial`` is done without the network that its scale keeps for every seed
+    (``keep_models = "every seed"``), left to the zoo's seed because it was kept before the scale said so.
+    A row whose network is too large to keep is not such a row."""
+    note = kept.get("checkpoint_note") or ""
+    return trial.keep_model and kept.get("status") == "done" and not kept.get("checkpoint") \
+        and note.startswith(OTHER_SEED_NOTE)
 
 
 def longest_first(trials: list[Trial], estimate: dict[str, Any] | None) -> list[Trial]:
@@ -215,6 +228,7 @@ def run_sweeps(
     num_samples: int = 1,
     max_failures: int = 0,
     despite_calibration: bool = False,
+    retrain_unkept_models: bool = False,
     report: Callable[[str], None] = logger.info,
 ) -> list[SweepOutcome]:
     """Run the grids of ``experiments`` on Ray Tune as one grid (see the module docstring), each at
@@ -231,7 +245,9 @@ def run_sweeps(
     from the Tune checkpoint of its last evaluation. Tune's own records of the grid (those checkpoints, its
     loggers' files) stay in ``out/.tune/<sweep>-<started>/``. A baseline whose kept calibration trails its
     reference with the grid's recipe is held back (``calibration.refused_baselines``) unless
-    ``despite_calibration``.
+    ``despite_calibration``. ``retrain_unkept_models``: the done trials whose network the scale keeps but
+    ``results`` lacks (:func:`lacks_kept_model`) train again, from their run directory's checkpoint where
+    it is still there, and their rerun replaces the row.
 
     ```python
     from spectral_analysis.experiments import find_experiment, run_sweep
@@ -287,7 +303,8 @@ def run_sweeps(
             if not despite_calibration:
                 held = {**refused_baselines(experiment, grid_scale, results), **held}
             for trial in longest_first(trials, read_estimate(results, experiment.name, device)):
-                if not search_space and _kept_and_standing(results, trial, retry_failed):
+                standing = _kept_and_standing(results, trial, retry_failed, retrain_unkept_models)
+                if not search_space and standing:
                     outcome.skipped.append(trial.key)
                     continue
                 if trial.variant in held:
