@@ -683,7 +683,7 @@ def test_the_table4_claims_read_the_accuracy_at_the_best_validation_and_the_over
     stated, printed_counts, *others = ucr.run()
     assert len(others) == 3 and "spectral-m16" not in stated.numbers["ArrowHead"]
     assert stated.verdict == "differs" and "m1 = m2 = 16" not in stated.claim  # oRNN's 0.90 on ArrowHead
-    assert printed_counts.verdict == "differs" and "m1 = m2 = 16, the reading" in printed_counts.claim
+    assert printed_counts.verdict == "differs" and "as m1 = m2 = 16, the counts" in printed_counts.claim
     assert "spectral-m16 0.980 [0.970, 0.990] (0.800)" in printed_counts.evidence  # the printed spectral
     assert "GunPoint: spectral-m16 0.810 [0.800, 0.820] (0.960), lstm" in printed_counts.evidence
 

@@ -121,9 +121,13 @@ def test_write_reproduction_fills_the_file_and_the_marked_block(tmp_path, record
     assert "STALE-BLOCK" not in text and text.startswith("intro") and text.endswith("after\n")
     table4 = [row for row in _rows(path.read_text()) if row[0].startswith("Table 4, Coffee, spectral")]
     paper_value = "1.000 test accuracy (at the best validation)"
-    assert table4 == [("Table 4, Coffee, spectral", paper_value, "", "paper, 3", "3/3"),
-                      ("Table 4, Coffee, spectral-m16 (m1 = m2 = 16, the counts that give the printed "
-                       "parameters)", paper_value, "", "paper, 3", "3/3")]
+    from spectral_analysis.paper.ucr import SPECTRAL_READINGS
+
+    assert table4 == [("Table 4, Coffee, spectral", paper_value, "", "paper, 3", "3/3")] + [
+        (f"Table 4, Coffee, {variant} ({words})", paper_value, "", "paper, 3", "3/3")
+        for variant, words in SPECTRAL_READINGS.items()]
+    assert "Table 4, Coffee, spectral-m16 (m1 = m2 = 16, the counts that give the printed parameters)" \
+        in {row[0] for row in table4}
     demo = tmp_path / "demo.md"
     demo.write_text("<!-- demo:begin -->\n<!-- demo:end -->\n")
     with pytest.raises(ValueError, match="no kept demo run at .*demo --record"):
@@ -403,6 +407,7 @@ def test_table4s_spectral_rnn_at_sixteen_reflectors_is_read_against_the_printed_
     printed parameters: its row is compared with the paper's Spectral-RNN accuracy and says by which
     reading, in the reproduction table and in the Table 4 file; the stated reading keeps its own row."""
     from spectral_analysis.experiments import find_experiment
+    from spectral_analysis.paper.ucr import SPECTRAL_READINGS
     from spectral_analysis.plotting.reproduction import table_rows
     from spectral_analysis.plotting.results_tables import table4
 
@@ -420,10 +425,13 @@ def test_table4s_spectral_rnn_at_sixteen_reflectors_is_read_against_the_printed_
     rows = {row[0]: row[1:4] for row in table_rows(tmp_path)
             if row[0].startswith("Table 4, Coffee, spectral")}
     printed = "1.000 test accuracy (at the best validation)"
-    assert rows == {
-        "Table 4, Coffee, spectral": [printed, "0.800 [0.800, 0.800]", "0.200 below"],
-        "Table 4, Coffee, spectral-m16 (m1 = m2 = 16, the counts that give the printed parameters)":
-            [printed, "0.900 [0.900, 0.900]", "0.100 below"]}
+    m16 = "Table 4, Coffee, spectral-m16 (m1 = m2 = 16, the counts that give the printed parameters)"
+    assert rows.pop("Table 4, Coffee, spectral") == [printed, "0.800 [0.800, 0.800]", "0.200 below"]
+    assert rows.pop(m16) == [printed, "0.900 [0.900, 0.900]", "0.100 below"]
+    # the other readings (the released code's settings) are read against the same printed row
+    assert sorted(rows) == sorted(f"Table 4, Coffee, {v} ({words})" for v, words in SPECTRAL_READINGS.items()
+                                  if v != "spectral-m16")
+    assert all(cells == [printed, "0.500 [0.500, 0.500]", "0.500 below"] for cells in rows.values())
     text = Path(table4(tmp_path, tmp_path)[0]["path"]).read_text()
     line = next(line for line in text.splitlines() if line.startswith("| Coffee | spectral-m16 |"))
     assert line.split(" | ")[3] == "1.000"  # the printed Spectral-RNN row's accuracy, not '-'
