@@ -412,7 +412,10 @@ def test_table4s_spectral_rnn_at_sixteen_reflectors_is_read_against_the_printed_
     from spectral_analysis.plotting.results_tables import table4
 
     accuracies = {"spectral": 0.8, "spectral-m16": 0.9}
-    for trial in find_experiment("table4-ucr").trials("paper"):  # the whole grid, so that it is read
+    grid = find_experiment("table4-ucr")
+    # every Spectral-RNN of the grid is the stated reading or one named in words
+    assert {v["label"] for v in grid.variants if v["model"] == "spectral"} == {"spectral", *SPECTRAL_READINGS}
+    for trial in grid.trials("paper"):  # the whole grid, so that it is read
         directory = tmp_path / "table4-ucr" / "paper" / trial.key
         directory.mkdir(parents=True)
         accuracy = accuracies.get(trial.variant, 0.5)
