@@ -120,6 +120,21 @@ def test_each_experiment_uses_what_its_committed_validation_grid_chose():
                 f"({validation.name}: {chosen.scores[variant]})")
 
 
+
+def test_each_validation_grid_trains_the_variant_it_validates_as_the_selected_grid_does():
+    """A validation grid chooses one setting for a recipe: the model it trains (its options, size and
+    optimizer) is the selected experiment's variant at the paper's sizes, or its choice is about another
+    network (kru-mnist's KRU changed its input scale after its amplitude was validated)."""
+    fields = ("model", "model_options", "hidden", "optimizer", "optimizer_options", "lr", "batch_size", "clip")
+    for validation in (e for e in load_catalog().values() if e.selects):
+        selected = load_catalog()[validation.selects]
+        ((axis, _),) = validation.axes.items()
+        for trial in validation.trials("paper"):
+            twin = next(t for t in selected.trials("paper") if t.variant == trial.variant)
+            differing = {f: (trial.config.get(f), twin.config.get(f)) for f in fields if f != axis
+                         and trial.config.get(f) != twin.config.get(f)}
+            assert not differing, (validation.name, trial.key, differing)
+
 @pytest.mark.slow
 def test_the_runner_holds_back_the_validated_variant_until_its_grid_chose_what_the_catalog_uses(
         tmp_path, monkeypatch, capsys):
