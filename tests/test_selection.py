@@ -125,7 +125,8 @@ def test_each_validation_grid_trains_the_variant_it_validates_as_the_selected_gr
     """A validation grid chooses one setting for a recipe: the model it trains (its options, size and
     optimizer) is the selected experiment's variant at the paper's sizes, or its choice is about another
     network (kru-mnist's KRU changed its input scale after its amplitude was validated)."""
-    fields = ("model", "model_options", "hidden", "optimizer", "optimizer_options", "lr", "batch_size", "clip")
+    fields = ("model", "model_options", "hidden", "optimizer", "optimizer_options", "lr", "batch_size",
+              "clip")
     for validation in (e for e in load_catalog().values() if e.selects):
         selected = load_catalog()[validation.selects]
         ((axis, _),) = validation.axes.items()

@@ -245,6 +245,12 @@ def _keep_checkpoint(checkpoint: Checkpoint, out: Path, zoo_keeps: int | None) -
     return {"checkpoint": CHECKPOINT_NAME}
 
 
+def left_to_another_seed(row: dict[str, Any]) -> bool:
+    """Whether a kept ``row`` has no checkpoint because the zoo keeps another seed's of its configuration
+    (not because its network is too large to keep)."""
+    return (row.get("checkpoint_note") or "").startswith(OTHER_SEED_NOTE)
+
+
 def promote_zoo_seeds(results: str | Path, experiment: str, scale: str, runs: str | Path) -> list[str]:
     """Keep the zoo's checkpoint and singular values for configurations whose seed 0 (or a later zoo seed)
     failed after a higher seed was kept without them: from that seed's run directory under
@@ -253,8 +259,7 @@ def promote_zoo_seeds(results: str | Path, experiment: str, scale: str, runs: st
     rows = read_rows(results, experiment, scale)
     promoted = []
     for row in rows:
-        left_to_another_seed = (row.get("checkpoint_note") or "").startswith(OTHER_SEED_NOTE)
-        if not left_to_another_seed or row["seed"] != zoo_seed(rows, row["variant"], row["axes"]):
+        if not left_to_another_seed(row) or row["seed"] != zoo_seed(rows, row["variant"], row["axes"]):
             continue
         run_dir = Path(runs) / experiment / scale / row["trial"]
         last = run_dir / "last.safetensors"

@@ -54,7 +54,12 @@ from spectral_analysis.experiments.ledger import write_ledger
 from spectral_analysis.experiments.parking import CONFIG, drop_if_stale, park_run, parked_dir
 from spectral_analysis.experiments.process_grid import run_processes
 from spectral_analysis.experiments.ray_grid import ray_session, run_grid
-from spectral_analysis.experiments.results import OTHER_SEED_NOTE, promote_zoo_seeds, read_rows, write_summary
+from spectral_analysis.experiments.results import (
+    left_to_another_seed,
+    promote_zoo_seeds,
+    read_rows,
+    write_summary,
+)
 from spectral_analysis.experiments.row_status import kept_row_stands
 from spectral_analysis.experiments.trial import (
     STOP_REQUEST,
@@ -182,11 +187,8 @@ def _kept_and_standing(results: Path, trial: Trial, retry_failed: bool, retrain_
 
 def lacks_kept_model(kept: dict[str, Any], trial: Trial) -> bool:
     """Whether the kept row of ``trial`` is done without the network that its scale keeps for every seed
-    (``keep_models = "every seed"``), left to the zoo's seed because it was kept before the scale said so.
-    A row whose network is too large to keep is not such a row."""
-    note = kept.get("checkpoint_note") or ""
-    return trial.keep_model and kept.get("status") == "done" and not kept.get("checkpoint") \
-        and note.startswith(OTHER_SEED_NOTE)
+    (``keep_models = "every seed"``), left to the zoo's seed because it was kept before the scale said so."""
+    return trial.keep_model and kept.get("status") == "done" and left_to_another_seed(kept)
 
 
 def longest_first(trials: list[Trial], estimate: dict[str, Any] | None) -> list[Trial]:

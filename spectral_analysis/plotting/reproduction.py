@@ -23,6 +23,7 @@ from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.groups import Group, Spread
 from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_grids
 from spectral_analysis.experiments.row_status import plateau_count
+from spectral_analysis.paper.ucr import SPECTRAL_READINGS
 from spectral_analysis.plotting.docs_blocks import (
     bounds_table_markdown,
     certificates_markdown,
@@ -42,7 +43,6 @@ from spectral_analysis.plotting.results_tables import (
     TABLE2_FIELD_RECIPES,
     TABLE2_GRIDS,
     TABLE3,
-    TABLE4_READINGS,
     _spread,
     grid_point_text,
     table2_grid_points,
@@ -171,7 +171,7 @@ def table_rows(results: Path) -> list[list[str]]:
             printed = table4_printed(dataset, g.variant)
             if g.axes.get("dataset") == dataset and printed is not None:
                 accuracy = g.final("test_at_best_valid")
-                reading = f" ({TABLE4_READINGS[g.variant][1]})" if g.variant in TABLE4_READINGS else ""
+                reading = f" ({SPECTRAL_READINGS[g.variant]})" if g.variant in SPECTRAL_READINGS else ""
                 rows.append(_row(f"Table 4, {dataset}, {g.variant}{reading}",
                                  f"{printed:.3f} test accuracy (at the best validation)", _spread(accuracy),
                                  against_the_paper(accuracy, printed, digits=3), grid, g))

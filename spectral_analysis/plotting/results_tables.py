@@ -49,15 +49,11 @@ def table3_row(variant: str) -> tuple[str, str] | None:
                  if variant.endswith(suffix) and variant.removesuffix(suffix) in TABLE3), None)
 
 
-# table4-ucr's Spectral-RNN by another reading than the stated one: the printed row it trains, in words
-TABLE4_READINGS = {variant: ("spectral", words) for variant, words in SPECTRAL_READINGS.items()}
-
-
 def table4_printed(dataset: str, variant: str) -> float | None:
     """The test accuracy Table 4 prints for the row a ``table4-ucr`` variant trains (its own, or the one
-    :data:`TABLE4_READINGS` names); ``None`` for a dataset or model the table does not print. Example:
-    ``table4_printed("Coffee", "spectral-m16")`` is Spectral-RNN's 1.0."""
-    return TABLE4.get(dataset, {}).get(TABLE4_READINGS.get(variant, (variant,))[0])
+    Spectral-RNN's, for a reading of ``paper.ucr.SPECTRAL_READINGS``); ``None`` for a dataset or model the
+    table does not print. Example: ``table4_printed("Coffee", "spectral-m16")`` is Spectral-RNN's 1.0."""
+    return TABLE4.get(dataset, {}).get("spectral" if variant in SPECTRAL_READINGS else variant)
 
 
 # KRU Table 2, test accuracy (%) on pixel MNIST and permuted MNIST (the LSTM's quoted from Arjovsky et al.).
