@@ -15,7 +15,7 @@ from spectral_analysis.experiments import (
     load_experiment,
     run_trial,
 )
-from spectral_analysis.experiments.catalog import CONFIG_FIELDS
+from spectral_analysis.experiments.catalog import CONFIG_FIELDS, printed_row
 from spectral_analysis.experiments.trial import TrialSpec
 from spectral_analysis.paper.kept import MIN_SEEDS
 
@@ -127,6 +127,23 @@ def test_trial_resolution_order_keys_and_filters(tmp_path):
         experiment.trials("huge")
 
 
+def test_a_variant_of_another_reading_names_its_printed_row_and_trains_the_same_config(tmp_path, monkeypatch):
+    """A variant's ``row`` and ``reading`` say which printed row it trains and how: the tables read them,
+    and they are words, not training fields, so they leave the variant's trials as they were."""
+    worded = TINY.replace('label = "spectral"',
+                          'label = "spectral"\nrow = "rnn"\nreading = "unit reflectors"')
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "worded").mkdir()
+    plain = load_experiment(tiny_catalog(tmp_path / "plain") / "tiny.toml")
+    experiment = load_experiment(tiny_catalog(tmp_path / "worded", worded) / "tiny.toml")
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_EXPERIMENTS", str(tmp_path / "worded" / "catalog"))
+    assert printed_row("tiny", "spectral") == ("rnn", "unit reflectors")
+    assert printed_row("tiny", "rnn") == ("rnn", None)
+    assert printed_row("tiny", "removed-since") == ("removed-since", None)
+    assert printed_row("not-in-the-catalog", "spectral") == ("spectral", None)
+    assert [t.config for t in experiment.trials("paper")] == [t.config for t in plain.trials("paper")]
+
+
 def test_axis_values_that_differ_keep_trial_names_that_differ(tmp_path):
     text = TINY.replace('"task_options.length" = [5, 7]', "lr = [1e-30, 1e30]")
     lrs = load_experiment(tiny_catalog(tmp_path, text) / "tiny.toml").trials("smoke")
@@ -149,6 +166,9 @@ def test_axis_values_that_differ_keep_trial_names_that_differ(tmp_path):
             "steps must be a positive integer",
         ),
         (('"task_options.length" = [5, 7]', '"task_options.length" = []'), "non-empty list"),
+        (('label = "spectral"', 'label = "spectral"\nrow = "rnn"'), "'row' .*'reading' .* come together"),
+        (('label = "spectral"', 'label = "spectral"\nrow = "spectral"\nreading = "x"'), "not its own label"),
+        (('label = "spectral"', 'label = "spectral"\nrow = "rnn"\nreading = " "'), "non-empty text"),
     ],
 )
 def test_bad_catalog_files_are_refused_naming_file_and_problem(tmp_path, edit, message):

@@ -121,11 +121,11 @@ def test_write_reproduction_fills_the_file_and_the_marked_block(tmp_path, record
     assert "STALE-BLOCK" not in text and text.startswith("intro") and text.endswith("after\n")
     table4 = [row for row in _rows(path.read_text()) if row[0].startswith("Table 4, Coffee, spectral")]
     paper_value = "1.000 test accuracy (at the best validation)"
-    from spectral_analysis.paper.ucr import SPECTRAL_READINGS
+    from spectral_analysis.paper.ucr import spectral_readings
 
     assert table4 == [("Table 4, Coffee, spectral", paper_value, "", "paper, 3", "3/3")] + [
         (f"Table 4, Coffee, {variant} ({words})", paper_value, "", "paper, 3", "3/3")
-        for variant, words in SPECTRAL_READINGS.items()]
+        for variant, words in spectral_readings().items()]
     assert "Table 4, Coffee, spectral-m16 (m1 = m2 = 16, the counts that give the printed parameters)" \
         in {row[0] for row in table4}
     demo = tmp_path / "demo.md"
@@ -309,31 +309,38 @@ def test_table2s_lstm_row_is_read_again_under_the_field_recipe(tmp_path):
     assert rows[field] == ["97.3% test", "97.0 [96.0, 98.0]%", "0.3 points below", "paper, 3"]
 
 
-def test_every_variant_of_the_lstm_field_grid_has_its_recipe_in_words():
-    """Each reading of the field's recipe gets a row of its own in the reproduction table, named by its
-    recipe: a variant added to the grid without its words would have no row label."""
-    from spectral_analysis.experiments import find_experiment
-    from spectral_analysis.plotting.results_tables import TABLE2_FIELD, TABLE2_FIELD_RECIPES
+def test_every_variant_of_another_reading_names_a_printed_row_and_its_reading_once():
+    """The tables compare a variant of another reading (the catalog's ``row`` and ``reading``) with the
+    row its paper prints, named by its reading: a row the table does not print would be compared with
+    nothing, and two readings of one row in the same words could not be told apart."""
+    from spectral_analysis.experiments import load_catalog
+    from spectral_analysis.paper.ucr import TABLE4_ACCURACY
+    from spectral_analysis.plotting.results_tables import TABLE2, TABLE2_FIELD, TABLE3
 
-    variants = [v["label"] for v in find_experiment(TABLE2_FIELD).variants]
-    assert sorted(variants) == sorted(TABLE2_FIELD_RECIPES)
-    assert len(set(TABLE2_FIELD_RECIPES.values())) == len(variants)
-    assert all(words.endswith("not the paper's") for words in TABLE2_FIELD_RECIPES.values())
+    printed = {TABLE2_FIELD: set(TABLE2), "table3-ptb": set(TABLE3),
+               "table4-ucr": set(TABLE4_ACCURACY["Coffee"])}
+    worded = {name: [v for v in e.variants if "row" in v] for name, e in load_catalog().items()}
+    assert {name for name, variants in worded.items() if variants} == set(printed)
+    for name, variants in worded.items():
+        assert {v["row"] for v in variants} <= printed.get(name, set()), name
+        readings = [(v["row"], v["reading"]) for v in variants]
+        assert len(set(readings)) == len(readings), name
+    # the field's LSTM grid trains Table 2's LSTM row only by the field's recipes, each not the paper's
+    assert all(v["row"] == "lstm" and v["reading"].endswith("not the paper's") for v in worded[TABLE2_FIELD])
+    assert len(worded[TABLE2_FIELD]) == len(load_catalog()[TABLE2_FIELD].variants)
 
 
-def test_every_table3_variant_names_the_printed_row_it_trains_and_by_which_reading():
+def test_every_table3_variant_reads_the_printed_perplexities_of_the_row_it_trains():
     """Each table3-ptb variant is a Table 3 network trained by the grid's recipe or a named other reading,
-    so its table row carries the paper's printed perplexities; the field's recipe is said to be not the
-    paper's, and a label of no row has none."""
+    so its table row carries the paper's printed perplexities; a label of no row has none."""
     from spectral_analysis.experiments import find_experiment
-    from spectral_analysis.plotting.results_tables import TABLE3, table3_row
+    from spectral_analysis.plotting.results_tables import TABLE3, table3_printed
 
     variants = [v["label"] for v in find_experiment("table3-ptb").variants]
-    assert {table3_row(v)[0] for v in variants} == set(TABLE3)
-    assert table3_row("lstm-1x128") == ("lstm-1x128", "")
-    assert table3_row("spectral-1x512-field") == ("spectral-1x512", "-field")
-    assert table3_row("rnn-1x128-mean") == ("rnn-1x128", "-mean")
-    assert table3_row("gru-1x128") is None and table3_row("lstm-3x128-field") is None
+    assert {table3_printed(v) for v in variants} == set(TABLE3.values())
+    assert table3_printed("lstm-1x128") == table3_printed("lstm-1x128-field") == TABLE3["lstm-1x128"]
+    assert table3_printed("rnn-1x128-mean") == TABLE3["rnn-1x128"]
+    assert table3_printed("gru-1x128") is None and table3_printed("lstm-3x128-field") is None
 
 
 def test_a_table3_row_kept_at_paper_scale_stands_beside_the_grid_drawn(tmp_path):
@@ -407,14 +414,15 @@ def test_table4s_spectral_rnn_at_sixteen_reflectors_is_read_against_the_printed_
     printed parameters: its row is compared with the paper's Spectral-RNN accuracy and says by which
     reading, in the reproduction table and in the Table 4 file; the stated reading keeps its own row."""
     from spectral_analysis.experiments import find_experiment
-    from spectral_analysis.paper.ucr import SPECTRAL_READINGS
+    from spectral_analysis.paper.ucr import spectral_readings
     from spectral_analysis.plotting.reproduction import table_rows
     from spectral_analysis.plotting.results_tables import table4
 
     accuracies = {"spectral": 0.8, "spectral-m16": 0.9}
     grid = find_experiment("table4-ucr")
     # every Spectral-RNN of the grid is the stated reading or one named in words
-    assert {v["label"] for v in grid.variants if v["model"] == "spectral"} == {"spectral", *SPECTRAL_READINGS}
+    spectral = {v["label"] for v in grid.variants if v["model"] == "spectral"}
+    assert spectral == {"spectral", *spectral_readings()}
     for trial in grid.trials("paper"):  # the whole grid, so that it is read
         directory = tmp_path / "table4-ucr" / "paper" / trial.key
         directory.mkdir(parents=True)
@@ -432,8 +440,8 @@ def test_table4s_spectral_rnn_at_sixteen_reflectors_is_read_against_the_printed_
     assert rows.pop("Table 4, Coffee, spectral") == [printed, "0.800 [0.800, 0.800]", "0.200 below"]
     assert rows.pop(m16) == [printed, "0.900 [0.900, 0.900]", "0.100 below"]
     # the other readings (the released code's settings) are read against the same printed row
-    assert sorted(rows) == sorted(f"Table 4, Coffee, {v} ({words})" for v, words in SPECTRAL_READINGS.items()
-                                  if v != "spectral-m16")
+    assert sorted(rows) == sorted(f"Table 4, Coffee, {v} ({words})"
+                                  for v, words in spectral_readings().items() if v != "spectral-m16")
     assert all(cells == [printed, "0.500 [0.500, 0.500]", "0.500 below"] for cells in rows.values())
     text = Path(table4(tmp_path, tmp_path)[0]["path"]).read_text()
     line = next(line for line in text.splitlines() if line.startswith("| Coffee | spectral-m16 |"))

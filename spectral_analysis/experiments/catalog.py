@@ -6,7 +6,11 @@ table of :class:`~spectral_analysis.train.TrainConfig` fields shared by every tr
 ``[axes]`` (a dotted ``TrainConfig`` field, e.g. ``"task_options.length"``, and its values) and one
 ``[scales.<scale>]`` table per scale, ``paper`` and ``smoke``: ``seeds``, ``stated`` (the paper's own
 words for its sizes), ``unstated`` (what the paper leaves out and what was chosen) and the fields that
-make the sizes of that scale. A variant may carry its own ``[variants.<scale>]`` overrides. A scale whose
+make the sizes of that scale. A variant may carry its own ``[variants.<scale>]`` overrides. A variant that
+trains a row the paper prints under another label, by another reading of its recipe than the paper states
+(the field's recipe, the released code's settings), names that row in ``row`` and the reading in words in
+``reading``, the two together (:func:`printed_row`): the tables compare it with that row's
+printed number and say by which reading. A scale whose
 networks are analyzed seed by seed (certificates of each seed's network) says ``keep_models = "every
 seed"``: ``results/`` then keeps every seed's final model, not only the zoo seed's
 (:func:`~spectral_analysis.experiments.results.zoo_seed`).
@@ -59,6 +63,7 @@ CONFIG_FIELDS = tuple(
 )
 MERGED_FIELDS = ("model_options", "task_options", "optimizer_options")
 _SCALE_KEYS = ("seeds", "stated", "unstated", "budget", "keep_models")
+_VARIANT_WORDS = ("row", "reading")  # a variant's printed row and its reading in words, not config fields
 EVERY_SEED = "every seed"  # the one value of a scale's keep_models
 TRAINING_LENGTH = ("steps", "epochs", "max_steps")  # what a budget scale sets itself
 _KEY_SAFE = re.compile(r"[^A-Za-z0-9.+-]+")
@@ -148,7 +153,7 @@ class Experiment:
                              f"{MAX_TRIALS}; split it or select with --only")
         trials = []
         for variant in self.variants:
-            own = {k: v for k, v in variant.items() if k not in ("label", *SCALES)}
+            own = {k: v for k, v in variant.items() if k not in ("label", *_VARIANT_WORDS, *SCALES)}
             for values in itertools.product(*(self.axes[a] for a in names)):
                 axes = dict(zip(names, values, strict=True))
                 try:
@@ -322,6 +327,13 @@ def _parsed_experiment(path: Path, text: str) -> Experiment:
         raise ValueError(f"{path}: every variant needs a label of letters, digits, '.' and '-'; got {labels}")
     if len(set(labels)) != len(labels):
         raise ValueError(f"{path}: variant labels repeat: {labels}")
+    for variant in variants:
+        words = {k: variant[k] for k in _VARIANT_WORDS if k in variant}
+        if words and (len(words) != len(_VARIANT_WORDS) or variant["row"] == variant["label"]
+                      or not all(isinstance(w, str) and w.strip() for w in words.values())):
+            raise ValueError(f"{path}: variant {variant['label']!r}: 'row' (the printed row it trains, not "
+                             "its own label) and 'reading' (the other reading it trains that row by, in "
+                             f"words) come together, as non-empty text; got {words}")
     axes = _table(data, "axes", path)
     for name, values in axes.items():
         if not isinstance(values, list) or not values:
@@ -388,6 +400,25 @@ def load_catalog(directory: str | Path | None = None) -> dict[str, Experiment]:
     if unknown:
         raise ValueError(f"validation grid(s) select experiments the catalog lacks: {unknown}")
     return catalog
+
+
+def printed_row(experiment: str, label: str) -> tuple[str, str | None]:
+    """The row of the paper's table that the variant ``label`` of ``experiment`` trains, and the reading of
+    the recipe it trains it by, in words (``None``: as the paper states it). A variant or experiment the
+    catalog does not declare (a kept row of a variant since removed) is its own row.
+
+    ```python
+    >>> printed_row("table2-lstm-field", "lstm-field")[0]
+    'lstm'
+    >>> printed_row("table3-ptb", "lstm-1x128")
+    ('lstm-1x128', None)
+
+    ```
+    """
+    catalog = load_catalog()
+    variants = catalog[experiment].variants if experiment in catalog else []
+    variant = next((v for v in variants if v["label"] == label), {})
+    return variant.get("row", label), variant.get("reading")
 
 
 def find_experiment(name: str, directory: str | Path | None = None) -> Experiment:

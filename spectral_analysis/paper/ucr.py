@@ -5,7 +5,7 @@
   dataset where the table prints it strictly highest, by :func:`~spectral_analysis.paper.kept.beats` over
   seeds against every other model, on the test accuracy at the best validation step (``test_at_best_valid``,
   Table 4's "testing accuracy when reaching the smallest validation error").
-  Where a Spectral-RNN of another reading (:data:`SPECTRAL_READINGS`: m1 = m2 = 16, the reading that
+  Where a Spectral-RNN of another reading (:func:`spectral_readings`: m1 = m2 = 16, the reading that
   reproduces Table 4's printed parameter counts; the released code's unit reflectors and input scale) is
   kept on every dataset, the same claim is judged again with it, a record of its own.
 - "it shows that Spectral-RNN is able to prevent overfitting": on each dataset where RNN or LSTM overfits
@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 from spectral_analysis.checks import CheckRecord
+from spectral_analysis.experiments.catalog import load_catalog
 from spectral_analysis.experiments.groups import Group
 from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.paper.kept import (
@@ -57,18 +58,20 @@ TABLE4_ACCURACY = {
 DEPTH = {name.replace(" ", ""): depth for name, _, _, depth, *_ in TABLE4_ROWS}  # Table 4's "Depth" column
 SPECTRAL, BASELINES = "spectral", ("rnn", "lstm")
 OTHERS = ("lstm", "ornn", "rnn")  # Table 4's models beside Spectral-RNN
-# Table 4's Spectral-RNN row trained by other readings than the stated m1 = m2 = 8 at the toolkit's start:
-# each variant of the grid, and its reading in words
-SPECTRAL_READINGS = {
-    "spectral-m16": "m1 = m2 = 16, the counts that give the printed parameters",
-    "spectral-authors-code": "the released code's unit reflectors and Glorot-scale input",
-    "spectral-m16-authors-code": "m1 = m2 = 16, with the released code's unit reflectors and Glorot-scale "
-                                 "input",
-}
 OVERFITS = 0.1  # nats of test cross entropy above the training one: a baseline seed that overfits
 RECORDS = 5
 SUBSTANTIALLY_FEWER = 0.5  # at most half the LSTM's parameters
 ACCURACY, NATS = ".3f", ".3f"  # how evidence prints an accuracy and a cross entropy
+
+
+def spectral_readings() -> dict[str, str]:
+    """Table 4's Spectral-RNN row trained by other readings than the stated m1 = m2 = 8 at the toolkit's
+    start: each such variant of the catalog's grid (its ``row`` is Spectral-RNN's) and its reading in words
+    (none where the catalog has no such grid). Example: ``spectral_readings()["spectral-m16"]`` names
+    m1 = m2 = 16."""
+    catalog = load_catalog()
+    variants = catalog[EXPERIMENT].variants if EXPERIMENT in catalog else []
+    return {v["label"]: v["reading"] for v in variants if v.get("row") == SPECTRAL}
 
 
 def printed_best(dataset: str) -> bool:
@@ -88,9 +91,9 @@ def advantages(baseline: list[float], spectral: list[float]) -> list[float]:
 
 
 def bold_record(groups: dict[tuple[str, str], Group], datasets: list[str],
-                spectral: str = SPECTRAL) -> CheckRecord:
+                spectral: str = SPECTRAL, reading: str | None = None) -> CheckRecord:
     """Table 4's bold, with Spectral-RNN read as the kept variant ``spectral`` (the stated reading, or one
-    of :data:`SPECTRAL_READINGS`) against the table's other models."""
+    of :func:`spectral_readings`, its ``reading`` in words) against the table's other models."""
     bold = [d for d in datasets if printed_best(d)]
     read = {key: accuracies_at_best_validation(g) for key, g in groups.items()}
     outcomes = {(d, m): beats(read[spectral, d], read[m, d]) for d in bold for m in OTHERS}
@@ -103,9 +106,9 @@ def bold_record(groups: dict[tuple[str, str], Group], datasets: list[str],
                 + "; ".join(f"{d}: {spectral} {measured(spectral, d)}), " + ", ".join(
                     f"{m} {measured(m, d)}; {outcomes[d, m]})" for m in OTHERS) for d in bold))
     numbers = {d: {m: read[m, d] for m in (spectral, *OTHERS)} for d in datasets}
-    reading = "" if spectral == SPECTRAL else f" (Spectral-RNN read as {SPECTRAL_READINGS[spectral]})"
+    read_as = f" (Spectral-RNN read as {reading})" if reading else ""
     return CheckRecord(SOURCE, "Spectral-RNN has the highest test accuracy (Table 4's bold) on "
-                       + ", ".join(bold) + reading, every(list(outcomes.values())), evidence, numbers,
+                       + ", ".join(bold) + read_as, every(list(outcomes.values())), evidence, numbers,
                        quote=BOLD_QUOTE)
 
 
@@ -176,8 +179,8 @@ def records_from_grid(grid: KeptGrid | None) -> list[CheckRecord]:
     seeds = min(g.seeds for g in groups.values())
     records = [bold_record(groups, datasets), *overfitting_records(groups, datasets),
                fewer_parameters_record(groups, datasets)]
-    readings = [v for v in SPECTRAL_READINGS if all((v, d) in groups for d in datasets)]
-    records[1:1] = [bold_record(groups, datasets, v) for v in readings]
+    records[1:1] = [bold_record(groups, datasets, v, words) for v, words in spectral_readings().items()
+                    if all((v, d) in groups for d in datasets)]
     return [judged(grid, record, seeds) for record in records]
 
 

@@ -20,10 +20,10 @@ from functools import partial
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord
+from spectral_analysis.experiments.catalog import printed_row
 from spectral_analysis.experiments.groups import Group, Spread
 from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_grids
 from spectral_analysis.experiments.row_status import plateau_count
-from spectral_analysis.paper.ucr import SPECTRAL_READINGS
 from spectral_analysis.plotting.docs_blocks import (
     bounds_table_markdown,
     certificates_markdown,
@@ -34,19 +34,16 @@ from spectral_analysis.plotting.docs_blocks import (
     training_seconds_text,
 )
 from spectral_analysis.plotting.results_tables import (
-    FIELD_RECIPE,
     KRU_TABLE2,
     KRU_TABLE3,
     KRU_TABLE4,
     TABLE2,
     TABLE2_FIELD,
-    TABLE2_FIELD_RECIPES,
     TABLE2_GRIDS,
-    TABLE3,
     _spread,
     grid_point_text,
     table2_grid_points,
-    table3_row,
+    table3_printed,
     table4_printed,
 )
 
@@ -114,6 +111,13 @@ def _row(source: str, paper: str, ours: str, against: str, grid: KeptGrid, group
             training_seconds_text(group)]
 
 
+def _reading_text(experiment: str, variant: str) -> str:
+    """`` (the reading in words)`` for a variant that trains its printed row by another reading than the
+    paper states (the catalog's ``reading``), else ``""``."""
+    reading = printed_row(experiment, variant)[1]
+    return f" ({reading})" if reading else ""
+
+
 def table_rows(results: Path) -> list[list[str]]:
     rows = []
     points = partial(against_the_paper, scale=100, unit=" points")
@@ -132,16 +136,16 @@ def table_rows(results: Path) -> list[list[str]]:
                              _spread(g.final(), 100, 1) + "%", points(g.final(), TABLE2[model]), grid, g))
     for grid in read_grids(results, TABLE2_FIELD):  # the same LSTM row by the field's recipe, beside
         for g in grid.groups:
-            recipe = TABLE2_FIELD_RECIPES[g.variant]
-            rows.append(_row(f"Table 2, lstm (n_h = {g.rows[0]['hidden']}; {recipe})",
-                             f"{TABLE2['lstm']:.1f}% test", _spread(g.final(), 100, 1) + "%",
-                             points(g.final(), TABLE2["lstm"]), grid, g))
+            row, reading = printed_row(TABLE2_FIELD, g.variant)
+            rows.append(_row(f"Table 2, {row} (n_h = {g.rows[0]['hidden']}; {reading})",
+                             f"{TABLE2[row]:.1f}% test", _spread(g.final(), 100, 1) + "%",
+                             points(g.final(), TABLE2[row]), grid, g))
     for grid in read_grids(results, "table3-ptb"):  # a row kept at paper scale on its own stands beside
         for g in grid.groups:
-            row = table3_row(g.variant)
-            if row is not None and row[1] in ("", "-field"):
-                perplexity, printed = g.final("test_metrics", "perplexity"), TABLE3[row[0]][1]
-                rows.append(_row(f"Table 3, {g.variant}" + (f" ({FIELD_RECIPE})" if row[1] else ""),
+            printed_pair = table3_printed(g.variant)
+            if printed_pair is not None:
+                perplexity, printed = g.final("test_metrics", "perplexity"), printed_pair[1]
+                rows.append(_row(f"Table 3, {g.variant}{_reading_text('table3-ptb', g.variant)}",
                                  f"{printed:.1f} test ppl", _spread(perplexity, 1, 1),
                                  against_the_paper(perplexity, printed, ratio=True), grid, g))
     for grid in read_grids(results, "kru-mnist"):
@@ -171,8 +175,7 @@ def table_rows(results: Path) -> list[list[str]]:
             printed = table4_printed(dataset, g.variant)
             if g.axes.get("dataset") == dataset and printed is not None:
                 accuracy = g.final("test_at_best_valid")
-                reading = f" ({SPECTRAL_READINGS[g.variant]})" if g.variant in SPECTRAL_READINGS else ""
-                rows.append(_row(f"Table 4, {dataset}, {g.variant}{reading}",
+                rows.append(_row(f"Table 4, {dataset}, {g.variant}{_reading_text('table4-ucr', g.variant)}",
                                  f"{printed:.3f} test accuracy (at the best validation)", _spread(accuracy),
                                  against_the_paper(accuracy, printed, digits=3), grid, g))
     return rows

@@ -9,11 +9,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from spectral_analysis.experiments.catalog import printed_row
 from spectral_analysis.experiments.groups import Group, Spread
 from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_grids, read_variants
 from spectral_analysis.experiments.row_status import plateau_count
 from spectral_analysis.paper.kept import MIN_SEEDS
-from spectral_analysis.paper.ucr import SPECTRAL_READINGS
 from spectral_analysis.paper.ucr import TABLE4_ACCURACY as TABLE4
 from spectral_analysis.plotting.paper_figures import Drawn, drawn_record
 
@@ -28,32 +28,22 @@ TABLE3 = {
     "lstm-2x128": (26.1, 122.7),
     "spectral-2x512": (36.0, 121.3),
 }
-# table3-ptb's label suffixes for a Table 3 network trained by another reading of its recipe
-TABLE3_READINGS = ("-mean", "-field", "-drop0.8")
-FIELD_RECIPE = "PyTorch's word_language_model recipe, not the paper's"  # what "-field" trains by
 # Table 2's LSTM row trained by the field's recipe (its catalog entry cites it) beside the stated one
 TABLE2_FIELD = "table2-lstm-field"
-TABLE2_FIELD_RECIPES = {  # each variant of TABLE2_FIELD's grid in words
-    "lstm-field": "the field's recipe: RMSprop 1e-3, clipped at 1 (Cooijmans et al. 2016), not the paper's",
-    "lstm-field-code": "the field's recipe as Cooijmans et al.'s released script runs it: RMSprop 1e-3 at "
-                       "decay 0.5, clipped at 1, identity/orthogonal recurrent start; not the paper's"}
 
 
-def table3_row(variant: str) -> tuple[str, str] | None:
-    """The Table 3 row a ``table3-ptb`` variant trains and the suffix of the reading it trains it by
-    (``""`` for the grid's own); ``None`` for a variant of no row. Example: ``table3_row("lstm-1x128-field")``
-    is ``("lstm-1x128", "-field")``."""
-    if variant in TABLE3:
-        return variant, ""
-    return next(((variant.removesuffix(suffix), suffix) for suffix in TABLE3_READINGS
-                 if variant.endswith(suffix) and variant.removesuffix(suffix) in TABLE3), None)
+def table3_printed(variant: str) -> tuple[float, float] | None:
+    """The train and test perplexities Table 3 prints for the row a ``table3-ptb`` variant trains (its own,
+    or the catalog's ``row`` for a variant of another reading); ``None`` for a variant of no printed row.
+    Example: ``table3_printed("lstm-1x128-field")`` is LSTM(1,128)'s ``(69.1, 130.7)``."""
+    return TABLE3.get(printed_row("table3-ptb", variant)[0])
 
 
 def table4_printed(dataset: str, variant: str) -> float | None:
-    """The test accuracy Table 4 prints for the row a ``table4-ucr`` variant trains (its own, or the one
-    Spectral-RNN's, for a reading of ``paper.ucr.SPECTRAL_READINGS``); ``None`` for a dataset or model the
-    table does not print. Example: ``table4_printed("Coffee", "spectral-m16")`` is Spectral-RNN's 1.0."""
-    return TABLE4.get(dataset, {}).get("spectral" if variant in SPECTRAL_READINGS else variant)
+    """The test accuracy Table 4 prints for the row a ``table4-ucr`` variant trains (its own, or the
+    catalog's ``row`` for a variant of another reading); ``None`` for a dataset or model the table does not
+    print. Example: ``table4_printed("Coffee", "spectral-m16")`` is Spectral-RNN's 1.0."""
+    return TABLE4.get(dataset, {}).get(printed_row("table4-ucr", variant)[0])
 
 
 # KRU Table 2, test accuracy (%) on pixel MNIST and permuted MNIST (the LSTM's quoted from Arjovsky et al.).
@@ -223,8 +213,7 @@ def _grid_tables(results: Path, out: Path, experiment: str, stem: str, title: st
 
 
 def _table3_row(g: Group) -> list[str]:
-    row = table3_row(g.variant)
-    train, test = TABLE3[row[0]] if row else (float("nan"), float("nan"))
+    train, test = table3_printed(g.variant) or (float("nan"), float("nan"))
     return [g.variant, _parameters(g), f"{train:.1f}", f"{test:.1f}",
             *(_spread(g.final(source, "perplexity"), 1, 1) for source in ("final_train", "test_metrics"))]
 
