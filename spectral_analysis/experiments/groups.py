@@ -33,6 +33,7 @@ def _on_steps(steps: np.ndarray, values: np.ndarray, grid: np.ndarray, held: boo
 
 
 ROW_NUMBERS = ("best_valid", "steps", "seconds")  # a summary row's own numbers, read by Group.final
+END_RECORDS = 5  # a seed's end of training is its median over this many last records (Group.last_per_seed)
 
 
 @dataclass
@@ -101,7 +102,7 @@ class Group:
         stack = np.stack([_on_steps(c["step"], c[column], steps, held) for c, held in usable])
         return steps, Spread.over_seeds(stack)
 
-    def last_per_seed(self, phase: str, column: str, records: int = 5) -> list[float]:
+    def last_per_seed(self, phase: str, column: str, records: int = END_RECORDS) -> list[float]:
         """The end of training: each seed's median of ``column`` over its own last ``records`` records of
         ``phase`` (seeds trained until plateau end at different steps); NaN for a seed without any."""
         values = []

@@ -17,15 +17,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.catalog import configuration_key, find_experiment
+from spectral_analysis.experiments.catalog import TRAINING_LENGTH, configuration_key, find_experiment
 from spectral_analysis.experiments.fitness import diverged
-from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.groups import END_RECORDS, Group
 from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_settled, read_variants, seeds_text
 from spectral_analysis.experiments.row_status import plateau_count
 from spectral_analysis.io import default_results_dir
 
 MIN_SEEDS = 3
-TRAINING_LENGTH = ("steps", "epochs", "max_steps")  # what a budget scale may cut; nothing else may differ
 
 
 def kept_grid(experiment: str, results: str | Path | None = None) -> KeptGrid | None:
@@ -233,7 +232,7 @@ def every(outcomes: list[str]) -> str:
     return "holds" if outcomes and all(o == "holds" for o in outcomes) else "inconclusive"
 
 
-def overfitting_gaps(group: Group, metric: str, records: int = 5) -> list[float]:
+def overfitting_gaps(group: Group, metric: str, records: int = END_RECORDS) -> list[float]:
     """How far each seed overfits: its final test ``metric`` (a loss) minus its median training ``metric``
     over its last ``records`` training records."""
     tests = group.final_per_seed("test_metrics", metric)

@@ -21,7 +21,7 @@ from pathlib import Path
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.catalog import load_catalog
 from spectral_analysis.experiments.fitness import diverged
-from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.groups import END_RECORDS, Group
 from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.experiments.results import read_rows
 from spectral_analysis.io import default_results_dir
@@ -35,12 +35,11 @@ CLAIMED_BEST = 1e-2
 CLIPPING_SOURCE = "KRU Section 4.7"
 CLIPPING_QUOTE = ("Please note that we are not using gradient clipping with KRU. Our soft unitary "
                   "constraints offer a principled alternative to gradient clipping.")
-RECORDS = 5  # the last training records a seed's end-of-training margin is the median of
 
 
 def end_margins(group: Group) -> list[float]:
-    """Each seed's median spectral margin over its last :data:`RECORDS` training records."""
-    return group.last_per_seed("train", "spectral_margin", RECORDS)
+    """Each seed's median spectral margin over its last :data:`END_RECORDS` training records."""
+    return group.last_per_seed("train", "spectral_margin", END_RECORDS)
 
 
 

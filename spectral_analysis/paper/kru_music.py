@@ -7,13 +7,13 @@ results (music21's Bach chorales; KRU n = 100, RNN n = 100, LSTM n = 36).
 
 - generalizes better: a lower test NLL per frame;
 - overfits less: a smaller gap between the test NLL and the training NLL at the end of training (each
-  seed's median over its last :data:`RECORDS` training batches).
+  seed's median over its last :data:`END_RECORDS` training batches).
 """
 
 from __future__ import annotations
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.groups import END_RECORDS, Group
 from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.paper.kept import (
     beats,
@@ -30,7 +30,6 @@ SOURCE = "KRU Section 4.5 (Table 4, JSB Chorales)"
 EXPERIMENT = "kru-music"
 QUOTE = "both our models (KRU and KRU-LSTM) overfit less and generalizes better"
 KRU = "kru"
-RECORDS = 5
 NLL = ".3f"  # how evidence prints an NLL
 
 
@@ -39,8 +38,8 @@ def final_test_nlls(group: Group) -> list[float]:
 
 
 def nll_gaps(group: Group) -> list[float]:
-    """Each seed's test NLL minus its median training NLL over the last :data:`RECORDS` records."""
-    return overfitting_gaps(group, "nll", RECORDS)
+    """Each seed's test NLL minus its median training NLL over the last :data:`END_RECORDS` records."""
+    return overfitting_gaps(group, "nll", END_RECORDS)
 
 
 

@@ -7,7 +7,7 @@ perplexity, which shows its generalization ability." Two claims, each by
 - better than the LSTM: a lower test perplexity than the LSTM of the same depth, at both depths
   (:func:`~spectral_analysis.paper.kept.every`); the parameter counts are the ``parameter-counts`` check's;
 - 2 layers: Spectral-RNN(2, 512) has a lower test perplexity *and* a higher training perplexity than
-  LSTM(2, 128). The training perplexity is each seed's median over its last :data:`RECORDS` training
+  LSTM(2, 128). The training perplexity is each seed's median over its last :data:`END_RECORDS` training
   records (running batches, as the trainer records them, not a pass over the training set).
 
 The first claim is read a second time at 1 layer on the rows trained by PyTorch's word_language_model
@@ -19,7 +19,7 @@ that trains both.
 from __future__ import annotations
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.groups import END_RECORDS, Group
 from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.paper.kept import (
     beats,
@@ -37,7 +37,6 @@ EXPERIMENT = "table3-ptb"
 BETTER_QUOTE = "Spectral-RNN achieves better performance than LSTM with about half the number of parameters"
 TWO_LAYER_QUOTE = "2-layered Spectral-RNN achieves lower test perplexity with higher training perplexity"
 DEPTHS = {1: ("spectral-1x512", "lstm-1x128"), 2: ("spectral-2x512", "lstm-2x128")}
-RECORDS = 5  # the last training records a seed's end-of-training perplexity is the median of
 PPL = ".1f"  # how evidence prints a perplexity
 # the 1-layer pair trained by PyTorch's word_language_model recipe (SGD lr 20 on the per-word mean, clip
 # 0.25, windows of 35 words), the same for both
@@ -62,8 +61,8 @@ def ppl_on_test(group: Group) -> list[float]:
 
 
 def ppl_in_training(group: Group) -> list[float]:
-    """Each seed's training perplexity: its median over its last :data:`RECORDS` records."""
-    return group.last_per_seed("train", "perplexity", RECORDS)
+    """Each seed's training perplexity: its median over its last :data:`END_RECORDS` records."""
+    return group.last_per_seed("train", "perplexity", END_RECORDS)
 
 
 def better_than_lstm(grid: KeptGrid, pairs: dict[int, tuple[Group, Group]]) -> CheckRecord:
@@ -89,7 +88,7 @@ def two_layers(grid: KeptGrid, spectral: Group, lstm: Group) -> CheckRecord:
     evidence = (
         f"{spectral.variant} against {lstm.variant}, mean [min, max] over seeds: test perplexity "
         f"{spread_text(mine[0], PPL)} against {spread_text(theirs[0], PPL)} (lower: {test}); training "
-        f"perplexity (median of the last {RECORDS} records) {spread_text(mine[1], PPL)} against "
+        f"perplexity (median of the last {END_RECORDS} records) {spread_text(mine[1], PPL)} against "
         f"{spread_text(theirs[1], PPL)} (higher: {train}); {dropout_text([spectral, lstm])}")
     numbers = {"test_perplexity": {spectral.variant: mine[0], lstm.variant: theirs[0]},
                "train_perplexity": {spectral.variant: mine[1], lstm.variant: theirs[1]}}

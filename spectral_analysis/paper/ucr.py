@@ -10,7 +10,7 @@
   kept on every dataset, the same claim is judged again with it, a record of its own.
 - "it shows that Spectral-RNN is able to prevent overfitting": on each dataset where RNN or LSTM overfits
   (some seed's gap above :data:`OVERFITS`), Spectral-RNN's gap is smaller than both's, by ``beats``. The
-  gap: the final test cross entropy minus the median training cross entropy over the last :data:`RECORDS`
+  gap: the final test cross entropy minus the median training cross entropy over the last :data:`END_RECORDS`
   records (as KRU's music check reads "overfit less").
 - "This phenomenon is more drastic when the depth is large (e.g. ArrowHead(251 length) ...)": the deepest
   dataset's advantage (a baseline's gap minus Spectral-RNN's, every seed against every seed) beats every
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.experiments.catalog import load_catalog
-from spectral_analysis.experiments.groups import Group
+from spectral_analysis.experiments.groups import END_RECORDS, Group
 from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.paper.kept import (
     beats,
@@ -59,7 +59,6 @@ DEPTH = {name.replace(" ", ""): depth for name, _, _, depth, *_ in TABLE4_ROWS} 
 SPECTRAL, BASELINES = "spectral", ("rnn", "lstm")
 OTHERS = ("lstm", "ornn", "rnn")  # Table 4's models beside Spectral-RNN
 OVERFITS = 0.1  # nats of test cross entropy above the training one: a baseline seed that overfits
-RECORDS = 5
 SUBSTANTIALLY_FEWER = 0.5  # at most half the LSTM's parameters
 ACCURACY, NATS = ".3f", ".3f"  # how evidence prints an accuracy and a cross entropy
 
@@ -113,7 +112,7 @@ def bold_record(groups: dict[tuple[str, str], Group], datasets: list[str],
 
 
 def overfitting_records(groups: dict[tuple[str, str], Group], datasets: list[str]) -> list[CheckRecord]:
-    gaps = {key: overfitting_gaps(g, "cross_entropy", RECORDS) for key, g in groups.items()}
+    gaps = {key: overfitting_gaps(g, "cross_entropy", END_RECORDS) for key, g in groups.items()}
     overfit = [d for d in datasets if max(max(gaps[b, d]) for b in BASELINES) > OVERFITS]
     outcomes = {(d, b): beats(gaps[SPECTRAL, d], gaps[b, d], higher_is_better=False)
                 for d in overfit for b in BASELINES}
