@@ -34,8 +34,9 @@ MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     "kru": {**_RECURRENT, "activation": "relu", "factor_sizes": None, "complex": False},
     "dizzy": {**_RECURRENT, "activation": "abs", "rotations": None, "svd": False},
     "urnn": {"output_bias": True, "num_layers": 1, "input_std": None},
-    "mlp": dict(_FEEDFORWARD),
-    "resnet": dict(_FEEDFORWARD),
+    # init: the plain weights' Gaussian, N(0, 1/fan_in) ("lecun") or He et al.'s (2015) for phi ("he")
+    "mlp": {**_FEEDFORWARD, "init": "lecun"},
+    "resnet": {**_FEEDFORWARD, "init": "lecun"},
     "spectral-mlp": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA, "plain_ends": False},
     "spectral-resnet": {**_FEEDFORWARD, "m1": None, "m2": None, **_SIGMA, "plain_ends": False},
 }
@@ -45,6 +46,7 @@ RECURRENT_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn", "spectral", "kru", "di
 RECURRENCES = ("auto", "torch", "scan", "graph", "fused", "loop", "reflector")
 DENSE_INITS = ("gaussian", "identity", "orthogonal")  # a dense transition's initializations
 LSTM_INITS = ("gaussian", "orthogonal", "identity-orthogonal")  # the LSTM's recurrent weights' (nn.lstm)
+FEEDFORWARD_INITS = ("lecun", "he")  # an MLP's or ResNet's plain weights' (nn.feedforward.plain_linear)
 SIGMA_MAP_KINDS = ("sigmoid", "clip", "none")  # Eq. 7's sigmoid map, a clip, or none
 
 # tasks and training (spectral_analysis.data, spectral_analysis.train)

@@ -616,3 +616,38 @@ def test_the_toolkits_dizzyrnn_and_its_reference_compute_the_same_function_from_
 
     assert _has_reference({"model": "dizzy", "model_options": {"rotations": 5}})
     assert not _has_reference({"model": "dizzy", "model_options": {"svd": True}})  # Section 5's form: none
+
+
+@pytest.mark.parametrize("model", ["mlp", "resnet"])
+def test_the_toolkits_deep_nets_and_their_reference_compute_the_same_function_and_start_alike(model):
+    """The plain-PyTorch MLP and ResNet (nn.Linear stacks, two-layer residual blocks) give the toolkit's
+    outputs and gradients from the same weights (float64), and both start their weights at He et al.'s
+    variance for the leaky ReLU with ``init = "he"``; the toolkit's stated start is N(0, 1/fan_in)."""
+    from spectral_analysis.experiments.reference import ReferenceFeedForward
+    from spectral_analysis.nn.registry import build_model
+
+    torch.manual_seed(0)
+    toolkit = build_model(model, 30, 400, 10, num_layers=4, init="he").double()
+    reference = ReferenceFeedForward(model, 30, 400, 10, num_layers=4, leak=0.2).double()
+    he = (2 / (1 + 0.2 ** 2) / 400) ** 0.5
+    for net in (toolkit, reference):  # 160,000 draws: the std within 1%
+        hidden = [p for name, p in net.named_parameters() if p.shape == (400, 400)]
+        assert len(hidden) == 4 and all(abs(float(w.std()) / he - 1) < 0.01 for w in hidden)
+    lecun = build_model(model, 30, 400, 10, num_layers=2).hidden_layers[0].weight
+    assert abs(float(lecun.std()) * 400 ** 0.5 - 1) < 0.01
+    with torch.no_grad():
+        ours = [toolkit.input_layer, *toolkit.hidden_layers, toolkit.output]
+        for mine, theirs in zip(ours, [*reference.layers, reference.output], strict=True):
+            theirs.weight.copy_(mine.weight)
+            theirs.bias.copy_(torch.randn_like(mine.bias))
+            mine.bias.copy_(theirs.bias)
+    x = torch.randn(5, 30, dtype=torch.float64)
+    out, ref = toolkit(x), reference.run(x)[0]
+    assert torch.allclose(out, ref, rtol=0, atol=1e-10) and out.abs().max() > 0.1
+    out.pow(2).sum().backward()
+    ref.pow(2).sum().backward()
+    assert torch.allclose(toolkit.hidden_layers[1].weight.grad, reference.layers[2].weight.grad, atol=1e-10)
+    with pytest.raises(ValueError, match="blocks of two"):
+        ReferenceFeedForward("resnet", 30, 8, 10, num_layers=3)
+    with pytest.raises(ValueError, match="no plain-PyTorch recurrent reference of 'mlp'"):
+        ReferenceRecurrent("mlp", 30, 8, 10)

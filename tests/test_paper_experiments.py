@@ -65,6 +65,12 @@ def test_depth_verdicts_follow_the_accuracies_over_seeds():
     # the plain nets' failure depths: MLP fails from L = 40, one grid step from 35; ResNet trains on
     failures = failure_depth_records(as_claimed, "made up")
     assert [r.verdict for r in failures] == ["holds", "differs"]
+    # another reading of the MLP is read against MLP's stated depth, its reading named in the claim
+    as_claimed["mlp-he"] = _runs({"mlp-he": {10: 0.9, 40: 0.85}})["mlp-he"]
+    he = failure_depth_records(as_claimed, "made up", {"mlp-he": ("mlp", "He's start")})
+    assert [r.verdict for r in he] == ["differs"] and "plain mlp (He's start) stops" in he[0].claim
+    assert he[0].evidence.startswith("made up: mlp-he L = 10") and he[0].numbers["stated_depth"] == 35
+    del as_claimed["mlp-he"]
     assert "every seed fails from L = 40" in failures[0].evidence
     assert "every seed trains at the deepest L" in failures[1].evidence
     assert records[0].numbers["accuracy"]["spectral-mlp"][40] == pytest.approx(0.8)
@@ -168,7 +174,9 @@ def test_plain_failure_depths_read_every_kept_seed_while_an_svd_cell_has_one(tmp
     monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
     records = depth.run()
     plain = [r for r in records if r.claim.startswith("plain ")]
-    assert [r.claim.split()[1] for r in plain] == ["mlp", "resnet"]
+    assert [r.claim.split()[1] for r in plain] == ["mlp", "resnet", "mlp"]
+    assert "(He et al. (2015)'s initialization" in plain[2].claim
+    assert "(" not in plain[0].claim.split("stops")[0]
     assert all(r.scale == "paper" and r.seeds == 3 and r.verdict != "unverified" for r in plain)
     assert all(r.seeds == 1 and r.verdict == "unverified" for r in records if r not in plain)
 

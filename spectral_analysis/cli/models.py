@@ -15,6 +15,7 @@ from spectral_analysis.vocabulary import (
     ACTIVATIONS,
     DENSE_INITS,
     DROPOUT_KINDS,
+    FEEDFORWARD_INITS,
     LSTM_INITS,
     MODEL_NAMES,
     MODRELU,
@@ -38,8 +39,9 @@ MODEL_FLAGS: dict[str, dict[str, Any]] = {
                   "1/sqrt(fan-in))"},
     "num_layers": {"type": int, "help": "stacked recurrent layers / hidden layers of an MLP"},
     "recurrence": {"choices": RECURRENCES, "help": "time-loop route (default auto)"},
-    "init": {"choices": tuple(dict.fromkeys(DENSE_INITS + LSTM_INITS)), "help": "RNN/IRNN transition init "
-             f"({', '.join(DENSE_INITS)}); LSTM recurrent weights' ({', '.join(LSTM_INITS)})"},
+    "init": {"choices": tuple(dict.fromkeys(DENSE_INITS + LSTM_INITS + FEEDFORWARD_INITS)),
+             "help": f"RNN/IRNN transition init ({', '.join(DENSE_INITS)}); LSTM recurrent weights' "
+                     f"({', '.join(LSTM_INITS)}); MLP/ResNet weights' ({', '.join(FEEDFORWARD_INITS)})"},
     "init_std": {"type": real, "help": "RNN: std of the gaussian transition init (default 1/sqrt(n))"},
     "bias_pair": {"action": argparse.BooleanOptionalAction, "help": "RNN/IRNN: the bias held as nn.RNN holds "
                   "it, b_ih + b_hh (Adam moves the sum twice as fast)"},

@@ -46,7 +46,12 @@ from spectral_analysis.data.objectives import (
 )
 from spectral_analysis.experiments.catalog import Experiment, Trial
 from spectral_analysis.experiments.fitness import BASELINE_TOLERANCE
-from spectral_analysis.experiments.reference import REFERENCE_MODELS, ReferenceRecurrent
+from spectral_analysis.experiments.reference import (
+    FEED_FORWARD_MODELS,
+    REFERENCE_MODELS,
+    ReferenceFeedForward,
+    ReferenceRecurrent,
+)
 from spectral_analysis.threads import denormals_flushed
 from spectral_analysis.train import Trainer
 from spectral_analysis.train.config import OPTIMIZERS
@@ -110,14 +115,19 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
     options = {**MODEL_OPTIONS[config.model], **config.model_options}
     torch.manual_seed(config.seed)
     vocabulary = not task.train.inputs.is_floating_point() and task.input_size > config.hidden
-    model = ReferenceRecurrent(config.model, task.input_size, config.hidden, task.output_size,
-                               options.get("activation", "tanh"), options.get("leak", 0.2),
-                               options["num_layers"], options.get("dropout", 0.0), embed=vocabulary,
-                               reflectors=options.get("m"),
-                               unit_reflectors=options.get("unit_reflectors", False),
-                               factor_sizes=options.get("factor_sizes"),
-                               complex_factors=options.get("complex", False),
-                               rotations=options.get("rotations"))
+    model: ReferenceFeedForward | ReferenceRecurrent
+    if config.model in FEED_FORWARD_MODELS:
+        model = ReferenceFeedForward(config.model, task.input_size, config.hidden, task.output_size,
+                                     options["num_layers"], options["activation"], options["leak"])
+    else:
+        model = ReferenceRecurrent(config.model, task.input_size, config.hidden, task.output_size,
+                                   options.get("activation", "tanh"), options.get("leak", 0.2),
+                                   options["num_layers"], options.get("dropout", 0.0), embed=vocabulary,
+                                   reflectors=options.get("m"),
+                                   unit_reflectors=options.get("unit_reflectors", False),
+                                   factor_sizes=options.get("factor_sizes"),
+                                   complex_factors=options.get("complex", False),
+                                   rotations=options.get("rotations"))
     optimizer = OPTIMIZERS[config.optimizer](model.parameters(), lr=config.lr, **config.optimizer_options)
     curve, state = [], None
     for step in range(steps):

@@ -7,7 +7,10 @@ torch.fft; KRU (Jose et al.) with W formed by ``torch.kron`` of its factors, its
 modReLU loop; DizzyRNN with W a product of dense packed rotations; an ``nn.Linear`` read-out; PyTorch's
 own initialization, except IRNN's identity recurrence and zero biases (Le, Jaitly & Hinton 2015), the
 oRNN and the uRNN, which PyTorch does not have, started as their authors' released code starts them, and
-KRU's and DizzyRNN's recurrences as their papers start them. This module imports torch only, so a defect
+KRU's and DizzyRNN's recurrences as their papers start them. The deep feed-forward baselines (MLP, ResNet
+of two-layer blocks) are ``nn.Linear`` stacks started as the field starts a deep rectifier net: He et
+al. (2015)'s normal initialization for the leaky ReLU's slope, zero biases (torchvision's ResNet starts
+its layers with ``kaiming_normal_``). This module imports torch only, so a defect
 of the toolkit's models cannot hide in both sides of a calibration
 (:mod:`~spectral_analysis.experiments.calibration`).
 """
@@ -21,8 +24,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-# the models with a plain-PyTorch twin
-REFERENCE_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn", "urnn", "kru", "dizzy")
+# the models with a plain-PyTorch twin: the recurrent ones (ReferenceRecurrent) and the feed-forward ones
+FEED_FORWARD_MODELS = ("mlp", "resnet")
+REFERENCE_MODELS = ("rnn", "irnn", "lstm", "gru", "ornn", "urnn", "kru", "dizzy", *FEED_FORWARD_MODELS)
 PHI = {"relu": torch.relu, "tanh": torch.tanh, "abs": torch.abs, "identity": lambda z: z}
 
 
@@ -294,6 +298,52 @@ class GivensLoopRNN(MatrixLoopRNN):
         return weight
 
 
+class ReferenceFeedForward(nn.Module):
+    """The MLP or ResNet of the depth experiment as a practitioner writes it: an input ``nn.Linear``,
+    ``num_layers`` hidden ones (a ResNet's in blocks of two, ``h <- phi(h + W_2 phi(W_1 h + b_1) + b_2)``)
+    and an ``nn.Linear`` read-out, every weight ``kaiming_normal_`` for ``phi`` (He et al. 2015: the
+    variance that keeps a rectifier layer's output scale; the read-out's too, as the hidden ones'), every
+    bias zero."""
+
+    def __init__(self, model: str, input_size: int, hidden_size: int, output_size: int, num_layers: int,
+                 activation: str = "leaky_relu", leak: float = 0.2) -> None:
+        super().__init__()
+        if model not in FEED_FORWARD_MODELS:
+            raise ValueError(f"no plain-PyTorch feed-forward reference of {model!r}; there is one of "
+                             f"{FEED_FORWARD_MODELS}")
+        if model == "resnet" and num_layers % 2:
+            raise ValueError(f"a ResNet's hidden layers come in blocks of two, not {num_layers}")
+        self.residual, self.activation, self.leak = model == "resnet", activation, leak
+        sizes = [(input_size, hidden_size)] + [(hidden_size, hidden_size)] * num_layers
+        self.layers = nn.ModuleList(nn.Linear(i, o) for i, o in sizes)
+        self.output = nn.Linear(hidden_size, output_size)
+        gain = {"leaky_relu": ("leaky_relu", leak), "relu": ("relu", 0.0)}.get(activation, ("tanh", 0.0))
+        for layer in [*self.layers, self.output]:
+            nn.init.kaiming_normal_(layer.weight, a=gain[1], nonlinearity=gain[0])
+            nn.init.zeros_(layer.bias)
+
+    def _phi(self, z: Tensor) -> Tensor:
+        return F.leaky_relu(z, self.leak) if self.activation == "leaky_relu" else PHI[self.activation](z)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self._phi(self.layers[0](x))
+        hidden = list(self.layers[1:])
+        if self.residual:
+            for first, second in zip(hidden[::2], hidden[1::2], strict=True):
+                h = self._phi(h + second(self._phi(first(h))))
+        else:
+            for layer in hidden:
+                h = self._phi(layer(h))
+        return self.output(h)
+
+    def run(self, x: Tensor, state=None) -> tuple[Tensor, None]:
+        """The class scores, and no state (the calibration's interface of :class:`ReferenceRecurrent`)."""
+        return self(x), None
+
+    def project_(self) -> None:
+        """Nothing: no weight of the recipe is projected after a step."""
+
+
 class ReferenceRecurrent(nn.Module):
     """A baseline of :data:`REFERENCE_MODELS` with a linear read-out at every step. Symbol ids become
     one-hot vectors, or with ``embed`` (a word vocabulary) pass an ``nn.Embedding`` of the hidden size, as
@@ -312,8 +362,9 @@ class ReferenceRecurrent(nn.Module):
                  factor_sizes: list[int] | None = None, complex_factors: bool = False,
                  rotations: int | None = None) -> None:
         super().__init__()
-        if model not in REFERENCE_MODELS:
-            raise ValueError(f"no plain-PyTorch reference of {model!r}; there is one of {REFERENCE_MODELS}")
+        if model not in REFERENCE_MODELS or model in FEED_FORWARD_MODELS:
+            raise ValueError(f"no plain-PyTorch recurrent reference of {model!r}; there is one of "
+                             f"{[m for m in REFERENCE_MODELS if m not in FEED_FORWARD_MODELS]}")
         self.input_size = input_size
         self.embedding = nn.Embedding(input_size, hidden_size) if embed else None
         width = hidden_size if embed else input_size

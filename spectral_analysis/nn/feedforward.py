@@ -11,7 +11,9 @@
   which layers it constrains; constrained output weights bound the logits by ``(1 + r) ||h_L||``).
 
 ``num_layers`` counts the hidden layers L after the input layer (the paper's "L layers").
-Plain weights are initialized N(0, 1/fan_in) (the papers sample Gaussian weights), biases 0.
+Plain weights are initialized N(0, 1/fan_in) (the papers sample Gaussian weights; for a square layer the
+variance of TensorFlow's default Glorot initializer), biases 0; an MLP's or ResNet's with ``init = "he"``
+N(0, g^2/fan_in), g the gain that keeps phi's output scale (He et al. 2015; ``nn.init.calculate_gain``).
 
 Training composes the hidden SVD weights in one batched call (:func:`stacked_svd_weights`: every
 hidden layer's reflectors stacked, one compact-WY product for all): a training step of the Fig. 5
@@ -39,7 +41,7 @@ from spectral_analysis.nn.parametrize import (
     svd_parametrize,
     svd_singular_values,
 )
-from spectral_analysis.vocabulary import DEFAULT_LEAK
+from spectral_analysis.vocabulary import DEFAULT_LEAK, FEEDFORWARD_INITS
 
 
 class SpectralLinear(nn.Linear):
@@ -89,12 +91,28 @@ def stacked_svd_weights(layers: list[nn.Module]) -> Tensor | None:
     return layers[0].svd(*(torch.stack([getattr(p, f"original{k}") for p in raw]) for k in range(3)))
 
 
-def plain_linear(in_features: int, out_features: int, bias: bool = True) -> nn.Linear:
+def plain_linear(in_features: int, out_features: int, bias: bool = True, gain: float = 1.0) -> nn.Linear:
+    """An ``nn.Linear`` with weights N(0, gain^2 / fan_in) and a zero bias."""
     layer = nn.Linear(in_features, out_features, bias=bias)
-    nn.init.normal_(layer.weight, std=in_features ** -0.5)
+    nn.init.normal_(layer.weight, std=gain * in_features ** -0.5)
     if bias:
         nn.init.zeros_(layer.bias)
     return layer
+
+
+def initial_gain(init: str, activation: str, leak: float) -> float:
+    """The plain weights' gain for ``init`` (:data:`~spectral_analysis.vocabulary.FEEDFORWARD_INITS`): 1
+    for ``lecun``; for ``he``, the one that keeps ``phi``'s output scale through a layer (He et al. 2015),
+    ``sqrt(2 / (1 + leak^2))`` for the leaky ReLU. Example: ``initial_gain("he", "relu", 0.0)`` is
+    ``sqrt(2)``."""
+    if init not in FEEDFORWARD_INITS:
+        raise ValueError(f"unknown feed-forward init {init!r}; expected one of {FEEDFORWARD_INITS}")
+    check_activation(activation, leak)
+    if init == "lecun":
+        return 1.0
+    if activation == "leaky_relu":
+        return nn.init.calculate_gain("leaky_relu", leak)
+    return nn.init.calculate_gain(activation if activation in ("relu", "tanh") else "linear")
 
 
 def _weight_count(layer: nn.Module) -> int:

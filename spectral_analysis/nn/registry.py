@@ -12,13 +12,14 @@ resolved option), from which :func:`build_model` rebuilds the same architecture 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import torch
 from torch import nn
 
 from spectral_analysis.linalg import SigmaMap
-from spectral_analysis.nn.feedforward import FeedForwardNet, SpectralLinear, plain_linear
+from spectral_analysis.nn.feedforward import FeedForwardNet, SpectralLinear, initial_gain, plain_linear
 from spectral_analysis.nn.gru import GRUNet
 from spectral_analysis.nn.lstm import LSTMNet
 from spectral_analysis.nn.modrelu_rnn import ModReLURNN
@@ -53,8 +54,10 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
         return GRUNet(ni, n, ny, o["num_layers"], o["recurrence"], o["output_bias"], o["dropout"],
                       o["dropout_kind"], o["input_std"])
     if name in ("mlp", "resnet", "spectral-mlp", "spectral-resnet"):
-        make_linear = {}
-        if name.startswith("spectral"):
+        if name in ("mlp", "resnet"):
+            gain = initial_gain(o["init"], o["activation"], o["leak"])
+            make_linear = {"make_linear": partial(plain_linear, gain=gain)}
+        else:
             sigma_map = SigmaMap(o["sigma_map"], o["sigma_star"], o["r"])
 
             def spectral_linear(i: int, j: int, bias: bool) -> SpectralLinear:

@@ -48,6 +48,9 @@ SHALLOW_QUOTE = ("On a shallow network, Spectral-MLP and Spectral-ResNet achieve
                  "ResNet while MLP's convergence is slower")
 STATED_FAILURE_DEPTHS = {"mlp": 35, "resnet": 70}  # "MLP is not able to function around L ~ 35 and ResNet
 # with L ~ 70"
+# the plain nets of another reading (a variant of the grid), each read against the stated depth of its net
+PLAIN_READINGS = {"mlp-he": ("mlp", "He et al. (2015)'s initialization for the leaky ReLU")}
+FAILURE_QUOTE = "MLP is not able to function around $L \\sim 35$ and ResNet with $L \\sim 70$"
 
 
 @dataclass
@@ -192,8 +195,7 @@ def records_from_runs(runs: dict[str, dict[int, DepthRun]], size: str) -> list[C
                 f"Forward gain log10 ||h_L||/||h_0|| at L = {deep}, at init (-> trained, where the zoo kept "
                 f"the checkpoint): {gains}",
                 {**numbers, "deepest": deep, "trains": TRAINS},
-                quote="when the network is deeper, both MLP and ResNet start to fail. MLP is not able to "
-                      "function around $L \\sim 35$ and ResNet with $L \\sim 70$",
+                quote="when the network is deeper, both MLP and ResNet start to fail. " + FAILURE_QUOTE,
             )
         )
         pairs = {f"spectral-{p}{suffix}": p for p in ("mlp", "resnet")}
@@ -254,7 +256,8 @@ def shallow_records(grid: KeptGrid, size: str) -> list[CheckRecord]:
                 f"{n} {spread_text(groups[n].final_per_seed(), '.3f')} ({outcomes[n]})" for n in names),
             {"test_accuracy": {n: groups[n].final_per_seed() for n in ["resnet", *names]}},
             quote=SHALLOW_QUOTE))
-    early = {name: g.first_per_seed("valid", "accuracy", EARLY_EVALUATIONS) for name, g in groups.items()}
+    early = {name: g.first_per_seed("valid", "accuracy", EARLY_EVALUATIONS) for name, g in groups.items()
+             if name not in PLAIN_READINGS}  # another reading of MLP is not another net
     outcomes = {name: beats(values, early["mlp"]) for name, values in early.items() if name != "mlp"}
     records.append(CheckRecord(
         SOURCE, f"on a shallow net (L = {depth}) MLP converges slower than every other net (mean validation "
@@ -267,24 +270,30 @@ def shallow_records(grid: KeptGrid, size: str) -> list[CheckRecord]:
     return records
 
 
-def failure_depth_records(runs: dict[str, dict[int, DepthRun]], size: str) -> list[CheckRecord]:
-    """Where each plain net stops training against the depth the paper states (:func:`stops_around`)."""
+def failure_depth_records(runs: dict[str, dict[int, DepthRun]], size: str,
+                           nets: dict[str, tuple[str, str | None]] | None = None) -> list[CheckRecord]:
+    """Where each plain net stops training against the depth the paper states (:func:`stops_around`);
+    ``nets``: each variant of ``runs`` read, the net it is and its reading in words (``None``: the stated
+    one; default: MLP and ResNet as stated)."""
+    nets = nets if nets is not None else {model: (model, None) for model in STATED_FAILURE_DEPTHS}
     records = []
-    for model, stated in STATED_FAILURE_DEPTHS.items():
-        verdict, accepted = stops_around(runs[model], stated)
-        first_any, first_every = (stops_training_from(runs[model], e) for e in (False, True))
+    for variant, (model, reading) in nets.items():
+        stated = STATED_FAILURE_DEPTHS[model]
+        verdict, accepted = stops_around(runs[variant], stated)
+        first_any, first_every = (stops_training_from(runs[variant], e) for e in (False, True))
+        read_as = f" ({reading})" if reading else ""
         records.append(
             CheckRecord(
                 SOURCE,
-                f"plain {model} stops training (test accuracy < {TRAINS}) around L ~ {stated}: from a depth "
-                f"within one grid step of it ({', '.join(map(str, accepted))})",
+                f"plain {model}{read_as} stops training (test accuracy < {TRAINS}) around L ~ {stated}: from "
+                f"a depth within one grid step of it ({', '.join(map(str, accepted))})",
                 verdict,
-                f"{size}: {model} " + ", ".join(f"L = {d} {spread_text(r.accuracies, '.3f')}"
-                                               for d, r in runs[model].items())
+                f"{size}: {variant} " + ", ".join(f"L = {d} {spread_text(r.accuracies, '.3f')}"
+                                                 for d, r in runs[variant].items())
                 + f". {_fails_from(first_any, False)}; {_fails_from(first_every, True)}",
                 {"first_depth_some_seed_fails": first_any, "first_depth_every_seed_fails": first_every,
                  "stated_depth": stated, "accepted_depths": accepted, "trains": TRAINS},
-                quote="MLP is not able to function around $L \\sim 35$ and ResNet with $L \\sim 70$",
+                quote=FAILURE_QUOTE,
             )
         )
     return records
@@ -306,4 +315,12 @@ def run(quick: bool = True) -> list[CheckRecord]:
     records = [judged(grid, record) for record in [*records_from_runs(runs_from_grid(grid), _size(grid)),
                                                    *shallow_records(grid, _size(grid))]]
     plain = kept_variants("fig5-depth", set(STATED_FAILURE_DEPTHS)) or grid
-    return records + [judged(plain, r) for r in failure_depth_records(runs_from_grid(plain), _size(plain))]
+    records += [judged(plain, r) for r in failure_depth_records(runs_from_grid(plain), _size(plain))]
+    for variant, (model, reading) in PLAIN_READINGS.items():
+        other = kept_variants("fig5-depth", {variant})
+        records += ([judged(other, r) for r in failure_depth_records(runs_from_grid(other), _size(other),
+                                                                     {variant: (model, reading)})]
+                    if other is not None else
+                    [missing_record(SOURCE, f"plain {model} ({reading}) stops training around L ~ "
+                                    f"{STATED_FAILURE_DEPTHS[model]}", "fig5-depth", FAILURE_QUOTE)])
+    return records
