@@ -635,6 +635,11 @@ def test_the_toolkits_deep_nets_and_their_reference_compute_the_same_function_an
         assert len(hidden) == 4 and all(abs(float(w.std()) / he - 1) < 0.01 for w in hidden)
     lecun = build_model(model, 30, 400, 10, num_layers=2).hidden_layers[0].weight
     assert abs(float(lecun.std()) * 400 ** 0.5 - 1) < 0.01
+    # an activation without a rectifier's gain (abs) starts both at gain 1
+    stds = [float(build_model(model, 30, 400, 10, num_layers=2, activation="abs", init="he")
+                  .hidden_layers[0].weight.std()),
+            float(ReferenceFeedForward(model, 30, 400, 10, 2, activation="abs").layers[1].weight.std())]
+    assert all(abs(std * 400 ** 0.5 - 1) < 0.01 for std in stds), stds
     with torch.no_grad():
         ours = [toolkit.input_layer, *toolkit.hidden_layers, toolkit.output]
         for mine, theirs in zip(ours, [*reference.layers, reference.output], strict=True):

@@ -317,7 +317,8 @@ class ReferenceFeedForward(nn.Module):
         sizes = [(input_size, hidden_size)] + [(hidden_size, hidden_size)] * num_layers
         self.layers = nn.ModuleList(nn.Linear(i, o) for i, o in sizes)
         self.output = nn.Linear(hidden_size, output_size)
-        gain = {"leaky_relu": ("leaky_relu", leak), "relu": ("relu", 0.0)}.get(activation, ("tanh", 0.0))
+        gain = {"leaky_relu": ("leaky_relu", leak), "relu": ("relu", 0.0),
+                "tanh": ("tanh", 0.0)}.get(activation, ("linear", 0.0))  # as the toolkit's initial_gain
         for layer in [*self.layers, self.output]:
             nn.init.kaiming_normal_(layer.weight, a=gain[1], nonlinearity=gain[0])
             nn.init.zeros_(layer.bias)
