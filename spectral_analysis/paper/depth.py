@@ -22,6 +22,7 @@ import torch
 
 from spectral_analysis.checks import CheckRecord
 from spectral_analysis.data import TaskData, load_task
+from spectral_analysis.experiments.catalog import load_catalog
 from spectral_analysis.experiments.groups import Group
 from spectral_analysis.experiments.reading import KeptGrid
 from spectral_analysis.nn import build_model
@@ -48,8 +49,6 @@ SHALLOW_QUOTE = ("On a shallow network, Spectral-MLP and Spectral-ResNet achieve
                  "ResNet while MLP's convergence is slower")
 STATED_FAILURE_DEPTHS = {"mlp": 35, "resnet": 70}  # "MLP is not able to function around L ~ 35 and ResNet
 # with L ~ 70"
-# the plain nets of another reading (a variant of the grid), each read against the stated depth of its net
-PLAIN_READINGS = {"mlp-he": ("mlp", "He et al. (2015)'s initialization for the leaky ReLU")}
 FAILURE_QUOTE = "MLP is not able to function around $L \\sim 35$ and ResNet with $L \\sim 70$"
 
 
@@ -68,6 +67,14 @@ class DepthRun:
     def accuracy(self) -> float:
         """The mean over seeds."""
         return sum(self.accuracies) / len(self.accuracies)
+
+
+def plain_readings() -> dict[str, tuple[str, str]]:
+    """The plain nets the grid trains by another reading (the catalog's ``row`` and ``reading``), each
+    read against the stated depth of its net: ``{"mlp-he": ("mlp", "He et al. ...")}``."""
+    catalog = load_catalog()
+    variants = catalog["fig5-depth"].variants if "fig5-depth" in catalog else []
+    return {v["label"]: (v["row"], v["reading"]) for v in variants if v.get("row") in STATED_FAILURE_DEPTHS}
 
 
 def forward_gain(model: torch.nn.Module, inputs: torch.Tensor) -> float:
@@ -257,7 +264,7 @@ def shallow_records(grid: KeptGrid, size: str) -> list[CheckRecord]:
             {"test_accuracy": {n: groups[n].final_per_seed() for n in ["resnet", *names]}},
             quote=SHALLOW_QUOTE))
     early = {name: g.first_per_seed("valid", "accuracy", EARLY_EVALUATIONS) for name, g in groups.items()
-             if name not in PLAIN_READINGS}  # another reading of MLP is not another net
+             if name not in plain_readings()}  # another reading of MLP is not another net
     outcomes = {name: beats(values, early["mlp"]) for name, values in early.items() if name != "mlp"}
     records.append(CheckRecord(
         SOURCE, f"on a shallow net (L = {depth}) MLP converges slower than every other net (mean validation "
@@ -316,7 +323,7 @@ def run(quick: bool = True) -> list[CheckRecord]:
                                                    *shallow_records(grid, _size(grid))]]
     plain = kept_variants("fig5-depth", set(STATED_FAILURE_DEPTHS)) or grid
     records += [judged(plain, r) for r in failure_depth_records(runs_from_grid(plain), _size(plain))]
-    for variant, (model, reading) in PLAIN_READINGS.items():
+    for variant, (model, reading) in plain_readings().items():
         other = kept_variants("fig5-depth", {variant})
         records += ([judged(other, r) for r in failure_depth_records(runs_from_grid(other), _size(other),
                                                                      {variant: (model, reading)})]
