@@ -20,7 +20,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.nn.arguments import check_input_std, check_positive_sizes
+from spectral_analysis.nn.arguments import check_input_std, check_positive_sizes, layer_input_stds
 from spectral_analysis.nn.gated import GatedWeights
 from spectral_analysis.nn.recurrent import (
     RecurrentModel,
@@ -57,8 +57,8 @@ class GRUNet(GatedWeights, RecurrentModel):
         self.num_layers, self.recurrence = num_layers, recurrence
         fan_ins = [input_size] + [n] * (num_layers - 1)
         self.input_weights = nn.ParameterList(
-            [nn.Parameter(torch.randn(3 * n, f) * (f ** -0.5 if input_std is None else input_std))
-             for f in fan_ins])
+            [nn.Parameter(torch.randn(3 * n, f) * s)
+             for f, s in zip(fan_ins, layer_input_stds(fan_ins, input_std), strict=True)])
         self.recurrent_weights = nn.ParameterList([nn.Parameter(torch.randn(3 * n, n) * n ** -0.5)
                                                    for _ in fan_ins])
         self.biases = nn.ParameterList([nn.Parameter(torch.zeros(3 * n)) for _ in fan_ins])

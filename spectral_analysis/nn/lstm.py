@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.nn.arguments import check_input_std, check_positive_sizes
+from spectral_analysis.nn.arguments import check_input_std, check_positive_sizes, layer_input_stds
 from spectral_analysis.nn.gated import GatedWeights
 from spectral_analysis.nn.recurrent import (
     RecurrentModel,
@@ -71,8 +71,8 @@ class LSTMNet(GatedWeights, RecurrentModel):
         self.num_layers, self.recurrence = num_layers, recurrence
         fan_ins = [input_size] + [n] * (num_layers - 1)
         self.input_weights = nn.ParameterList(
-            [nn.Parameter(torch.randn(4 * n, f) * (f ** -0.5 if input_std is None else input_std))
-             for f in fan_ins])
+            [nn.Parameter(torch.randn(4 * n, f) * s)
+             for f, s in zip(fan_ins, layer_input_stds(fan_ins, input_std), strict=True)])
         self.recurrent_weights = nn.ParameterList([nn.Parameter(recurrent_start(n, init)) for _ in fan_ins])
         biases = []
         for _ in fan_ins:

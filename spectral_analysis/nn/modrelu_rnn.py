@@ -25,7 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from spectral_analysis.linalg import complex_vector, real_vector
-from spectral_analysis.nn.arguments import check_input_std, check_positive_sizes
+from spectral_analysis.nn.arguments import check_input_std, check_positive_sizes, layer_input_stds
 from spectral_analysis.nn.modrelu import modrelu
 from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun, TransitionLayers, input_projection
 from spectral_analysis.nn.time_loop import resolve_recurrence
@@ -37,8 +37,9 @@ MODRELU_RECURRENCES = (None, "auto", "scan", "graph", "reflector", "loop")
 
 class ModReLURNN(TransitionLayers, RecurrentModel):
     """The modReLU net of the module docstring over ``transitions`` (one per layer, complex W in real
-    form, ``size = 2n``); layer l > 0 reads the real-form state of layer l - 1. Each layer's input
-    matrix ``(Re V; Im V)`` starts N(0, s^2): ``s = input_std``, or ``1/sqrt(2 fan-in)``."""
+    form, ``size = 2n``); layer l > 0 reads the real-form state of layer l - 1. The first layer's
+    input matrix ``(Re V; Im V)`` starts N(0, s^2): ``s = input_std``, or ``1/sqrt(2 fan-in)`` as the
+    layers above it start."""
 
     activation = MODRELU
 
@@ -58,8 +59,8 @@ class ModReLURNN(TransitionLayers, RecurrentModel):
         self.num_layers = len(transitions)
         fan_ins = [input_size] + [2 * n] * (self.num_layers - 1)
         self.input_weights = nn.ParameterList(
-            [nn.Parameter(torch.randn(2 * n, f) * ((2 * f) ** -0.5 if input_std is None else input_std))
-             for f in fan_ins]
+            [nn.Parameter(torch.randn(2 * n, f) * s)
+             for f, s in zip(fan_ins, layer_input_stds(fan_ins, input_std, fan_scale=2), strict=True)]
         )
         self.biases = nn.ParameterList(  # modReLU's b
             [nn.Parameter(torch.empty(n).uniform_(-0.01, 0.01)) for _ in fan_ins])

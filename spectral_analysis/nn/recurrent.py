@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
 from spectral_analysis.nn.activations import activate, check_activation, derivative
-from spectral_analysis.nn.arguments import check_input_std, check_positive_sizes
+from spectral_analysis.nn.arguments import check_input_std, check_positive_sizes, layer_input_stds
 from spectral_analysis.nn.dropout import check_dropout, sequence_dropout
 from spectral_analysis.nn.time_loop import (
     RECURRENCES,
@@ -250,9 +250,10 @@ class TransitionLayers:
 class RecurrentNet(TransitionLayers, RecurrentModel):
     """Eq. 4-5 with one transition per layer (RNN, IRNN, oRNN, Spectral-RNN, later KRU/Dizzy).
 
-    Every layer's input weight M starts with N(0, s^2) entries: ``s = input_std``, or ``1/sqrt(fan-in)``
-    when ``None`` (the paper: "other matrices are initialized by sampling from a Gaussian distribution",
-    Section 7, its variance unstated). ``dropout`` acts on each layer's input and the read-out's while
+    The first layer's input weight M (the network's input matrix) starts with N(0, s^2) entries:
+    ``s = input_std``, or ``1/sqrt(fan-in)`` when ``None``, as the layers above it start (the paper:
+    "other matrices are initialized by sampling from a Gaussian distribution", Section 7, its variance
+    unstated). ``dropout`` acts on each layer's input and the read-out's while
     training (:mod:`spectral_analysis.nn.dropout`). ``bias_pair`` holds each ``b`` as :class:`BiasPair`."""
 
     def __init__(self, transitions: Sequence[Transition], input_size: int, output_size: int,
@@ -278,8 +279,8 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         self.transitions = nn.ModuleList(transitions)
         fan_ins = [input_size] + [n] * (self.num_layers - 1)
         self.input_weights = nn.ParameterList(
-            [nn.Parameter(torch.randn(n, f) * (f ** -0.5 if input_std is None else input_std))
-             for f in fan_ins])
+            [nn.Parameter(torch.randn(n, f) * s)
+             for f, s in zip(fan_ins, layer_input_stds(fan_ins, input_std), strict=True)])
         self.biases = nn.ParameterList([nn.Parameter(torch.zeros(n)) for _ in fan_ins])
         if not isinstance(bias_pair, bool):
             raise ValueError(f"bias_pair must be True or False, got {bias_pair!r}")
