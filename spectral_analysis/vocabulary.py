@@ -57,6 +57,9 @@ OPTIMIZER_NAMES = ("adam", "rmsprop", "sgd")
 # what a sequence task's training objective does over the scored steps: their mean (PyTorch's
 # word_language_model), or their sum, averaged over the batch only (Zaremba et al. 2014; TensorFlow's PTB)
 SEQUENCE_LOSSES = ("mean", "sum-over-steps")
+# calibrate: the share of the reference's gain over the constant predictor a baseline may fall short of
+# (spectral_analysis.experiments.calibration.allowed_excess)
+CALIBRATION_MARGIN = 0.1
 SCALES = ("paper", "budget", "smoke")  # experiment scales of the catalog, in the order their evidence is read
 SWEEP_BACKENDS = ("ray", "processes")  # the runner: Ray Tune, or plain local processes
 MAX_SEEDS = 1000  # seeds of one grid configuration, in a catalog or --seeds

@@ -7,7 +7,7 @@ import argparse
 
 from spectral_analysis.cli.common import CommandError, count, emit, positive_real, results_dir
 from spectral_analysis.cli.experiments import catalog_arguments
-from spectral_analysis.vocabulary import SCALES
+from spectral_analysis.vocabulary import CALIBRATION_MARGIN, SCALES
 
 COLUMNS = ("variant", "model", "steps", "toolkit_loss", "reference_loss", "constant_predictor_loss", "metric",
            "toolkit_valid", "reference_valid", "verdict")
@@ -36,7 +36,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     words = {"ok": "ok", "inconclusive": "inconclusive: neither side learned"}
     for row in rows:  # the verdict in words beside the kept word: by how much a trailing baseline trails
         row["verdict_text"] = words.get(row["verdict"]) or \
-            f"TRAILS by {row['toolkit_loss'] / row['reference_loss'] - 1:.0%}"
+            f"TRAILS: short of {row['shortfall']:.0%} of the reference's gain"
     kept = results / experiment.name / CALIBRATION_DIR / args.scale
 
     def table_rows(payload: dict) -> list[dict]:
@@ -48,8 +48,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                  f"{f' and over seeds 0-{args.seeds - 1}' if args.seeds > 1 else ''}, on the same batches; "
                  f"kept in {kept}"]
         if trailing:
-            lines.append(f"refused: {', '.join(trailing)} trail(s) the plain-PyTorch reference by more than "
-                         f"{args.margin:.0%}; mend the recipe before spending compute on {experiment.name}")
+            lines.append(f"refused: {', '.join(trailing)} fall(s) short of the plain-PyTorch reference's "
+                         f"gain over the constant predictor by more than {args.margin:.0%}; mend the recipe "
+                         f"before spending compute on {experiment.name}")
         if unsettled:
             lines.append(f"not calibrated: neither side of {', '.join(unsettled)} learned in {args.steps} "
                          "steps (no training loss below the task's constant-predictor loss); give more "
@@ -78,7 +79,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--at", nargs="+", metavar="KEY=VALUE",
                         help="calibrate at the first grid point with these axis values instead of the grid's "
                         "first (task=permuted-mnist pixels_per_step=1), kept beside it as VARIANT@POINT.json")
-    parser.add_argument("--margin", type=positive_real(10.0), default=0.1,
-                        help="the toolkit's final training loss may exceed the reference's by this fraction")
+    parser.add_argument("--margin", type=positive_real(10.0), default=CALIBRATION_MARGIN,
+                        help="the share of the reference's fall below the constant predictor's loss that the "
+                        "toolkit's training loss may fall short of (or the at-chance tolerance of the "
+                        "reference's loss, whichever is larger)")
     catalog_arguments(parser)
     parser.set_defaults(func=cmd_calibrate)

@@ -2,7 +2,8 @@
 short run beside a plain-PyTorch reference of the same recipe
 (:mod:`~spectral_analysis.experiments.reference`), on the same batches in the same order, with the same
 optimizer, learning rate, clipping and loss; a baseline whose training loss trails the reference's by more
-than a stated margin is our defect, and the grid is refused until it is mended.
+than a stated margin of what the reference learned (:func:`allowed_excess`) is our defect, and the grid is
+refused until it is mended.
 
 What the two sides share is the recipe (optimizer, rate, clipping, batches, the task's loss); what they do
 not is the model code and its initialization: the reference is written as a practitioner writes it, with
@@ -57,12 +58,11 @@ from spectral_analysis.train import Trainer
 from spectral_analysis.train.config import OPTIMIZERS
 from spectral_analysis.train.evaluation import evaluate
 from spectral_analysis.train.trainer import detach_state
-from spectral_analysis.vocabulary import MODEL_OPTIONS
+from spectral_analysis.vocabulary import CALIBRATION_MARGIN, MODEL_OPTIONS
 
 logger = logging.getLogger(__name__)
 
 CALIBRATION_DIR = "calibration"
-DEFAULT_MARGIN = 0.1  # the toolkit's final training loss may exceed the reference's by this fraction
 
 
 def learned_from_input(loss: float, constant_loss: float) -> bool:
@@ -75,14 +75,35 @@ def learned_from_input(loss: float, constant_loss: float) -> bool:
     return loss < constant_loss * (1 - BASELINE_TOLERANCE)
 
 
+def allowed_excess(reference_loss: float, constant_loss: float, margin: float) -> float:
+    """How far the toolkit's training loss may sit above the reference's and not trail: ``margin`` of what
+    the reference learned (its fall below the constant predictor's loss), and never less than the
+    at-chance tolerance of the reference's own loss
+    (:data:`~spectral_analysis.experiments.fitness.BASELINE_TOLERANCE`), the resolution at which the toolkit
+    reads two losses as one.
+
+    A share of the loss itself would be no yardstick: Penn Treebank's losses sit near its 6.5-nat unigram,
+    so 10% of the loss (0.65 nats) is more than all a one-layer model learns in a few epochs, while a
+    pixel-MNIST loss near zero makes 10% of it a rounding difference.
+
+    Example: ``allowed_excess(6.07, 6.53, 0.1)`` is 0.121 (2% of 6.07, above 10% of the 0.46-nat gain);
+    ``allowed_excess(0.316, 2.301, 0.1)`` is 0.199."""
+    return max(margin * (constant_loss - reference_loss), BASELINE_TOLERANCE * reference_loss)
+
+
 def _verdict(toolkit_loss: float, reference_loss: float, constant_loss: float,
              margin: float) -> dict[str, Any]:
-    """Whether each side learned from its input, whether the toolkit trails, and the verdict word."""
+    """Whether each side learned from its input, whether the toolkit trails (its training loss above the
+    reference's by more than :func:`allowed_excess`), the share of the reference's gain over the constant
+    predictor the toolkit falls short of (``shortfall``; None where the reference gained nothing), and the
+    verdict word."""
     learned = {"toolkit": learned_from_input(toolkit_loss, constant_loss),
                "reference": learned_from_input(reference_loss, constant_loss)}
     settled = learned["toolkit"] or learned["reference"]  # two curves at the constant predictor show nothing
-    trails = settled and not toolkit_loss <= reference_loss * (1 + margin)
+    trails = settled and toolkit_loss - reference_loss > allowed_excess(reference_loss, constant_loss, margin)
+    gain = constant_loss - reference_loss
     return {"learned": learned, "trails": trails,
+            "shortfall": (toolkit_loss - reference_loss) / gain if gain > 0 else None,
             "verdict": "inconclusive" if not settled else ("trails" if trails else "ok")}
 
 
@@ -166,7 +187,7 @@ def _has_reference(config: Mapping[str, Any]) -> bool:
     return config["model"] in REFERENCE_MODELS and not svd and not config.get("freeze")
 
 
-def calibrate_trial(trial: Trial, steps: int, margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
+def calibrate_trial(trial: Trial, steps: int, margin: float = CALIBRATION_MARGIN) -> dict[str, Any]:
     """One baseline of a grid ``steps`` steps beside its reference (module docstring): both curves, both
     validation metrics, and whether the toolkit trails (``trails``)."""
     model = trial.config["model"]
@@ -223,7 +244,7 @@ def point_name(at: dict[str, str]) -> str:
     return "+".join(f"{key}={value}" for key, value in sorted(at.items()))
 
 
-def calibrate(experiment: Experiment, scale: str, steps: int, margin: float = DEFAULT_MARGIN,
+def calibrate(experiment: Experiment, scale: str, steps: int, margin: float = CALIBRATION_MARGIN,
               results: str | Path | None = None, variants: list[str] | None = None,
               seeds: int = 1, at: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Calibrate every baseline of ``experiment``'s grid at ``scale`` that has a reference (per variant its
