@@ -82,7 +82,8 @@ TUTORIALS = sorted((DOCS / "tutorials").glob("*.py"))
 
 @pytest.mark.parametrize("script", TUTORIALS, ids=[t.stem for t in TUTORIALS])
 @pytest.mark.slow
-def test_the_tutorials_execute_and_their_notebooks_hold_their_code(script):
+def test_the_tutorials_execute_and_their_notebooks_hold_their_code(script, tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # a tutorial's runs (tempfile.mkdtemp) are the test's own
     jupytext = pytest.importorskip("jupytext")
     pytest.importorskip("nbclient")
     sys.path.insert(0, str(ROOT / "scripts"))
