@@ -378,7 +378,8 @@ def test_the_margin_is_a_share_of_what_the_reference_learned_not_of_the_loss():
 
     def verdict(toolkit: float, reference: float, constant: float) -> dict:
         row = {"trial": "x_s0", "toolkit_loss": toolkit, "reference_loss": reference, "toolkit_valid": 0.0,
-               "reference_valid": 0.0, "constant_predictor_loss": constant}
+               "reference_valid": 0.0, "constant_predictor_loss": constant,
+               "curves": {"toolkit": [(1, toolkit)], "reference": [(1, reference)]}}  # no batch noise
         return over_seeds([row, {**row, "trial": "x_s1"}], 0.1)
 
     ptb = verdict(6.489, 6.070, 6.529)
@@ -395,6 +396,32 @@ def test_the_margin_is_a_share_of_what_the_reference_learned_not_of_the_loss():
     assert ahead["verdict"] == "ok" and ahead["shortfall"] is None
 
 
+def test_an_excess_within_the_batches_noise_is_no_trailing():
+    """kru-adding's KRU over 4000 steps (2026-12-06): its five last records, batch by batch against the
+    reference's on the same batches, differ by 0.013, -0.001, -0.003, -0.003 and 0.029 in MSE. Their mean
+    (0.007) is above the margin (0.003) but within twice its standard error (0.013), and the validation
+    MSEs agree (0.151 against 0.152): no trailing. The same mean with steady differences trails."""
+    from spectral_analysis.experiments.calibration import comparison_noise, over_seeds
+
+    def curves(toolkit: list[float], reference: list[float]) -> dict:
+        return {"toolkit": list(enumerate([1.0] * 15 + toolkit)),
+                "reference": list(enumerate([1.0] * 15 + reference))}
+
+    reference = [0.150, 0.1745, 0.1339, 0.1514, 0.1494]
+    noisy = curves([0.1632, 0.1735, 0.1305, 0.1489, 0.1784], reference)
+    steady = curves([r + 0.0071 for r in reference], reference)
+    assert comparison_noise([noisy]) == pytest.approx(0.0125, abs=5e-4)
+    assert comparison_noise([steady]) == pytest.approx(0.0, abs=1e-9)
+
+    def judged(pair: dict) -> str:
+        row = {"trial": "kru_s0", "toolkit_loss": sum(p[1] for p in pair["toolkit"][-5:]) / 5,
+               "reference_loss": sum(p[1] for p in pair["reference"][-5:]) / 5, "toolkit_valid": 0.0,
+               "reference_valid": 0.0, "constant_predictor_loss": 0.1668, "curves": pair}
+        return over_seeds([row, {**row, "trial": "kru_s1"}], 0.1)["verdict"]
+
+    assert judged(noisy) == "ok" and judged(steady) == "trails"
+
+
 def test_a_calibration_over_seeds_reads_its_verdict_from_the_means_and_keeps_every_seed(tmp_path, capsys,
                                                                                           monkeypatch):
     """One seed of a take-off task can trail by 30% while the next leads: the verdict over seeds reads the
@@ -404,6 +431,7 @@ def test_a_calibration_over_seeds_reads_its_verdict_from_the_means_and_keeps_eve
     def row(seed: int, toolkit: float, reference: float) -> dict:
         return {"trial": f"x_s{seed}", "toolkit_loss": toolkit, "reference_loss": reference,
                 "toolkit_valid": 0.5, "reference_valid": 0.6, "constant_predictor_loss": 2.3,
+                "curves": {"toolkit": [(1, toolkit)], "reference": [(1, reference)]},
                 "verdict": "trails" if toolkit > 1.1 * reference else "ok"}
 
     rows = [row(0, 1.3, 1.0), row(1, 0.8, 1.0)]

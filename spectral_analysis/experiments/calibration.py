@@ -2,8 +2,8 @@
 short run beside a plain-PyTorch reference of the same recipe
 (:mod:`~spectral_analysis.experiments.reference`), on the same batches in the same order, with the same
 optimizer, learning rate, clipping and loss; a baseline whose training loss trails the reference's by more
-than a stated margin of what the reference learned (:func:`allowed_excess`) is our defect, and the grid is
-refused until it is mended.
+than a stated margin of what the reference learned (:func:`allowed_excess`), and by more than the
+batches' noise (:func:`comparison_noise`), is our defect, and the grid is refused until it is mended.
 
 What the two sides share is the recipe (optimizer, rate, clipping, batches, the task's loss); what they do
 not is the model code and its initialization: the reference is written as a practitioner writes it, with
@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import statistics
 import tempfile
 import time
 from collections.abc import Mapping
@@ -91,19 +92,39 @@ def allowed_excess(reference_loss: float, constant_loss: float, margin: float) -
     return max(margin * (constant_loss - reference_loss), BASELINE_TOLERANCE * reference_loss)
 
 
-def _verdict(toolkit_loss: float, reference_loss: float, constant_loss: float,
-             margin: float) -> dict[str, Any]:
+def comparison_noise(curves: list[dict[str, list[tuple[int, float]]]]) -> float:
+    """Twice the standard error of the toolkit's excess training loss: the two sides' losses at the same
+    records (the same batches) over each curve's last quarter, paired and pooled over ``curves`` (one per
+    seed), their differences' standard deviation over the square root of their count; 0 with fewer than
+    two pairs. A calibration's training loss is the mean of a few batches' losses, and on a task whose
+    batches vary (the adding problem's MSE over 50 sequences) an excess of that size is the batches'.
+
+    Example: two curves of eight records whose last two pairs differ by 0.1 and 0.2 give 0.1:
+    ``comparison_noise([{"toolkit": [*ones, (7, 1.1), (8, 1.2)], "reference": [*ones, (7, 1.0), (8, 1.0)]}])``
+    with ``ones = [(step, 1.0) for step in range(1, 7)]``."""
+    differences = []
+    for pair in curves:
+        toolkit, reference = pair["toolkit"], pair["reference"]
+        tail = max(1, len(toolkit) // 4)
+        differences += [ours - theirs for (_, ours), (_, theirs) in zip(toolkit[-tail:], reference[-tail:],
+                                                                          strict=True)]
+    return 2 * statistics.stdev(differences) / len(differences) ** 0.5 if len(differences) > 1 else 0.0
+
+
+def _verdict(toolkit_loss: float, reference_loss: float, constant_loss: float, margin: float,
+             noise: float) -> dict[str, Any]:
     """Whether each side learned from its input, whether the toolkit trails (its training loss above the
-    reference's by more than :func:`allowed_excess`), the share of the reference's gain over the constant
-    predictor the toolkit falls short of (``shortfall``; None where the reference gained nothing), and the
-    verdict word."""
+    reference's by more than :func:`allowed_excess` and by more than ``noise``,
+    :func:`comparison_noise`), the share of the reference's gain over the constant predictor the toolkit
+    falls short of (``shortfall``; None where the reference gained nothing), and the verdict word."""
     learned = {"toolkit": learned_from_input(toolkit_loss, constant_loss),
                "reference": learned_from_input(reference_loss, constant_loss)}
     settled = learned["toolkit"] or learned["reference"]  # two curves at the constant predictor show nothing
-    trails = settled and toolkit_loss - reference_loss > allowed_excess(reference_loss, constant_loss, margin)
+    excess = toolkit_loss - reference_loss
+    trails = settled and excess > max(allowed_excess(reference_loss, constant_loss, margin), noise)
     gain = constant_loss - reference_loss
-    return {"learned": learned, "trails": trails,
-            "shortfall": (toolkit_loss - reference_loss) / gain if gain > 0 else None,
+    return {"learned": learned, "trails": trails, "noise": noise,
+            "shortfall": excess / gain if gain > 0 else None,
             "verdict": "inconclusive" if not settled else ("trails" if trails else "ok")}
 
 
@@ -219,7 +240,9 @@ def calibrate_trial(trial: Trial, steps: int, margin: float = CALIBRATION_MARGIN
     constant = constant_predictor_loss(trainer.task, trainer.task.train)
     return {"variant": trial.variant, "trial": trial.key, "model": model, "steps": steps,
             "margin": margin, "toolkit_loss": toolkit_loss, "reference_loss": reference_loss,
-            "constant_predictor_loss": constant, **_verdict(toolkit_loss, reference_loss, constant, margin),
+            "constant_predictor_loss": constant,
+            **_verdict(toolkit_loss, reference_loss, constant, margin,
+                       comparison_noise([{"toolkit": toolkit, "reference": reference}])),
             "metric": trainer.primary, "toolkit_valid": toolkit_valid[trainer.primary],
             "reference_valid": reference_valid[trainer.primary],
             "curves": {"toolkit": toolkit, "reference": reference}}
@@ -228,15 +251,16 @@ def calibrate_trial(trial: Trial, steps: int, margin: float = CALIBRATION_MARGIN
 def over_seeds(rows: list[dict[str, Any]], margin: float) -> dict[str, Any]:
     """One calibration from :func:`calibrate_trial`'s rows of one recipe over several seeds: each side's
     training loss and validation metric the mean over the seeds, the verdict read from those means as for
-    one seed, and every seed's row (its ``trial`` names the seed; curves included) under ``seeds``; the
-    curves shown are the first seed's."""
+    one seed (the noise from every seed's paired records), and every seed's row (its ``trial`` names the
+    seed; curves included) under ``seeds``; the curves shown are the first seed's."""
     if len(rows) == 1:
         return rows[0]
     first = rows[0]
     mean = {key: sum(row[key] for row in rows) / len(rows)
             for key in ("toolkit_loss", "reference_loss", "toolkit_valid", "reference_valid")}
+    noise = comparison_noise([row["curves"] for row in rows])
     return {**first, **mean, **_verdict(mean["toolkit_loss"], mean["reference_loss"],
-                                        first["constant_predictor_loss"], margin), "seeds": rows}
+                                        first["constant_predictor_loss"], margin, noise), "seeds": rows}
 
 
 def point_name(at: dict[str, str]) -> str:
