@@ -104,10 +104,8 @@ def comparison_noise(curves: list[dict[str, list[tuple[int, float]]]]) -> float:
     with ``ones = [(step, 1.0) for step in range(1, 7)]``."""
     differences = []
     for pair in curves:
-        toolkit, reference = pair["toolkit"], pair["reference"]
-        tail = max(1, len(toolkit) // 4)
-        differences += [ours - theirs for (_, ours), (_, theirs) in zip(toolkit[-tail:], reference[-tail:],
-                                                                          strict=True)]
+        paired = zip(_tail(pair["toolkit"]), _tail(pair["reference"]), strict=True)
+        differences += [ours - theirs for (_, ours), (_, theirs) in paired]
     return 2 * statistics.stdev(differences) / len(differences) ** 0.5 if len(differences) > 1 else 0.0
 
 
@@ -128,9 +126,14 @@ def _verdict(toolkit_loss: float, reference_loss: float, constant_loss: float, m
             "verdict": "inconclusive" if not settled else ("trails" if trails else "ok")}
 
 
+def _tail(curve: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The last quarter of a curve's points (at least one): what a calibration compares."""
+    return curve[-max(1, len(curve) // 4):]
+
+
 def _tail_mean(curve: list[tuple[int, float]]) -> float:
-    """The mean loss over the last quarter of a curve's points (at least one)."""
-    tail = curve[-max(1, len(curve) // 4):]
+    """The mean loss over :func:`_tail`."""
+    tail = _tail(curve)
     return sum(loss for _, loss in tail) / len(tail)
 
 
