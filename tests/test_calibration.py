@@ -10,7 +10,8 @@ import torch
 from spectral_analysis.cli import main
 from spectral_analysis.experiments.calibration import recipe_status
 from spectral_analysis.experiments.catalog import find_experiment
-from spectral_analysis.experiments.reference import LoopRNN, ReferenceRecurrent
+from spectral_analysis.experiments.reference import ReferenceRecurrent
+from spectral_analysis.experiments.reference_loops import LoopRNN
 
 GRID = """
 name = "calib"
@@ -627,7 +628,7 @@ def test_the_toolkits_real_kru_and_its_reference_compute_the_same_function():
 def test_the_reference_dizzyrnns_rounds_pair_every_unit_once_a_round_and_every_pair_once():
     """DizzyRNN's twin schedules its packed rotations by the polygon method: each of the n - 1 rounds a
     perfect matching, all n (n - 1) / 2 pairs met once; an odd n is refused by name."""
-    from spectral_analysis.experiments.reference import round_robin
+    from spectral_analysis.experiments.reference_loops import round_robin
 
     for n in (2, 4, 10, 128):
         rounds = round_robin(n)

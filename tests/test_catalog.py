@@ -15,7 +15,8 @@ from spectral_analysis.experiments import (
     load_experiment,
     run_trial,
 )
-from spectral_analysis.experiments.catalog import CONFIG_FIELDS, printed_row
+from spectral_analysis.experiments.catalog import printed_row
+from spectral_analysis.experiments.grid import CONFIG_FIELDS
 from spectral_analysis.experiments.trial import TrialSpec
 from spectral_analysis.paper.kept import MIN_SEEDS
 

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spectral_analysis.cli import main
-from spectral_analysis.experiments.catalog import Trial
+from spectral_analysis.experiments.grid import Trial
 from spectral_analysis.experiments.row_status import kept_row_stands, outcome_text, plateaued
 from spectral_analysis.train import TrainConfig, Trainer, load_checkpoint, train
 from spectral_analysis.train.plateau import best_validation, is_plateau, last_improvement_step

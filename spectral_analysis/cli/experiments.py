@@ -41,8 +41,8 @@ def _record_fitness(args: argparse.Namespace, catalog: dict[str, Experiment], re
 
 def cmd_experiments(args: argparse.Namespace) -> int:
     from spectral_analysis.experiments import load_catalog, read_rows
-    from spectral_analysis.experiments.catalog import configuration_key
     from spectral_analysis.experiments.estimate import estimate_experiment, read_estimate
+    from spectral_analysis.experiments.grid import configuration_key
 
     catalog = load_catalog(args.catalog)
     results = results_dir(args)

@@ -3,13 +3,12 @@ executes a grid on Ray Tune, and the kept results in ``results/`` that figures a
 
 from spectral_analysis.experiments.catalog import (
     SCALES,
-    Experiment,
-    Trial,
     default_catalog_dir,
     find_experiment,
     load_catalog,
     load_experiment,
 )
+from spectral_analysis.experiments.grid import Experiment, Trial
 from spectral_analysis.experiments.ray_grid import ray_session
 from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_grids
 from spectral_analysis.experiments.results import read_curves, read_rows, read_singular_values, write_summary

@@ -46,8 +46,8 @@ from spectral_analysis.data.objectives import (
     training_objective,
     weighted_mean,
 )
-from spectral_analysis.experiments.catalog import Experiment, Trial
 from spectral_analysis.experiments.fitness import BASELINE_TOLERANCE
+from spectral_analysis.experiments.grid import Experiment, Trial
 from spectral_analysis.experiments.reference import (
     FEED_FORWARD_MODELS,
     REFERENCE_MODELS,

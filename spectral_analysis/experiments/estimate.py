@@ -22,7 +22,7 @@ import torch
 
 from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.atomic import read_text_file
-from spectral_analysis.experiments.catalog import Experiment, configuration_key
+from spectral_analysis.experiments.grid import Experiment, configuration_key
 from spectral_analysis.machine import machine_name
 from spectral_analysis.train import Trainer, TrainingDivergedError
 from spectral_analysis.train.evaluation import evaluate

@@ -15,8 +15,8 @@ import statistics
 from pathlib import Path
 
 from spectral_analysis.atomic import atomic_write_text
-from spectral_analysis.experiments.catalog import Experiment, Trial, configuration_key
 from spectral_analysis.experiments.estimate import read_estimate
+from spectral_analysis.experiments.grid import Experiment, Trial, configuration_key
 from spectral_analysis.experiments.parking import parked_trials
 from spectral_analysis.experiments.results import read_rows
 from spectral_analysis.experiments.row_status import kept_row_stands, plateaued

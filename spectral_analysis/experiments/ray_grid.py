@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from spectral_analysis.allocator import ALLOCATOR_ENVIRONMENT
-from spectral_analysis.experiments.catalog import Trial, sampled_trial
+from spectral_analysis.experiments.grid import Trial, sampled_trial
 from spectral_analysis.experiments.parking import park_run, restore_parked
 from spectral_analysis.train import TrainConfig
 from spectral_analysis.train.plateau import LOWER_IS_BETTER
@@ -147,7 +147,7 @@ def spec_id(spec: dict[str, Any]) -> str:
 
 def trial_spec(config: dict[str, Any]) -> dict[str, Any]:
     """The spec a Tune trial runs: its grid point, with the values a search drew (``config["search"]``)
-    set in it (:func:`~spectral_analysis.experiments.catalog.sampled_trial`) and its run directory named
+    set in it (:func:`~spectral_analysis.experiments.grid.sampled_trial`) and its run directory named
     by the drawn trial."""
     spec, sample = config["spec"], config.get("search")
     if not sample:

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from spectral_analysis.experiments.catalog import Trial, configuration_key, find_experiment
+from spectral_analysis.experiments.catalog import find_experiment
 from spectral_analysis.experiments.fitness import diverged
+from spectral_analysis.experiments.grid import Trial, configuration_key
 from spectral_analysis.experiments.groups import Group
 from spectral_analysis.experiments.results import (
     CURVES_NAME,

@@ -37,8 +37,8 @@ from spectral_analysis import __version__
 from spectral_analysis.atomic import atomic_target, atomic_write_text
 from spectral_analysis.data import TaskData, load_task
 from spectral_analysis.data.objectives import PRIMARY_METRIC
-from spectral_analysis.experiments.catalog import Trial
 from spectral_analysis.experiments.fitness import trial_fitness
+from spectral_analysis.experiments.grid import Trial
 from spectral_analysis.experiments.row_status import counted_step, plateaued
 from spectral_analysis.io.zoo import CHECKPOINT_NAME, RESULT_NAME, read_kept_row, trial_results_dir
 from spectral_analysis.machine import machine_name

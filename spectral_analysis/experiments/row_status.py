@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 from typing import Any
 
-from spectral_analysis.experiments.catalog import Trial
+from spectral_analysis.experiments.grid import Trial
 from spectral_analysis.train import TrainConfig
 from spectral_analysis.train.config import field_default
 from spectral_analysis.train.plateau import is_plateau

@@ -42,14 +42,9 @@ import torch
 
 from spectral_analysis.atomic import exclusive_lock
 from spectral_analysis.experiments.calibration import refused_baselines
-from spectral_analysis.experiments.catalog import (
-    Experiment,
-    Trial,
-    configuration_key,
-    load_catalog,
-    sampled_trial,
-)
+from spectral_analysis.experiments.catalog import load_catalog
 from spectral_analysis.experiments.estimate import read_estimate
+from spectral_analysis.experiments.grid import Experiment, Trial, configuration_key, sampled_trial
 from spectral_analysis.experiments.ledger import write_ledger
 from spectral_analysis.experiments.parking import CONFIG, drop_if_stale, park_run, parked_dir
 from spectral_analysis.experiments.process_grid import run_processes

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from spectral_analysis.allocator import keep_freed_memory
-from spectral_analysis.experiments.catalog import Trial
+from spectral_analysis.experiments.grid import Trial
 from spectral_analysis.experiments.parking import drop_parked, park_run, parked_dir, restore_parked
 from spectral_analysis.experiments.ray_grid import SCORE, report_evaluation, restore_reported, trial_spec
 from spectral_analysis.experiments.results import keep_trial

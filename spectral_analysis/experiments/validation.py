@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from spectral_analysis.experiments.catalog import Experiment, Trial, find_experiment
+from spectral_analysis.experiments.catalog import find_experiment
 from spectral_analysis.experiments.fitness import diverged
+from spectral_analysis.experiments.grid import Experiment, Trial
 from spectral_analysis.experiments.reading import read_grid
 from spectral_analysis.train.plateau import LOWER_IS_BETTER
 

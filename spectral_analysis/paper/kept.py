@@ -17,8 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from spectral_analysis.checks import CheckRecord
-from spectral_analysis.experiments.catalog import TRAINING_LENGTH, configuration_key, find_experiment
+from spectral_analysis.experiments.catalog import find_experiment
 from spectral_analysis.experiments.fitness import diverged
+from spectral_analysis.experiments.grid import TRAINING_LENGTH, configuration_key
 from spectral_analysis.experiments.groups import END_RECORDS, Group
 from spectral_analysis.experiments.reading import KeptGrid, read_grid, read_settled, read_variants, seeds_text
 from spectral_analysis.experiments.row_status import plateau_count

@@ -34,7 +34,8 @@ from typing import Any
 from spectral_analysis.analysis.certify import kl_allowed
 from spectral_analysis.checks import CheckRecord, replace_marked_block
 from spectral_analysis.experiments.calibration import CALIBRATION_DIR, recipe_status
-from spectral_analysis.experiments.catalog import configuration_key, find_experiment
+from spectral_analysis.experiments.catalog import find_experiment
+from spectral_analysis.experiments.grid import configuration_key
 from spectral_analysis.experiments.groups import Group
 from spectral_analysis.experiments.reading import read_grid
 from spectral_analysis.experiments.row_status import plateaued
