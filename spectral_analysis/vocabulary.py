@@ -18,7 +18,7 @@ DEFAULT_LEAK = 0.2  # tf.nn.leaky_relu's default alpha; the ICML paper's experim
 DROPOUT_KINDS = ("standard", "locked")
 _DROPOUT = {"dropout": 0.0, "dropout_kind": "standard"}
 _RECURRENT = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 1, "recurrence": "auto",
-              "output_bias": False, "input_std": None, **_DROPOUT}
+              "output_bias": False, "input_std": None, "embedding": None, **_DROPOUT}
 _SIGMA = {"sigma_map": "sigmoid", "sigma_star": 1.0, "r": 0.1, "unit_reflectors": False}
 _FEEDFORWARD = {"activation": "leaky_relu", "leak": DEFAULT_LEAK, "num_layers": 2, "output_bias": True}
 MODEL_OPTIONS: dict[str, dict[str, Any]] = {
@@ -27,13 +27,14 @@ MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     # ICML Section 7: "initialized to be orthogonal"
     "irnn": {**_RECURRENT, "init": "orthogonal", "bias_pair": False},
     "lstm": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "forget_bias": 1.0,
-             "input_std": None, "init": "gaussian", **_DROPOUT},
-    "gru": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "input_std": None, **_DROPOUT},
+             "input_std": None, "init": "gaussian", "embedding": None, **_DROPOUT},
+    "gru": {"num_layers": 1, "recurrence": "auto", "output_bias": False, "input_std": None, "embedding": None,
+            **_DROPOUT},
     "ornn": {**_RECURRENT, "m": None, "unit_reflectors": False},
     "spectral": {**_RECURRENT, "m1": None, "m2": None, **_SIGMA},
     "kru": {**_RECURRENT, "activation": "relu", "factor_sizes": None, "complex": False},
     "dizzy": {**_RECURRENT, "activation": "abs", "rotations": None, "svd": False},
-    "urnn": {"output_bias": True, "num_layers": 1, "input_std": None},
+    "urnn": {"output_bias": True, "num_layers": 1, "input_std": None, "embedding": None},
     # init: the plain weights' Gaussian, N(0, 1/fan_in) ("lecun") or He et al.'s (2015) for phi ("he")
     "mlp": {**_FEEDFORWARD, "init": "lecun"},
     "resnet": {**_FEEDFORWARD, "init": "lecun"},

@@ -289,7 +289,7 @@ def test_the_reference_stacks_drops_embeds_a_vocabulary_and_carries_its_state():
     layers with dropout between them and on their input and output, and a state that carries over
     successive windows: in eval mode two carried halves give the whole sequence's outputs."""
     torch.manual_seed(1)
-    model = ReferenceRecurrent("lstm", 50, 8, 50, num_layers=2, dropout=0.5, embed=True)
+    model = ReferenceRecurrent("lstm", 50, 8, 50, num_layers=2, dropout=0.5, embedding=8)
     assert model.recurrent.num_layers == 2 and model.recurrent.dropout == 0.5 and model.drop.p == 0.5
     ids = torch.randint(0, 50, (3, 12))
     model.eval()

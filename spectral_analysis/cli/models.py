@@ -37,6 +37,8 @@ MODEL_FLAGS: dict[str, dict[str, Any]] = {
                         "vectors back to unit length after each optimizer step (the authors' code)"},
     "input_std": {"type": real, "help": "std of the input weight M's Gaussian entries (default "
                   "1/sqrt(fan-in))"},
+    "embedding": {"type": int, "help": "a word embedding of this width factors M = A E^T (a language model's "
+                  "nn.Embedding before its recurrent layer; default none)"},
     "num_layers": {"type": int, "help": "stacked recurrent layers / hidden layers of an MLP"},
     "recurrence": {"choices": RECURRENCES, "help": "time-loop route (default auto)"},
     "init": {"choices": tuple(dict.fromkeys(DENSE_INITS + LSTM_INITS + FEEDFORWARD_INITS)),

@@ -160,6 +160,9 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
     options = {**MODEL_OPTIONS[config.model], **config.model_options}
     torch.manual_seed(config.seed)
     vocabulary = not task.train.inputs.is_floating_point() and task.input_size > config.hidden
+    # a word vocabulary is embedded as the practitioner's language model embeds it: at the toolkit model's
+    # own embedding width, else at the hidden size (word_language_model)
+    embedding = options.get("embedding") or (config.hidden if vocabulary else None)
     model: ReferenceFeedForward | ReferenceRecurrent
     if config.model in FEED_FORWARD_MODELS:
         model = ReferenceFeedForward(config.model, task.input_size, config.hidden, task.output_size,
@@ -167,7 +170,7 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
     else:
         model = ReferenceRecurrent(config.model, task.input_size, config.hidden, task.output_size,
                                    options.get("activation", "tanh"), options.get("leak", 0.2),
-                                   options["num_layers"], options.get("dropout", 0.0), embed=vocabulary,
+                                   options["num_layers"], options.get("dropout", 0.0), embedding,
                                    reflectors=options.get("m"),
                                    unit_reflectors=options.get("unit_reflectors", False),
                                    factor_sizes=options.get("factor_sizes"),

@@ -87,10 +87,11 @@ class ReferenceFeedForward(nn.Module):
 
 class ReferenceRecurrent(nn.Module):
     """A baseline of :data:`REFERENCE_MODELS` with a linear read-out at every step. Symbol ids become
-    one-hot vectors, or with ``embed`` (a word vocabulary) pass an ``nn.Embedding`` of the hidden size, as
-    PyTorch's word_language_model example does. ``activation``: ``tanh`` or ``relu`` run ``nn.RNN``, others
-    a :class:`LoopRNN` (one layer). ``num_layers`` stack; ``dropout`` acts where Zaremba et al. (2014) put
-    it: on the (embedded) input, between layers (the cuDNN modules' own ``dropout``) and before the read-out.
+    one-hot vectors, or with ``embedding`` (a word vocabulary) pass an ``nn.Embedding`` of that width, as
+    PyTorch's word_language_model example does (of the hidden size). ``activation``: ``tanh`` or ``relu``
+    run ``nn.RNN``, others a :class:`LoopRNN` (one layer). ``num_layers`` stack; ``dropout`` acts where
+    Zaremba et al. (2014) put it: on the (embedded) input, between layers (the cuDNN modules' own
+    ``dropout``) and before the read-out.
     ``reflectors``, ``unit_reflectors``: the oRNN's m (None: n) and its projection
     (:class:`HouseholderLoopRNN`). ``factor_sizes``, ``complex_factors``: KRU's factors (None: n's prime
     factors); complex factors run KRU's modReLU net (:class:`KroneckerModReLURNN`), ``hidden_size`` complex
@@ -99,7 +100,7 @@ class ReferenceRecurrent(nn.Module):
 
     def __init__(self, model: str, input_size: int, hidden_size: int, output_size: int,
                  activation: str = "tanh", leak: float = 0.2, num_layers: int = 1, dropout: float = 0.0,
-                 embed: bool = False, reflectors: int | None = None, unit_reflectors: bool = False,
+                 embedding: int | None = None, reflectors: int | None = None, unit_reflectors: bool = False,
                  factor_sizes: list[int] | None = None, complex_factors: bool = False,
                  rotations: int | None = None) -> None:
         super().__init__()
@@ -107,8 +108,8 @@ class ReferenceRecurrent(nn.Module):
             raise ValueError(f"no plain-PyTorch recurrent reference of {model!r}; there is one of "
                              f"{[m for m in REFERENCE_MODELS if m not in FEED_FORWARD_MODELS]}")
         self.input_size = input_size
-        self.embedding = nn.Embedding(input_size, hidden_size) if embed else None
-        width = hidden_size if embed else input_size
+        self.embedding = None if embedding is None else nn.Embedding(input_size, embedding)
+        width = input_size if embedding is None else embedding
         stacked = {"num_layers": num_layers, "dropout": dropout if num_layers > 1 else 0.0,
                    "batch_first": True}
         if model in ("lstm", "gru"):

@@ -20,8 +20,9 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.nn.arguments import check_input_std, check_positive_sizes, layer_input_stds
+from spectral_analysis.nn.arguments import check_positive_sizes
 from spectral_analysis.nn.gated import GatedWeights
+from spectral_analysis.nn.input_matrix import input_weights
 from spectral_analysis.nn.recurrent import (
     RecurrentModel,
     RecurrentRun,
@@ -44,10 +45,10 @@ def _gru_update(projected: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor) -> Ten
 class GRUNet(GatedWeights, RecurrentModel):
     def __init__(self, input_size: int, hidden_size: int, output_size: int, num_layers: int = 1,
                  recurrence: str = "auto", output_bias: bool = False, dropout: float = 0.0,
-                 dropout_kind: str = "standard", input_std: float | None = None) -> None:
+                 dropout_kind: str = "standard", input_std: float | None = None,
+                 embedding: int | None = None) -> None:
         super().__init__()
         self.set_dropout(dropout, dropout_kind)
-        check_input_std(input_std)
         check_positive_sizes(input_size=input_size, hidden_size=hidden_size, output_size=output_size,
                              num_layers=num_layers)
         if recurrence not in GRU_RECURRENCES:
@@ -56,9 +57,7 @@ class GRUNet(GatedWeights, RecurrentModel):
         self.input_size, self.hidden_size, self.output_size = input_size, n, output_size
         self.num_layers, self.recurrence = num_layers, recurrence
         fan_ins = [input_size] + [n] * (num_layers - 1)
-        self.input_weights = nn.ParameterList(
-            [nn.Parameter(torch.randn(3 * n, f) * s)
-             for f, s in zip(fan_ins, layer_input_stds(fan_ins, input_std), strict=True)])
+        self.input_weights = input_weights(3 * n, fan_ins, input_std, embedding)
         self.recurrent_weights = nn.ParameterList([nn.Parameter(torch.randn(3 * n, n) * n ** -0.5)
                                                    for _ in fan_ins])
         self.biases = nn.ParameterList([nn.Parameter(torch.zeros(3 * n)) for _ in fan_ins])

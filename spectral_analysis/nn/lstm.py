@@ -5,7 +5,8 @@ gate's initialized to ``forget_bias``; gates in PyTorch's order (input, forget, 
 recurrent weights start as ``init`` says (:func:`recurrent_start`).
 ``recurrence="auto"``/``"torch"`` runs PyTorch's fused kernel (``torch.lstm``, cuDNN on a GPU);
 ``"loop"`` runs the equations step by step under autograd (the reference). Symbol-id inputs
-``(B, T)`` select columns of the input weight (one-hot inputs without the one-hot vectors).
+``(B, T)`` select columns of the input weight (one-hot inputs without the one-hot vectors); with
+``embedding`` that weight is a word embedding's product (:mod:`spectral_analysis.nn.input_matrix`).
 
 An LSTM has no single transition matrix: :meth:`LSTMNet.transition_matrix` returns the stacked
 ``4n x n`` recurrent weight of the four gates, and its singular values come from ``svdvals``.
@@ -18,8 +19,9 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from spectral_analysis.nn.arguments import check_input_std, check_positive_sizes, layer_input_stds
+from spectral_analysis.nn.arguments import check_positive_sizes
 from spectral_analysis.nn.gated import GatedWeights
+from spectral_analysis.nn.input_matrix import input_weights
 from spectral_analysis.nn.recurrent import (
     RecurrentModel,
     RecurrentRun,
@@ -58,10 +60,10 @@ class LSTMNet(GatedWeights, RecurrentModel):
     def __init__(self, input_size: int, hidden_size: int, output_size: int, num_layers: int = 1,
                  forget_bias: float = 1.0, recurrence: str = "auto", output_bias: bool = False,
                  dropout: float = 0.0, dropout_kind: str = "standard",
-                 input_std: float | None = None, init: str = "gaussian") -> None:
+                 input_std: float | None = None, init: str = "gaussian",
+                 embedding: int | None = None) -> None:
         super().__init__()
         self.set_dropout(dropout, dropout_kind)
-        check_input_std(input_std)
         check_positive_sizes(input_size=input_size, hidden_size=hidden_size, output_size=output_size,
                              num_layers=num_layers)
         if recurrence not in LSTM_RECURRENCES:
@@ -70,9 +72,7 @@ class LSTMNet(GatedWeights, RecurrentModel):
         self.input_size, self.hidden_size, self.output_size = input_size, n, output_size
         self.num_layers, self.recurrence = num_layers, recurrence
         fan_ins = [input_size] + [n] * (num_layers - 1)
-        self.input_weights = nn.ParameterList(
-            [nn.Parameter(torch.randn(4 * n, f) * s)
-             for f, s in zip(fan_ins, layer_input_stds(fan_ins, input_std), strict=True)])
+        self.input_weights = input_weights(4 * n, fan_ins, input_std, embedding)
         self.recurrent_weights = nn.ParameterList([nn.Parameter(recurrent_start(n, init)) for _ in fan_ins])
         biases = []
         for _ in fan_ins:

@@ -25,7 +25,8 @@ import torch
 from torch import Tensor, nn
 
 from spectral_analysis.linalg import complex_vector, real_vector
-from spectral_analysis.nn.arguments import check_input_std, check_positive_sizes, layer_input_stds
+from spectral_analysis.nn.arguments import check_positive_sizes
+from spectral_analysis.nn.input_matrix import input_weights
 from spectral_analysis.nn.modrelu import modrelu
 from spectral_analysis.nn.recurrent import RecurrentModel, RecurrentRun, TransitionLayers, input_projection
 from spectral_analysis.nn.time_loop import resolve_recurrence
@@ -44,10 +45,10 @@ class ModReLURNN(TransitionLayers, RecurrentModel):
     activation = MODRELU
 
     def __init__(self, transitions: Sequence[Transition], input_size: int, output_size: int,
-                 output_bias: bool = True, recurrence: str = "auto", input_std: float | None = None) -> None:
+                 output_bias: bool = True, recurrence: str = "auto", input_std: float | None = None,
+                 embedding: int | None = None) -> None:
         super().__init__()
         check_positive_sizes(input_size=input_size, output_size=output_size)
-        check_input_std(input_std)
         if not transitions:
             raise ValueError("a recurrent net needs at least one layer (num_layers >= 1)")
         if recurrence not in MODRELU_RECURRENCES:
@@ -58,10 +59,7 @@ class ModReLURNN(TransitionLayers, RecurrentModel):
         self.input_size, self.hidden_size, self.output_size = input_size, 2 * n, output_size
         self.num_layers = len(transitions)
         fan_ins = [input_size] + [2 * n] * (self.num_layers - 1)
-        self.input_weights = nn.ParameterList(
-            [nn.Parameter(torch.randn(2 * n, f) * s)
-             for f, s in zip(fan_ins, layer_input_stds(fan_ins, input_std, fan_scale=2), strict=True)]
-        )
+        self.input_weights = input_weights(2 * n, fan_ins, input_std, embedding, fan_scale=2)
         self.biases = nn.ParameterList(  # modReLU's b
             [nn.Parameter(torch.empty(n).uniform_(-0.01, 0.01)) for _ in fan_ins])
         bound = (3 / n) ** 0.5

@@ -20,8 +20,9 @@ from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
 from spectral_analysis.nn.activations import activate, check_activation, derivative
-from spectral_analysis.nn.arguments import check_input_std, check_positive_sizes, layer_input_stds
+from spectral_analysis.nn.arguments import check_positive_sizes
 from spectral_analysis.nn.dropout import check_dropout, sequence_dropout
+from spectral_analysis.nn.input_matrix import free_parameter_count, input_weights
 from spectral_analysis.nn.time_loop import (
     RECURRENCES,
     recurrence_loop,
@@ -149,7 +150,7 @@ class RecurrentModel(nn.Module, ABC):
         """Free parameters by component; the transition counts are the papers' (Section 4)."""
         output_bias = self.output.bias.numel() if self.output.bias is not None else 0
         counts = {"transition": self.transition_parameter_count(),
-                  "input": sum(M.numel() for M in self.input_weights),
+                  "input": free_parameter_count(self.input_weights),
                   "output": self.output.weight.numel(),
                   "bias": sum(b.numel() for b in self.biases.parameters()) + output_bias}
         counts["total"] = sum(counts.values())
@@ -254,12 +255,14 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
     ``s = input_std``, or ``1/sqrt(fan-in)`` when ``None``, as the layers above it start (the paper:
     "other matrices are initialized by sampling from a Gaussian distribution", Section 7, its variance
     unstated). ``dropout`` acts on each layer's input and the read-out's while
-    training (:mod:`spectral_analysis.nn.dropout`). ``bias_pair`` holds each ``b`` as :class:`BiasPair`."""
+    training (:mod:`spectral_analysis.nn.dropout`). ``bias_pair`` holds each ``b`` as :class:`BiasPair`.
+    ``embedding`` factors M through a word embedding (:mod:`spectral_analysis.nn.input_matrix`)."""
 
     def __init__(self, transitions: Sequence[Transition], input_size: int, output_size: int,
                  activation: str = "leaky_relu", leak: float = DEFAULT_LEAK, recurrence: str = "auto",
                  output_bias: bool = False, input_std: float | None = None, dropout: float = 0.0,
-                 dropout_kind: str = "standard", bias_pair: bool = False) -> None:
+                 dropout_kind: str = "standard", bias_pair: bool = False,
+                 embedding: int | None = None) -> None:
         super().__init__()
         if not transitions:
             raise ValueError("a recurrent net needs at least one layer (num_layers >= 1)")
@@ -270,7 +273,6 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         check_activation(activation, leak)
         if recurrence not in RECURRENCES:
             raise ValueError(f"unknown recurrence {recurrence!r}; expected one of {RECURRENCES}")
-        check_input_std(input_std)
         self.set_dropout(dropout, dropout_kind)
         n = sizes.pop()
         self.input_size, self.hidden_size, self.output_size = input_size, n, output_size
@@ -278,9 +280,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
         self.activation, self.leak, self.recurrence = activation, float(leak), recurrence
         self.transitions = nn.ModuleList(transitions)
         fan_ins = [input_size] + [n] * (self.num_layers - 1)
-        self.input_weights = nn.ParameterList(
-            [nn.Parameter(torch.randn(n, f) * s)
-             for f, s in zip(fan_ins, layer_input_stds(fan_ins, input_std), strict=True)])
+        self.input_weights = input_weights(n, fan_ins, input_std, embedding)
         self.biases = nn.ParameterList([nn.Parameter(torch.zeros(n)) for _ in fan_ins])
         if not isinstance(bias_pair, bool):
             raise ValueError(f"bias_pair must be True or False, got {bias_pair!r}")

@@ -46,13 +46,13 @@ def resolve_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
 
 def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
     if name == "urnn":
-        return UnitaryRNN(ni, n, ny, o["output_bias"], o["num_layers"], o["input_std"])
+        return UnitaryRNN(ni, n, ny, o["output_bias"], o["num_layers"], o["input_std"], o["embedding"])
     if name == "lstm":
         return LSTMNet(ni, n, ny, o["num_layers"], o["forget_bias"], o["recurrence"], o["output_bias"],
-                       o["dropout"], o["dropout_kind"], o["input_std"], o["init"])
+                       o["dropout"], o["dropout_kind"], o["input_std"], o["init"], o["embedding"])
     if name == "gru":
         return GRUNet(ni, n, ny, o["num_layers"], o["recurrence"], o["output_bias"], o["dropout"],
-                      o["dropout_kind"], o["input_std"])
+                      o["dropout_kind"], o["input_std"], o["embedding"])
     if name in ("mlp", "resnet", "spectral-mlp", "spectral-resnet"):
         if name in ("mlp", "resnet"):
             gain = initial_gain(o["init"], o["activation"], o["leak"])
@@ -80,7 +80,8 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
         if o["activation"] == MODRELU:
             if not o["complex"] or o["dropout"]:
                 raise ValueError("KRU's modReLU acts on complex units (complex=True), without dropout")
-            return ModReLURNN(transitions, ni, ny, o["output_bias"], o["recurrence"], o["input_std"])
+            return ModReLURNN(transitions, ni, ny, o["output_bias"], o["recurrence"], o["input_std"],
+                             o["embedding"])
     elif name == "dizzy":
         kind = GivensSVDTransition if o["svd"] else GivensTransition
         transitions = [kind(n, o["rotations"]) for _ in range(layers)]
@@ -89,7 +90,8 @@ def _build(name: str, ni: int, n: int, ny: int, o: dict[str, Any]) -> nn.Module:
         transitions = [SpectralTransition(n, o["m1"], o["m2"], sigma_map, o["unit_reflectors"])
                        for _ in range(layers)]
     return RecurrentNet(transitions, ni, ny, o["activation"], o["leak"], o["recurrence"], o["output_bias"],
-                        o["input_std"], o["dropout"], o["dropout_kind"], o.get("bias_pair", False))
+                        o["input_std"], o["dropout"], o["dropout_kind"], o.get("bias_pair", False),
+                        o["embedding"])
 
 
 def build_model(name: str, input_size: int, hidden_size: int, output_size: int, **options: Any) -> nn.Module:

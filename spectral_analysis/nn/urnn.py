@@ -91,16 +91,17 @@ class UnitaryTransition(Transition):
 class UnitaryRNN(ModReLURNN):
     """uRNN: the modReLU net with :class:`UnitaryTransition` layers, real-form state of size 2n;
     ``input_std``: the input matrix's std (default ``1/sqrt(2 n_i)``; the authors' code draws it
-    Glorot-uniform, std ``sqrt(2 / (n_i + 2n))``)."""
+    Glorot-uniform, std ``sqrt(2 / (n_i + 2n))``); ``embedding``: a word embedding that factors it
+    (:mod:`~spectral_analysis.nn.input_matrix`)."""
 
     def __init__(
         self, input_size: int, n: int, output_size: int, output_bias: bool = True, num_layers: int = 1,
-        input_std: float | None = None,
+        input_std: float | None = None, embedding: int | None = None,
     ) -> None:
         if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
             raise ValueError(f"num_layers must be a positive integer, got {num_layers!r}")
         super().__init__([UnitaryTransition(n, seed=layer) for layer in range(num_layers)], input_size,
-                         output_size, output_bias, input_std=input_std)
+                         output_size, output_bias, input_std=input_std, embedding=embedding)
         self.register_load_state_dict_pre_hook(_zero_start_for_older_files)
 
 
