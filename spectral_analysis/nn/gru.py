@@ -79,20 +79,21 @@ class GRUNet(GatedWeights, RecurrentModel):
     def top_hidden(self, state: Tensor) -> Tensor:
         return state[..., -self.hidden_size:]
 
-    def _project(self, layer: int, layer_input: Tensor) -> Tensor:
-        w_ih, b = self.input_weights[layer], self.biases[layer]
+    @staticmethod
+    def _project(w_ih: Tensor, b: Tensor, layer_input: Tensor) -> Tensor:
         if layer_input.is_floating_point():
             return input_projection(layer_input, w_ih, b)
         return nn.functional.embedding(layer_input, w_ih.T) + b
 
     def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
-        n = self.hidden_size
+        n, input_weights = self.hidden_size, list(self.input_weights)
 
         def step(state: Tensor, x: Tensor) -> Tensor:
             layer_input, new = x, []
             for layer in range(self.num_layers):
                 h = state[..., layer * n:(layer + 1) * n]
-                layer_input = _gru_update(self._project(layer, layer_input), h, self.recurrent_weights[layer],
+                projected = self._project(input_weights[layer], self.biases[layer], layer_input)
+                layer_input = _gru_update(projected, h, self.recurrent_weights[layer],
                                           self.recurrent_biases[layer])
                 new.append(layer_input)
             return torch.cat(new, dim=-1)
@@ -112,7 +113,7 @@ class GRUNet(GatedWeights, RecurrentModel):
             if layer_input.is_floating_point():
                 layer_input = self.drop(layer_input)
             if mode == "loop" or not layer_input.is_floating_point():
-                projected = (self._project(layer, layer_input) if layer_input.is_floating_point()
+                projected = (self._project(w_ih, b_ih, layer_input) if layer_input.is_floating_point()
                              else self.drop(nn.functional.embedding(layer_input, w_ih.T)) + b_ih)
                 h, states = h0[layer], []
                 for projected_t in projected.unbind(1):  # unbind: one backward stack, not a zero-fill a step

@@ -103,12 +103,12 @@ class LSTMNet(GatedWeights, RecurrentModel):
         return state[..., (L - 1) * n:L * n]
 
     def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
-        L, n = self.num_layers, self.hidden_size
+        L, n, input_weights = self.num_layers, self.hidden_size, list(self.input_weights)
 
         def step(state: Tensor, x: Tensor) -> Tensor:
             layer_input, hs, cs = x, [], []
             for layer in range(L):
-                w_ih, w_hh, b = self.input_weights[layer], self.recurrent_weights[layer], self.biases[layer]
+                w_ih, w_hh, b = input_weights[layer], self.recurrent_weights[layer], self.biases[layer]
                 h, c = state[..., layer * n:(layer + 1) * n], state[..., (L + layer) * n:(L + layer + 1) * n]
                 projected = (nn.functional.linear(layer_input, w_ih) if layer_input.is_floating_point()
                              else nn.functional.embedding(layer_input, w_ih.T))

@@ -295,21 +295,21 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
     def top_hidden(self, state: Tensor) -> Tensor:
         return state[..., -self.hidden_size:]
 
-    def _layer_inputs(self, layer: int, layer_input: Tensor) -> Tensor:
+    @staticmethod
+    def _layer_inputs(M: Tensor, b: Tensor, layer_input: Tensor) -> Tensor:
         """``M x + b`` for one step (float vectors or symbol ids)."""
-        M, b = self.input_weights[layer], self.biases[layer]
         if layer_input.is_floating_point():
             return input_projection(layer_input, M, b)
         return nn.functional.embedding(layer_input, M.T) + b
 
     def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
-        Ws, n = self.transition_matrices(), self.hidden_size
+        Ws, Ms, n = self.transition_matrices(), list(self.input_weights), self.hidden_size
 
         def step(state: Tensor, x: Tensor) -> Tensor:
             layer_input, new = x, []
-            for layer, W in enumerate(Ws):
+            for layer, (W, M, b) in enumerate(zip(Ws, Ms, self.biases, strict=True)):
                 h = state[..., layer * n:(layer + 1) * n]
-                layer_input = activate(h @ W.mT + self._layer_inputs(layer, layer_input), self.activation,
+                layer_input = activate(h @ W.mT + self._layer_inputs(M, b, layer_input), self.activation,
                                        self.leak)
                 new.append(layer_input)
             return torch.cat(new, dim=-1)
@@ -318,18 +318,18 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
     def step_jacobian_function(self) -> Callable[[Tensor, Tensor], Tensor]:
         """Closed form: layer l's rows are ``D_l (M_l [rows of l-1] + W_l E_l)``, ``D_l = diag phi'(z_l)``
         (for one layer, ``D W`` as in KRU's Eq. 3)."""
-        Ws, n, L = self.transition_matrices(), self.hidden_size, self.num_layers
+        Ws, Ms, n, L = self.transition_matrices(), list(self.input_weights), self.hidden_size, self.num_layers
 
         def jacobian(state: Tensor, x: Tensor) -> Tensor:
             B = state.shape[0]
             layer_input, below, rows = x, None, []
-            for layer, W in enumerate(Ws):
-                z = state[:, layer * n:(layer + 1) * n] @ W.mT + self._layer_inputs(layer, layer_input)
+            for layer, (W, M, b) in enumerate(zip(Ws, Ms, self.biases, strict=True)):
+                z = state[:, layer * n:(layer + 1) * n] @ W.mT + self._layer_inputs(M, b, layer_input)
                 d = derivative(z, self.activation, self.leak)
                 block = state.new_zeros(B, n, L * n)
                 block[:, :, layer * n:(layer + 1) * n] = W
                 if below is not None:
-                    block = block + self.input_weights[layer] @ below
+                    block = block + M @ below
                 below = d.unsqueeze(-1) * block
                 rows.append(below)
                 layer_input = activate(z, self.activation, self.leak)
