@@ -65,7 +65,3 @@ def input_weights(rows: int, fan_ins: list[int], input_std: float | None, embedd
         parametrize.register_parametrization(weights, "0", FactoredInput(fan_ins[0], embedding), unsafe=True)
     return weights
 
-
-def free_parameter_count(weights: nn.ParameterList) -> int:
-    """The trainable numbers of ``weights``: an embedding's factors, not the product they form."""
-    return sum(p.numel() for p in weights.parameters())

@@ -22,7 +22,7 @@ from torch.nn.utils import parametrize
 from spectral_analysis.nn.activations import activate, check_activation, derivative
 from spectral_analysis.nn.arguments import check_positive_sizes
 from spectral_analysis.nn.dropout import check_dropout, sequence_dropout
-from spectral_analysis.nn.input_matrix import free_parameter_count, input_weights
+from spectral_analysis.nn.input_matrix import input_weights
 from spectral_analysis.nn.time_loop import (
     RECURRENCES,
     recurrence_loop,
@@ -150,7 +150,7 @@ class RecurrentModel(nn.Module, ABC):
         """Free parameters by component; the transition counts are the papers' (Section 4)."""
         output_bias = self.output.bias.numel() if self.output.bias is not None else 0
         counts = {"transition": self.transition_parameter_count(),
-                  "input": free_parameter_count(self.input_weights),
+                  "input": sum(p.numel() for p in self.input_weights.parameters()),  # an embedding's factors
                   "output": self.output.weight.numel(),
                   "bias": sum(b.numel() for b in self.biases.parameters()) + output_bias}
         counts["total"] = sum(counts.values())
