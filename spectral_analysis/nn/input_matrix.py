@@ -64,4 +64,3 @@ def input_weights(rows: int, fan_ins: list[int], input_std: float | None, embedd
     if embedding is not None:  # unsafe: the original, A, is not the shape of the matrix M it makes
         parametrize.register_parametrization(weights, "0", FactoredInput(fan_ins[0], embedding), unsafe=True)
     return weights
-
