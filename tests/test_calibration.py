@@ -314,8 +314,8 @@ def test_the_ptb_grid_calibrates_on_its_token_stream(tmp_path, capsys):
     assert main(args) == 1  # four steps of a 10,000-word vocabulary: neither side has learned
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [row["variant"] for row in rows] == ["rnn-1x128", "lstm-1x128", "rnn-1x128-mean",
-                                                "lstm-1x128-mean", "lstm-1x128-field", "rnn-1x128-embed",
-                                                "lstm-1x128-embed", "rnn-2x128", "lstm-2x128",
+                                                "lstm-1x128-mean", "lstm-1x128-field", "rnn-1x128-onehot",
+                                                "lstm-1x128-onehot", "rnn-2x128", "lstm-2x128",
                                                 "lstm-2x128-drop0.8"]
     for row in rows:
         assert row["verdict"] == "inconclusive" and 7 < row["reference_valid"] < 10  # ln 10000 = 9.2
