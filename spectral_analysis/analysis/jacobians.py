@@ -188,6 +188,24 @@ def hidden_gradient_norms(model: RecurrentModel, x: Tensor, loss_fn: Callable[[T
     return np.array([0.0 if g is None else float(g.norm()) for g in grads])
 
 
+def _qr_keeping_lost_columns_last(pushed: Tensor, dead: Tensor, fresh: Tensor,
+                                  tolerance: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """One step of :func:`lyapunov_exponents`' QR: ``Q, diag R`` of ``pushed`` with the ``dead`` columns
+    (last, replaced by the fixed ``fresh`` directions) and the ``order`` that moved the newly lost ones
+    behind the live ones, ``(Q, diag, dead, order)``."""
+    B, d, _ = pushed.shape
+    order = torch.arange(d, device=pushed.device).expand(B, d)
+    while True:
+        columns = pushed.gather(2, order[:, None].expand(B, d, d))
+        Q, R = torch.linalg.qr(torch.where(dead[:, None, :], fresh, columns))
+        diag = torch.diagonal(R, dim1=-2, dim2=-1)
+        lost = ~dead & (diag.abs() <= tolerance)
+        if not lost.any():
+            return Q, diag, dead, order
+        behind = torch.sort((dead | lost).to(torch.int8), dim=1, stable=True).indices  # live first
+        order, dead = order.gather(1, behind), (dead | lost).gather(1, behind)
+
+
 def lyapunov_exponents(model: Analyzable, x: Tensor, s0: Tensor | None = None,
                        burn_in: int = 0, progress: bool = False,
                        states: Tensor | None = None) -> np.ndarray:
@@ -196,8 +214,21 @@ def lyapunov_exponents(model: Analyzable, x: Tensor, s0: Tensor | None = None,
     QR with sign fixing: ``Q_t R_t = A_t Q_{t-1}``, ``Q_t <- Q_t S``, ``R_t <- S R_t``, ``S = sign diag R_t``;
     the first ``burn_in`` steps only align Q. A singular ``A_t`` (dead relu units) gives ``-inf``: a diagonal
     ``|R_ii| <= d eps ||A_t Q||_F`` is QR's roundoff on a lost direction, not a contraction (the rank
-    tolerance of ``numpy.linalg.matrix_rank``), so its exponent does not depend on LAPACK's thread count.
-    ``states`` as in ``state_norms``.
+    tolerance of ``numpy.linalg.matrix_rank``). A lost column moves behind the live ones and QR is redone,
+    its place taken by a fixed random direction: left in place, QR would complete it with a direction
+    picked by roundoff, which every later column's ``R_jj`` inherits, so the finite exponents would change
+    with LAPACK's thread count. ``states`` as in ``state_norms``.
+
+    ```python
+    >>> import torch
+    >>> rnn = torch.nn.RNN(2, 4, nonlinearity="relu")
+    >>> with torch.no_grad():
+    ...     _ = rnn.weight_hh_l0.copy_(torch.diag(torch.tensor([1.0, 0.5, 0.0, 0.0])))
+    ...     _ = rnn.bias_hh_l0.fill_(1.0)   # every unit fires: A_t = W
+    >>> lyapunov_exponents(rnn, torch.zeros(1, 10, 2)).round(4)   # log 1, log 0.5, two lost
+    array([[ 0.    , -0.6931,    -inf,    -inf]])
+
+    ```
     """
     model = as_recurrent_model(model)
     states = _trajectory(model, x, s0, states)
@@ -209,16 +240,20 @@ def lyapunov_exponents(model: Analyzable, x: Tensor, s0: Tensor | None = None,
     with torch.no_grad():
         Q = torch.eye(d, dtype=states.dtype, device=states.device).expand(B, d, d).clone()
         total = torch.zeros(B, d, dtype=torch.float64, device=states.device)
+        dead = torch.zeros(B, d, dtype=torch.bool, device=states.device)  # lost columns, kept last
+        generator = torch.Generator(device=states.device).manual_seed(0)
+        fresh = torch.randn(d, d, generator=generator, dtype=states.dtype, device=states.device)
         roundoff = d * torch.finfo(states.dtype).eps
         for t in tqdm(range(T), desc="Lyapunov exponents", disable=not progress, leave=False):
+            if t == burn_in:
+                dead = torch.zeros_like(dead)  # directions lost while aligning still count
             pushed = jac(states[:, t], x[:, t]) @ Q
-            Q, R = torch.linalg.qr(pushed)
-            diag = torch.diagonal(R, dim1=-2, dim2=-1)
+            tolerance = roundoff * torch.linalg.matrix_norm(pushed)[:, None]
+            Q, diag, dead, order = _qr_keeping_lost_columns_last(pushed, dead, fresh, tolerance)
             sign = torch.where(diag < 0, -torch.ones_like(diag), torch.ones_like(diag))
             Q = Q * sign[:, None, :]
             if t >= burn_in:
-                lost = diag.abs() <= roundoff * torch.linalg.matrix_norm(pushed)[:, None]
-                total += diag.abs().double().log().masked_fill(lost, -math.inf)
+                total = total.gather(1, order) + diag.abs().double().log().masked_fill(dead, -math.inf)
     exponents = (total / (T - burn_in)).cpu().numpy()
     return -np.sort(-exponents, axis=1)
 
