@@ -369,6 +369,7 @@ def test_estimate_times_paper_configurations(tmp_path):
     }
     config = estimate["configurations"]["rnn_length5"]
     assert config["seconds_per_step"] > 0 and config["total_steps"] == 8
+    assert config["config"] == experiment.trials("paper", seeds=1)[0].config  # what it timed
     assert config["estimated_seconds"] >= 8 * config["seconds_per_step"]
     assert estimate["device"] == "cpu" and estimate["total_seconds"] == pytest.approx(
         3 * sum(c["estimated_seconds"] for c in estimate["configurations"].values())
@@ -408,6 +409,11 @@ def test_experiments_command_estimates_and_lists_the_catalog(tmp_path, capsys):
     assert main([*args, "--catalog", str(grown), "--json"]) == 0  # a variant added since the estimate
     (row,) = json.loads(capsys.readouterr().out)["experiments"]
     assert row["not_estimated"] == {"cpu": ["lstm_length5", "lstm_length7"]}
+    (tmp_path / "changed").mkdir()  # a variant configured otherwise since: timed, but not as it stands
+    changed = tiny_catalog(tmp_path / "changed", TINY.replace("m1 = 2, m2 = 3", "m1 = 3, m2 = 3"))
+    assert main([*args, "--catalog", str(changed), "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["experiments"]
+    assert row["not_estimated"] == {"cpu": ["spectral_length5", "spectral_length7"]}
     assert main([*args, "--catalog", str(grown)]) == 0
     assert next(line for line in capsys.readouterr().out.splitlines()
                 if line.startswith("tiny ")).split()[5].endswith("+")

@@ -41,7 +41,7 @@ def _record_fitness(args: argparse.Namespace, catalog: dict[str, Experiment], re
 
 def cmd_experiments(args: argparse.Namespace) -> int:
     from spectral_analysis.experiments import load_catalog, read_rows
-    from spectral_analysis.experiments.estimate import estimate_experiment, read_estimate
+    from spectral_analysis.experiments.estimate import estimate_experiment, not_estimated, read_estimate
     from spectral_analysis.experiments.grid import configuration_key
 
     catalog = load_catalog(args.catalog)
@@ -71,7 +71,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
         smoke = read_rows(results, name, "smoke")
         paper = read_rows(results, name, "paper")
         estimate, gpu = read_estimate(results, name), read_estimate(results, name, "cuda")
-        configurations = {configuration_key(t.key) for t in experiment.trials("paper", seeds=1)}
+        configurations = {configuration_key(t.key): t.config for t in experiment.trials("paper", seeds=1)}
         rows.append(
             {
                 "name": name,
@@ -85,7 +85,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
                 "paper_gpu_seconds": _total_seconds(gpu),
                 "diverged_in_probe": {device: [k for k, c in e["configurations"].items() if "diverged" in c]
                                       for device, e in (("cpu", estimate), ("cuda", gpu)) if e is not None},
-                "not_estimated": {device: sorted(configurations - set(e["configurations"]))
+                "not_estimated": {device: not_estimated(e, configurations)
                                   for device, e in (("cpu", estimate), ("cuda", gpu)) if e is not None},
                 "unstated": experiment.scales["paper"].get("unstated"),
             }
@@ -111,7 +111,8 @@ def cmd_experiments(args: argparse.Namespace) -> int:
             "smoke trials; paper CPU h / GPU h: measured estimates, one trial at a time "
             "(experiments --estimate [--device cuda]); *: some configurations diverged in their probe and "
             "count only their seconds to divergence (--json names them); +: the estimate predates some of "
-            "the grid's configurations and leaves them out (not_estimated names them; --estimate again)"
+            "the grid's configurations and leaves them out or timed them as they were configured then "
+            "(not_estimated names them; --estimate again)"
         )
         return "\n".join(lines)
 
@@ -121,7 +122,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
 
 def _estimate_marks(row: dict[str, Any], device: str) -> str:
     """``*`` where some configuration diverged in its probe on ``device``, ``+`` where the kept estimate
-    leaves some of the grid's configurations out."""
+    leaves some of the grid's configurations out or timed them under another configuration."""
     return (("*" if row["diverged_in_probe"].get(device) else "")
             + ("+" if row["not_estimated"].get(device) else ""))
 

@@ -23,6 +23,7 @@ import torch
 from spectral_analysis.allocator import keep_freed_memory
 from spectral_analysis.atomic import read_text_file
 from spectral_analysis.experiments.grid import Experiment, configuration_key
+from spectral_analysis.experiments.row_status import differing_fields
 from spectral_analysis.machine import machine_name
 from spectral_analysis.train import Trainer, TrainingDivergedError
 from spectral_analysis.train.evaluation import evaluate
@@ -78,7 +79,8 @@ def time_trial_config(trainer: Trainer, steps: int = 3) -> dict[str, Any]:
 def estimate_experiment(
     experiment: Experiment, results: str | Path, steps: int = 3, device: str = "cpu"
 ) -> dict[str, Any]:
-    """Time every distinct paper-scale configuration of ``experiment`` on ``device``; write the estimate."""
+    """Time every distinct paper-scale configuration of ``experiment`` on ``device``; write the estimate,
+    each configuration's timing beside the catalog configuration it timed (:func:`not_estimated`)."""
     torch.set_num_threads(1)  # as the runner's trials run
     keep_freed_memory()
     seeds = experiment.seeds("paper")
@@ -86,7 +88,8 @@ def estimate_experiment(
     with tempfile.TemporaryDirectory() as tmp:
         for trial in experiment.trials("paper", seeds=1):
             trainer = Trainer(trial.train_config(Path(tmp) / trial.key, device), resume=False)
-            configs[configuration_key(trial.key)] = time_trial_config(trainer, steps)
+            timing = time_trial_config(trainer, steps)
+            configs[configuration_key(trial.key)] = {**timing, "config": trial.config}
     total = seeds * sum(c["estimated_seconds"] for c in configs.values())
     estimate = {
         "experiment": experiment.name,
@@ -122,3 +125,16 @@ def read_estimate(results: str | Path, experiment: str, device: str = "cpu") -> 
         raise ValueError(f"{path} has no configurations: not an estimate written by experiments --estimate; "
                          "write it again")
     return estimate
+
+
+def not_estimated(estimate: dict[str, Any], configurations: dict[str, dict[str, Any]]) -> list[str]:
+    """The keys of ``configurations`` (key -> the catalog's configuration now) that ``estimate`` has not
+    timed as they stand: left out, or timed under another configuration (a variant changed since). A
+    timing kept before estimates recorded their configurations is taken as standing: nothing says what
+    it timed."""
+    timed = estimate["configurations"]
+
+    def stands(key: str, config: dict[str, Any]) -> bool:
+        return key in timed and not differing_fields(timed[key].get("config", config), config)
+
+    return sorted(key for key, config in configurations.items() if not stands(key, config))
