@@ -134,3 +134,45 @@ def test_the_analyzers_step_forms_the_product_once(name, options):
     assert len(formed) == made
     hook.remove()
     torch.testing.assert_close(model.readout(state), model(ids)[:, -1], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["rnn", "spectral", "lstm", "gru"])
+def test_dropout_acts_on_the_embedded_words_as_nn_embedding_then_the_recurrent_layer(name, monkeypatch):
+    """Zaremba et al. drop the embedding's output, the recurrent layer's input: with a stand-in dropout
+    that zeroes one coordinate, an embedded model in training gives the plain-PyTorch model that zeroes
+    that coordinate of ``nn.Embedding``'s output (and of the read-out's input), not of ``A E^T x``. The
+    product ``A E^T`` is not formed while training."""
+    from spectral_analysis.nn import recurrent
+
+    def zero_first(x, p, kind, training, time_dim=1):
+        return torch.cat([torch.zeros_like(x[..., :1]), x[..., 1:]], dim=-1) if training else x
+
+    monkeypatch.setattr(recurrent, "sequence_dropout", zero_first)
+    torch.manual_seed(6)
+    V, e, n = 25, 4, 6
+    options = {"activation": "tanh", **({"m1": 3, "m2": 3} if name == "spectral" else {})}
+    options = options if name in ("rnn", "spectral") else {}
+    model = build_model(name, V, n, V, embedding=e, dropout=0.5, **options).to(D)
+    A, E = _factors(model)
+    plain = {"rnn": nn.RNN, "spectral": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}[name](e, n, batch_first=True)
+    plain = plain.to(D)
+    with torch.no_grad():
+        plain.weight_ih_l0.copy_(A)
+        if name in ("rnn", "spectral"):
+            plain.weight_hh_l0.copy_(model.transition_matrices()[0])
+            plain.bias_ih_l0.copy_(model.biases[0])
+            plain.bias_hh_l0.zero_()
+        else:
+            plain.weight_hh_l0.copy_(model.recurrent_weights[0])
+            plain.bias_ih_l0.copy_(model.biases[0])
+            plain.bias_hh_l0.copy_(model.recurrent_biases[0] if name == "gru" else torch.zeros_like(A[:, 0]))
+    ids = torch.randint(0, V, (3, 8))
+    factored = model.input_weights.parametrizations["0"][0]
+    formed = []
+    hook = factored.register_forward_hook(lambda *_: formed.append(1))
+    ours = model.train()(ids)
+    hook.remove()
+    hidden = plain(zero_first(E[ids], 0.5, "standard", True))[0]
+    theirs = model.output(zero_first(hidden, 0.5, "standard", True))
+    torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=1e-12)
+    assert not formed

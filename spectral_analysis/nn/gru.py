@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from spectral_analysis.nn.arguments import check_positive_sizes
 from spectral_analysis.nn.gated import GatedWeights
-from spectral_analysis.nn.input_matrix import input_weights
+from spectral_analysis.nn.input_matrix import input_weights, symbol_vectors
 from spectral_analysis.nn.recurrent import (
     RecurrentModel,
     RecurrentRun,
@@ -108,13 +108,14 @@ class GRUNet(GatedWeights, RecurrentModel):
             raise ValueError(f"the GRU supports recurrence in {GRU_RECURRENCES}, got {mode!r}")
         layer_input, hidden = x, []
         for layer in range(self.num_layers):
-            w_ih, w_hh = self.input_weights[layer], self.recurrent_weights[layer]
-            b_ih, b_hh = self.biases[layer], self.recurrent_biases[layer]
+            w_hh, b_ih, b_hh = self.recurrent_weights[layer], self.biases[layer], self.recurrent_biases[layer]
             if layer_input.is_floating_point():
-                layer_input = self.drop(layer_input)
-            if mode == "loop" or not layer_input.is_floating_point():
-                projected = (self._project(w_ih, b_ih, layer_input) if layer_input.is_floating_point()
-                             else self.drop(nn.functional.embedding(layer_input, w_ih.T)) + b_ih)
+                w_ih = self.input_weights[layer]
+            else:  # symbol ids: the word's vector (M's column, or its embedding) and what reads it
+                layer_input, w_ih = symbol_vectors(self.input_weights, layer_input)
+            layer_input = self.drop(layer_input)
+            if mode == "loop" or w_ih is None:
+                projected = layer_input + b_ih if w_ih is None else self._project(w_ih, b_ih, layer_input)
                 h, states = h0[layer], []
                 for projected_t in projected.unbind(1):  # unbind: one backward stack, not a zero-fill a step
                     h = _gru_update(projected_t, h, w_hh, b_hh)

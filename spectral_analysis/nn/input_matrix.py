@@ -64,3 +64,23 @@ def input_weights(rows: int, fan_ins: list[int], input_std: float | None, embedd
     if embedding is not None:  # unsafe: the original, A, is not the shape of the matrix M it makes
         parametrize.register_parametrization(weights, "0", FactoredInput(fan_ins[0], embedding), unsafe=True)
     return weights
+
+
+def symbol_vectors(weights: nn.ParameterList, ids: Tensor) -> tuple[Tensor, Tensor | None]:
+    """Layer 0's reading of symbol ids ``(B, T)``: the vectors that dropout acts on and the matrix that
+    then multiplies them (None: the vectors are already ``M x``). With a word embedding, ``M = A E^T``,
+    they are the embedded words ``E[ids]`` and ``A``: Zaremba et al. (2014) drop the embedding's output,
+    the recurrent layer's input, not ``M x``. Without one, the one-hot word's ``M x``, ``M``'s column.
+
+    ```python
+    >>> weights = input_weights(8, [1000], None, embedding=4)
+    >>> vectors, A = symbol_vectors(weights, torch.tensor([[3, 7]]))
+    >>> tuple(vectors.shape), torch.allclose(vectors @ A.T, weights[0][:, [3, 7]].T[None])
+    ((1, 2, 4), True)
+
+    ```
+    """
+    if parametrize.is_parametrized(weights, "0"):
+        factored = weights.parametrizations["0"]
+        return nn.functional.embedding(ids, factored[0].embedding), factored.original
+    return nn.functional.embedding(ids, weights[0].T), None

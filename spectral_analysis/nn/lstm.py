@@ -18,10 +18,11 @@ from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
+from torch.nn.utils import parametrize
 
 from spectral_analysis.nn.arguments import check_positive_sizes
 from spectral_analysis.nn.gated import GatedWeights
-from spectral_analysis.nn.input_matrix import input_weights
+from spectral_analysis.nn.input_matrix import input_weights, symbol_vectors
 from spectral_analysis.nn.recurrent import (
     RecurrentModel,
     RecurrentRun,
@@ -134,9 +135,12 @@ class LSTMNet(GatedWeights, RecurrentModel):
             raise ValueError(f"the LSTM supports recurrence in {LSTM_RECURRENCES}, got {mode!r}")
         layer_input, hidden, finals_h, finals_c = x, [], [], []
         for layer in range(self.num_layers):
-            w_ih, w_hh, b = self.input_weights[layer], self.recurrent_weights[layer], self.biases[layer]
-            if not layer_input.is_floating_point():
-                layer_input, w_ih = _symbol_input(layer_input, w_ih, embed=self.training and self.dropout > 0)
+            w_hh, b = self.recurrent_weights[layer], self.biases[layer]
+            if layer_input.is_floating_point():
+                w_ih = self.input_weights[layer]
+            else:
+                layer_input, w_ih = _symbol_input(self.input_weights, layer_input,
+                                                  dropped=self.training and self.dropout > 0)
             layer_input = self.drop(layer_input)
             if mode == "loop":
                 H, (h, c) = _lstm_loop(layer_input, w_ih, w_hh, b, h_init[layer], c_init[layer])
@@ -153,16 +157,22 @@ class LSTMNet(GatedWeights, RecurrentModel):
         return RecurrentRun(self.read_out, hidden, state)
 
 
-def _symbol_input(ids: Tensor, w_ih: Tensor, embed: bool) -> tuple[Tensor, Tensor]:
-    """``torch.lstm``'s input and input weight for symbol ids ``(B, T)``. A small alphabet (at most the
-    ``4n`` gate rows, e.g. copy's 10 symbols) goes in one-hot against ``w_ih`` itself: ``n_i`` multiply-adds
-    per gate row instead of ``4n`` (3.4x faster forward + backward on the copy task, n = 128, T = 220).
-    A large vocabulary (PTB's 10,000 words), or any with ``embed`` (the embedding that dropout acts on),
-    selects columns of ``w_ih`` and passes ``w_ih = I``."""
-    rows, symbols = w_ih.shape
-    if symbols <= rows and not embed:
-        return nn.functional.one_hot(ids, symbols).to(w_ih.dtype), w_ih
-    return nn.functional.embedding(ids, w_ih.T), torch.eye(rows, dtype=w_ih.dtype, device=w_ih.device)
+def _symbol_input(weights: nn.ParameterList, ids: Tensor, dropped: bool) -> tuple[Tensor, Tensor]:
+    """``torch.lstm``'s input and input weight for symbol ids ``(B, T)``. With a word embedding, the
+    embedded words and ``A`` (:func:`~spectral_analysis.nn.input_matrix.symbol_vectors`). Without one, a
+    small alphabet (at most the ``4n`` gate rows, e.g. copy's 10 symbols) goes in one-hot against ``M``
+    itself: ``n_i`` multiply-adds per gate row instead of ``4n`` (3.4x faster forward + backward on the copy
+    task, n = 128, T = 220); a large vocabulary (PTB's 10,000 words), or any input that is ``dropped``,
+    selects ``M``'s columns and passes ``I``."""
+    if not parametrize.is_parametrized(weights, "0"):
+        M = weights[0]
+        rows, symbols = M.shape
+        if symbols <= rows and not dropped:
+            return nn.functional.one_hot(ids, symbols).to(M.dtype), M
+    vectors, A = symbol_vectors(weights, ids)
+    if A is None:
+        A = torch.eye(vectors.shape[-1], dtype=vectors.dtype, device=vectors.device)
+    return vectors, A
 
 
 def _lstm_loop(x: Tensor, w_ih: Tensor, w_hh: Tensor, b: Tensor, h: Tensor,

@@ -22,7 +22,7 @@ from torch.nn.utils import parametrize
 from spectral_analysis.nn.activations import activate, check_activation, derivative
 from spectral_analysis.nn.arguments import check_positive_sizes
 from spectral_analysis.nn.dropout import check_dropout, sequence_dropout
-from spectral_analysis.nn.input_matrix import input_weights
+from spectral_analysis.nn.input_matrix import input_weights, symbol_vectors
 from spectral_analysis.nn.time_loop import (
     RECURRENCES,
     recurrence_loop,
@@ -357,21 +357,19 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
             raise ValueError("recurrence='reflector' needs a structured transition (oRNN, Spectral-RNN, KRU, "
                              "DizzyRNN); this model has a dense W, use 'loop'")
         layer_input, hidden = x, []
-        for transition, M, b, h_init in zip(self.transitions, self.input_weights, self.biases, h0,
-                                            strict=True):
-            symbols = not layer_input.is_floating_point()
-            if not symbols:
-                layer_input = self.drop(layer_input)
+        for layer, (transition, b, h_init) in enumerate(zip(self.transitions, self.biases, h0, strict=True)):
+            if layer_input.is_floating_point():
+                M = self.input_weights[layer]
+            else:  # symbol ids: the word's vector (M's column, or its embedding) and what reads it
+                layer_input, M = symbol_vectors(self.input_weights, layer_input)
+            layer_input = self.drop(layer_input)
             if mode == "torch":
-                if symbols:  # the fused kernel wants vectors: look up M's columns, then M = I
-                    layer_input, M = self.drop(nn.functional.embedding(layer_input, M.T)), torch.eye(
-                        M.shape[0], dtype=M.dtype, device=M.device)
+                if M is None:  # the fused kernel wants an input matrix: M's columns are read through I
+                    M = torch.eye(layer_input.shape[-1], dtype=layer_input.dtype, device=layer_input.device)
                 H = recurrence_torch(layer_input, M, b, transition.matrix(), h_init, self.activation)
             else:
-                if symbols:  # M's columns are the embedding that dropout acts on, time first: (T, B, n)
-                    xp = self.drop(nn.functional.embedding(layer_input.T, M.T), time_dim=0) + b
-                else:
-                    xp = input_projection(layer_input.transpose(0, 1), M, b)  # (T, B, n)
+                xp = (layer_input.transpose(0, 1).contiguous() + b if M is None  # (T, B, n)
+                      else input_projection(layer_input.transpose(0, 1), M, b))
                 if mode in ("scan", "graph"):  # graph: the dense scan's loops replayed as CUDA graphs
                     Ht = transition.scan(xp, h_init, self.activation, self.leak, graphs=mode == "graph")
                 elif mode == "fused":  # imported here: Triton is optional, and only this route needs it
