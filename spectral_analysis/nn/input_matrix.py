@@ -66,6 +66,18 @@ def input_weights(rows: int, fan_ins: list[int], input_std: float | None, embedd
     return weights
 
 
+def is_embedded(weights: nn.ParameterList) -> bool:
+    """Whether layer 0's input weight is a word embedding's product ``A E^T`` (:class:`FactoredInput`).
+
+    ```python
+    >>> is_embedded(input_weights(8, [1000], None, embedding=4)), is_embedded(input_weights(8, [1000], None))
+    (True, False)
+
+    ```
+    """
+    return parametrize.is_parametrized(weights, "0")
+
+
 def symbol_vectors(weights: nn.ParameterList, ids: Tensor) -> tuple[Tensor, Tensor | None]:
     """Layer 0's reading of symbol ids ``(B, T)``: the vectors that dropout acts on and the matrix that
     then multiplies them (None: the vectors are already ``M x``). With a word embedding, ``M = A E^T``,
@@ -80,7 +92,7 @@ def symbol_vectors(weights: nn.ParameterList, ids: Tensor) -> tuple[Tensor, Tens
 
     ```
     """
-    if parametrize.is_parametrized(weights, "0"):
+    if is_embedded(weights):
         factored = weights.parametrizations["0"]
         return nn.functional.embedding(ids, factored[0].embedding), factored.original
     return nn.functional.embedding(ids, weights[0].T), None

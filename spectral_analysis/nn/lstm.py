@@ -18,11 +18,10 @@ from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils import parametrize
 
 from spectral_analysis.nn.arguments import check_positive_sizes
 from spectral_analysis.nn.gated import GatedWeights
-from spectral_analysis.nn.input_matrix import input_weights, symbol_vectors
+from spectral_analysis.nn.input_matrix import input_weights, is_embedded, symbol_vectors
 from spectral_analysis.nn.recurrent import (
     RecurrentModel,
     RecurrentRun,
@@ -164,7 +163,7 @@ def _symbol_input(weights: nn.ParameterList, ids: Tensor, dropped: bool) -> tupl
     itself: ``n_i`` multiply-adds per gate row instead of ``4n`` (3.4x faster forward + backward on the copy
     task, n = 128, T = 220); a large vocabulary (PTB's 10,000 words), or any input that is ``dropped``,
     selects ``M``'s columns and passes ``I``."""
-    if not parametrize.is_parametrized(weights, "0"):
+    if not is_embedded(weights):
         M = weights[0]
         rows, symbols = M.shape
         if symbols <= rows and not dropped:
