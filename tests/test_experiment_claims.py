@@ -277,7 +277,8 @@ def test_the_table3_claim_is_read_again_at_one_layer_under_each_recipe(tmp_path,
     assert one_layer.quote == ptb.BETTER_QUOTE and one_layer.seeds == 1
     assert one_layer.verdict == "unverified" and "would read 'differs'" in one_layer.evidence
     assert one_layer.evidence.endswith(
-        f"{spectral} 138.0 [138.0, 138.0], {lstm} 120.3 [120.3, 120.3] (differs)")
+        f"{spectral} 138.0 [138.0, 138.0], {lstm} 120.3 [120.3, 120.3] (differs); the means against "
+        f"Table 3's printed test perplexities: {spectral} 1.06x, {lstm} 0.92x")  # 138 / 130.2, 120.3 / 130.7
     keep(lstm, [120.3, 121.0, 119.5])
     keep(spectral, [138.0, 137.0, 139.5])
     assert record().verdict == "differs"
