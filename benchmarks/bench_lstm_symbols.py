@@ -21,23 +21,26 @@ CASES = [("ICML Fig. 2 copy", 10, 220, 50), ("DizzyRNN copy", 10, 110, 100), ("K
 HIDDEN = 128
 
 
+def lstm_backward(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, bias: torch.Tensor) -> None:
+    """Forward + backward (of the outputs' sum of squares) of one ``torch.lstm`` layer from zero state
+    over ``x`` (batch first)."""
+    h0 = torch.zeros(1, x.shape[0], w_hh.shape[1])
+    out, _, _ = torch.lstm(x, (h0, h0), [w_ih, w_hh, bias, torch.zeros_like(bias)], True, 1, 0.0, True, False,
+                           True)
+    out.square().sum().backward()
+
+
 def routes(symbols: int, length: int, batch: int) -> dict:
     w_ih = torch.randn(4 * HIDDEN, symbols, requires_grad=True)
     w_hh = torch.randn(4 * HIDDEN, HIDDEN, requires_grad=True)
     bias = torch.zeros(4 * HIDDEN, requires_grad=True)
     ids = torch.randint(0, symbols, (batch, length))
-    h0 = torch.zeros(1, batch, HIDDEN)
-
-    def run(x: torch.Tensor, weight: torch.Tensor) -> None:
-        out, _, _ = torch.lstm(x, (h0, h0), [weight, w_hh, bias, torch.zeros_like(bias)], True, 1, 0.0, True,
-                               False, True)
-        out.square().sum().backward()
 
     def columns() -> None:
-        run(nn.functional.embedding(ids, w_ih.T), torch.eye(4 * HIDDEN))
+        lstm_backward(nn.functional.embedding(ids, w_ih.T), torch.eye(4 * HIDDEN), w_hh, bias)
 
     def one_hot() -> None:
-        run(nn.functional.one_hot(ids, symbols).float(), w_ih)
+        lstm_backward(nn.functional.one_hot(ids, symbols).float(), w_ih, w_hh, bias)
 
     return {"columns": columns, "one_hot": one_hot}
 

@@ -18,6 +18,7 @@ training), side by side (medians of interleaved repeats; read the ratios):
 from __future__ import annotations
 
 import torch
+from bench_lstm_symbols import lstm_backward
 from report import as_in_training, benchmark_parser, side_by_side, write_report
 from torch import nn
 
@@ -32,18 +33,12 @@ def routes() -> dict:
     read_out = (torch.randn(VOCABULARY, HIDDEN) / HIDDEN**0.5).requires_grad_()
     ids = torch.randint(0, VOCABULARY, (BATCH, LENGTH))
     targets = torch.randint(0, VOCABULARY, (BATCH, LENGTH))
-    h0 = torch.zeros(1, BATCH, HIDDEN)
-
-    def run(x: torch.Tensor, weight: torch.Tensor) -> None:
-        out, _, _ = torch.lstm(x, (h0, h0), [weight, w_hh, bias, torch.zeros_like(bias)], True, 1, 0.0, True,
-                               False, True)
-        out.square().sum().backward()
 
     def embedded() -> None:
-        run(nn.functional.embedding(ids, embedding), A)
+        lstm_backward(nn.functional.embedding(ids, embedding), A, w_hh, bias)
 
     def product_columns() -> None:
-        run(nn.functional.embedding(ids, (A @ embedding.T).T), torch.eye(4 * HIDDEN))
+        lstm_backward(nn.functional.embedding(ids, (A @ embedding.T).T), torch.eye(4 * HIDDEN), w_hh, bias)
 
     def read_out_and_loss() -> None:
         hidden = torch.randn(BATCH, LENGTH, HIDDEN)
