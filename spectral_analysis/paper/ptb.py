@@ -52,7 +52,7 @@ NO_DROPOUT = "the kept 2-layer rows trained without the paper's 80% dropout (run
 # the 1-layer pairs (Spectral-RNN, LSTM) by the recipe both trained by: the stated rows (SGD 0.1
 # on the window's summed loss, decay 0.8), and the -field rows (SGD lr 20 on the per-word mean, clip 0.25,
 # windows of 35 words)
-ONE_LAYER_PAIRS = {"the paper's stated settings": ("spectral-1x512", "lstm-1x128"),
+ONE_LAYER_PAIRS = {"the paper's stated settings": DEPTHS[1],
                    "PyTorch's word_language_model recipe": ("spectral-1x512-field", "lstm-1x128-field")}
 
 
