@@ -301,6 +301,23 @@ def test_input_projection_is_f_linear_in_value_and_gradient(shape, bias):
     assert torch.autograd.gradcheck(lambda x, M: input_projection(strided(x), M), (x, M))
 
 
+@pytest.mark.parametrize("bias", [True, False])
+def test_input_projection_of_symbol_ids_is_the_one_hot_product(bias):
+    from spectral_analysis.nn.recurrent import input_projection
+
+    torch.manual_seed(0)
+    ids = torch.tensor([[3, 0, 3], [9, 1, 2]])
+    M = torch.randn(6, 10, dtype=D, requires_grad=True)
+    b = torch.randn(6, dtype=D, requires_grad=True) if bias else None
+    G = torch.randn(2, 3, 6, dtype=D)
+    leaves = (M,) + ((b,) if bias else ())
+    one_hot = nn.functional.one_hot(ids, 10).to(D)
+    assert torch.allclose(input_projection(ids, M, b), nn.functional.linear(one_hot, M, b), atol=1e-14)
+    fast = torch.autograd.grad(input_projection(ids, M, b), leaves, G)
+    reference = torch.autograd.grad(nn.functional.linear(one_hot, M, b), leaves, G)
+    assert all(torch.allclose(f, r, atol=1e-12) for f, r in zip(fast, reference, strict=True))
+
+
 @pytest.mark.parametrize("name", ["spectral", "lstm", "gru", "urnn", "kru"])
 def test_a_last_step_read_out_scores_and_trains_as_the_full_one(name):
     """A last-step task reads out only y_T: the same loss and the same gradients as reading every step."""

@@ -79,12 +79,6 @@ class GRUNet(GatedWeights, RecurrentModel):
     def top_hidden(self, state: Tensor) -> Tensor:
         return state[..., -self.hidden_size:]
 
-    @staticmethod
-    def _project(w_ih: Tensor, b: Tensor, layer_input: Tensor) -> Tensor:
-        if layer_input.is_floating_point():
-            return input_projection(layer_input, w_ih, b)
-        return nn.functional.embedding(layer_input, w_ih.T) + b
-
     def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
         n, input_weights = self.hidden_size, list(self.input_weights)
 
@@ -92,7 +86,7 @@ class GRUNet(GatedWeights, RecurrentModel):
             layer_input, new = x, []
             for layer in range(self.num_layers):
                 h = state[..., layer * n:(layer + 1) * n]
-                projected = self._project(input_weights[layer], self.biases[layer], layer_input)
+                projected = input_projection(layer_input, input_weights[layer], self.biases[layer])
                 layer_input = _gru_update(projected, h, self.recurrent_weights[layer],
                                           self.recurrent_biases[layer])
                 new.append(layer_input)
@@ -115,7 +109,7 @@ class GRUNet(GatedWeights, RecurrentModel):
                 layer_input, w_ih = symbol_vectors(self.input_weights, layer_input)
             layer_input = self.drop(layer_input)
             if mode == "loop" or w_ih is None:
-                projected = layer_input + b_ih if w_ih is None else self._project(w_ih, b_ih, layer_input)
+                projected = layer_input + b_ih if w_ih is None else input_projection(layer_input, w_ih, b_ih)
                 h, states = h0[layer], []
                 for projected_t in projected.unbind(1):  # unbind: one backward stack, not a zero-fill a step
                     h = _gru_update(projected_t, h, w_hh, b_hh)

@@ -25,6 +25,7 @@ from spectral_analysis.nn.input_matrix import input_weights, is_embedded, symbol
 from spectral_analysis.nn.recurrent import (
     RecurrentModel,
     RecurrentRun,
+    input_projection,
     make_readout,
 )
 from spectral_analysis.vocabulary import LSTM_INITS
@@ -110,8 +111,7 @@ class LSTMNet(GatedWeights, RecurrentModel):
             for layer in range(L):
                 w_ih, w_hh, b = input_weights[layer], self.recurrent_weights[layer], self.biases[layer]
                 h, c = state[..., layer * n:(layer + 1) * n], state[..., (L + layer) * n:(L + layer + 1) * n]
-                projected = (nn.functional.linear(layer_input, w_ih) if layer_input.is_floating_point()
-                             else nn.functional.embedding(layer_input, w_ih.T))
+                projected = input_projection(layer_input, w_ih)
                 i, f, g, o = (projected + h @ w_hh.T + b).chunk(4, dim=-1)
                 c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
                 layer_input = torch.sigmoid(o) * torch.tanh(c)

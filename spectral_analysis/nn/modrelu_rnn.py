@@ -87,10 +87,6 @@ class ModReLURNN(TransitionLayers, RecurrentModel):
     def top_hidden(self, state: Tensor) -> Tensor:
         return state[..., -2 * self.units :]
 
-    @staticmethod
-    def _input(M: Tensor, x: Tensor) -> Tensor:
-        return input_projection(x, M) if x.is_floating_point() else nn.functional.embedding(x, M.T)
-
     def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
         d, input_weights = 2 * self.units, list(self.input_weights)
 
@@ -99,7 +95,7 @@ class ModReLURNN(TransitionLayers, RecurrentModel):
             layers = zip(self.transitions, input_weights, self.biases, strict=True)
             for layer, (transition, M, b) in enumerate(layers):
                 h = state[..., layer * d : (layer + 1) * d]
-                z = complex_vector(transition.apply_reference(h) + self._input(M, layer_input))
+                z = complex_vector(transition.apply_reference(h) + input_projection(layer_input, M))
                 layer_input = real_vector(modrelu(z, b))
                 new.append(layer_input)
             return torch.cat(new, dim=-1)
@@ -125,13 +121,13 @@ class ModReLURNN(TransitionLayers, RecurrentModel):
         for layer, (transition, b) in enumerate(zip(self.transitions, self.biases, strict=True)):
             if recurrence == "loop":
                 h, states = complex_vector(h0[layer]), []
-                drives = complex_vector(self._input(self.input_weights[layer], layer_input))
+                drives = complex_vector(input_projection(layer_input, self.input_weights[layer]))
                 for u in drives.unbind(1):  # unbind: one gradient
                     h = modrelu(transition.complex_apply(h) + u, b)
                     states.append(h)
                 layer_input = real_vector(torch.stack(states, dim=1))
             else:  # time-major inside the node: the input projected from (T, B, n_i), no copy of it
-                u = self._input(self.input_weights[layer], layer_input.transpose(0, 1))
+                u = input_projection(layer_input.transpose(0, 1), self.input_weights[layer])
                 layer_input = transition.modrelu_scan(u, h0[layer], b, graphs=recurrence == "graph")
                 layer_input = layer_input.transpose(0, 1)
             hidden.append(layer_input)

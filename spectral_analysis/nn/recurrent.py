@@ -34,9 +34,17 @@ from spectral_analysis.vocabulary import DEFAULT_LEAK
 
 
 def input_projection(x: Tensor, M: Tensor, b: Tensor | None = None) -> Tensor:
-    """``M x + b`` over every leading dim of ``x (..., n_i)``, as ``F.linear``. ``M^T`` goes in contiguous,
+    """``M x + b`` over every leading dim of ``x (..., n_i)``, as ``F.linear``; for symbol ids ``x (...)``,
+    the ids' columns of ``M`` (``M`` times the one-hot vectors, never formed). ``M^T`` goes in contiguous,
     so autograd forms ``dL/dM^T = x^T G`` (one wide GEMM); ``F.linear``'s ``G^T x`` ran 2.6-4.4x slower
-    on the CPU for n_i = 2 (``benchmarks/training_pieces_cpu.json``)."""
+    on the CPU for n_i = 2 (``benchmarks/training_pieces_cpu.json``).
+
+    >>> input_projection(torch.tensor([[1, 0]]), torch.eye(2)).tolist()
+    [[[0.0, 1.0], [1.0, 0.0]]]
+    """
+    if not x.is_floating_point():
+        columns = nn.functional.embedding(x, M.mT)
+        return columns if b is None else columns + b
     flat, Mt = x.reshape(-1, x.shape[-1]), M.mT.contiguous()
     out = flat @ Mt if b is None else torch.addmm(b, flat, Mt)
     return out.view(*x.shape[:-1], M.shape[0])
@@ -295,13 +303,6 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
     def top_hidden(self, state: Tensor) -> Tensor:
         return state[..., -self.hidden_size:]
 
-    @staticmethod
-    def _layer_inputs(M: Tensor, b: Tensor, layer_input: Tensor) -> Tensor:
-        """``M x + b`` for one step (float vectors or symbol ids)."""
-        if layer_input.is_floating_point():
-            return input_projection(layer_input, M, b)
-        return nn.functional.embedding(layer_input, M.T) + b
-
     def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
         Ws, Ms, n = self.transition_matrices(), list(self.input_weights), self.hidden_size
 
@@ -309,7 +310,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
             layer_input, new = x, []
             for layer, (W, M, b) in enumerate(zip(Ws, Ms, self.biases, strict=True)):
                 h = state[..., layer * n:(layer + 1) * n]
-                layer_input = activate(h @ W.mT + self._layer_inputs(M, b, layer_input), self.activation,
+                layer_input = activate(h @ W.mT + input_projection(layer_input, M, b), self.activation,
                                        self.leak)
                 new.append(layer_input)
             return torch.cat(new, dim=-1)
@@ -324,7 +325,7 @@ class RecurrentNet(TransitionLayers, RecurrentModel):
             B = state.shape[0]
             layer_input, below, rows = x, None, []
             for layer, (W, M, b) in enumerate(zip(Ws, Ms, self.biases, strict=True)):
-                z = state[:, layer * n:(layer + 1) * n] @ W.mT + self._layer_inputs(M, b, layer_input)
+                z = state[:, layer * n:(layer + 1) * n] @ W.mT + input_projection(layer_input, M, b)
                 d = derivative(z, self.activation, self.leak)
                 block = state.new_zeros(B, n, L * n)
                 block[:, :, layer * n:(layer + 1) * n] = W
