@@ -92,7 +92,7 @@ def test_a_complex_matrix_and_a_missing_cuda_are_one_line(tmp_path, capsys):
     assert main(["decompose", str(tmp_path / "c.npy")]) == 1
     assert "complex matrix" in capsys.readouterr().err
     if not torch.cuda.is_available():
-        assert main(["spectra", MODEL, "--device", "cuda"]) == 1
+        assert main(["bound", MODEL, "--device", "cuda"]) == 1
         assert "sees no CUDA device" in capsys.readouterr().err
 
 

@@ -135,3 +135,26 @@ def test_the_power_law_fit_is_weightwatchers():
     columns = ["N", "M", "num_evals", "alpha", "xmin", "D", "spectral_norm", "norm", "stable_rank",
                "alpha_weighted", "num_pl_spikes"]
     np.testing.assert_allclose(ours[columns].to_numpy(float), theirs[columns].to_numpy(float), rtol=1e-6)
+
+
+def test_a_plain_file_is_read_under_its_own_keys_without_an_architecture(tmp_path, capsys, caplog):
+    """A plain PyTorch file: the file's own keys and matrices, nothing the import would add (a read-out
+    it does not hold, the toolkit's names), an nn.RNN without --arch, and a network that is no RNN."""
+    torch.manual_seed(3)
+    lstm = nn.LSTM(3, 6, proj_size=2)
+    torch.save(lstm.state_dict(), tmp_path / "lstm.pt")
+    table = spectral_table(str(tmp_path / "lstm.pt"))
+    module_table = spectral_table(lstm)
+    assert table["name"].tolist() == module_table["name"].tolist()
+    assert table["gate"].tolist() == module_table["gate"].tolist()  # 4n rows of n = 6, not of proj_size 2
+    assert np.allclose(table["sigma_max"], module_table["sigma_max"], rtol=1e-12)
+    torch.save(nn.RNN(2, 5).state_dict(), tmp_path / "rnn.pt")
+    assert main(["spectra", str(tmp_path / "rnn.pt"), "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["name"] for r in rows] == ["weight_ih_l0", "weight_hh_l0"] and not rows[0]["gate"]
+    net = nn.Sequential(nn.Conv2d(1, 4, 3), nn.Flatten(), nn.Linear(4, 2))
+    with caplog.at_level("WARNING"):
+        table = spectral_table(net.state_dict())
+    assert table["name"].tolist() == ["2.weight"] and "0.weight (4, 1, 3, 3)" in caplog.text
+    with pytest.raises(ValueError, match="holds no weight matrix"):
+        spectral_table({"bias": torch.zeros(3)})

@@ -28,8 +28,12 @@ least :data:`MIN_EVALS_FOR_ALPHA` eigenvalues (WeightWatcher skips such layers).
 
 from __future__ import annotations
 
+import logging
 import math
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -37,11 +41,16 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
+from spectral_analysis.io import load_weights
+
+logger = logging.getLogger(__name__)
+
 MIN_EVALS_FOR_ALPHA = 8  # weightwatcher 0.7.7's DEFAULT_MIN_EVALS
 EVALS_THRESHOLD = 1e-5  # eigenvalues at or below are left out of the fit (WeightWatcher's EVALS_THRESH)
 SMALL_TAIL = 20  # below this many eigenvalues WeightWatcher 0.7.7 fits with its small-N estimator
 GATES = {"LSTM": ("input", "forget", "cell", "output"), "GRU": ("reset", "update", "new"),
          "attention": ("query", "key", "value")}
+_CELL_WEIGHT = re.compile(r"^(.*?)weight_(ih|hh|hr)(_l\d+(?:_reverse)?)$")  # an nn.RNN/GRU/LSTM cell's
 
 
 @dataclass
@@ -152,6 +161,53 @@ def weight_matrices(model: nn.Module) -> list[WeightMatrix]:
     return found
 
 
+def state_dict_matrices(state: Mapping[str, Tensor]) -> list[WeightMatrix]:
+    """Every weight matrix of a state dict under its own keys, in key order: each 2-D floating tensor,
+    an ``nn.RNN`` / ``nn.GRU`` / ``nn.LSTM`` cell's ``weight_ih_l*`` / ``weight_hh_l*`` split by gate
+    (``4n`` rows an LSTM's, ``3n`` a GRU's, ``n`` the square ``weight_hh``'s width). A tensor of more
+    dimensions is not read (a state dict does not say whether it is a convolution's or a transposed
+    one's kernel): a warning names it, and the module itself (:func:`spectral_table`) reads it.
+
+    ```python
+    >>> [(m.name, m.gate) for m in state_dict_matrices(torch.nn.GRU(2, 3).state_dict())][:2]
+    [('weight_ih_l0', 'reset'), ('weight_ih_l0', 'update')]
+
+    ```
+    """
+    found, skipped = [], []
+    for key, tensor in state.items():
+        if not tensor.is_floating_point() or tensor.dim() < 2:
+            continue
+        if tensor.dim() > 2:
+            skipped.append(f"{key} {tuple(tensor.shape)}")
+            continue
+        cell = _CELL_WEIGHT.match(key)
+        if cell is None:
+            found.append(WeightMatrix(key, "matrix", None, [_dense(tensor)]))
+            continue
+        prefix, part, suffix = cell.groups()
+        kind = {"ih": "input", "hh": "transition", "hr": "projection"}[part]
+        gates = None if part == "hr" else _cell_gates(state, prefix, suffix, tensor)
+        found += _gated(key, kind, tensor, gates)
+    if skipped:
+        logger.warning("not read (a kernel of more than 2 dimensions; pass the module itself to read it): %s",
+                       ", ".join(skipped))
+    if not found:
+        raise ValueError(f"the state dict holds no weight matrix (2-D floating tensor) among {len(state)} "
+                         "entries")
+    return found
+
+
+def _cell_gates(state: Mapping[str, Tensor], prefix: str, suffix: str, W: Tensor) -> tuple[str, ...] | None:
+    """The gates of a cell weight with ``W.shape[0]`` rows: the hidden size ``n`` is the width of the
+    layer's ``weight_hh`` (of its ``weight_hr``, an LSTM with ``proj_size``); ``4n`` rows an LSTM's."""
+    width = state.get(f"{prefix}weight_hr{suffix}", state.get(f"{prefix}weight_hh{suffix}"))
+    if width is None or width.dim() != 2:
+        return None
+    return {4: GATES["LSTM"], 3: GATES["GRU"]}.get(W.shape[0] // width.shape[1]) \
+        if W.shape[0] % width.shape[1] == 0 else None
+
+
 def _own_tensors(module: nn.Module) -> list[tuple[str, Tensor]]:
     """A module's own parameters, a parametrized one as the tensor it computes."""
     own = [(name, p) for name, p in module.named_parameters(recurse=False)]
@@ -227,9 +283,11 @@ def matrix_row(matrix: WeightMatrix) -> dict[str, object]:
             if fit["alpha"] is not None and lambda_max > 0 else None}
 
 
-def spectral_table(model: nn.Module) -> pd.DataFrame:
-    """One row per weight matrix (per gate for gated weights) of ``model``, a module or a
-    :func:`spectral_analysis.load` subject, keyed by ``name`` and ``gate``.
+def spectral_table(model: nn.Module | Mapping[str, Tensor] | str | Path) -> pd.DataFrame:
+    """One row per weight matrix (per gate for gated weights) of ``model``, keyed by ``name`` and
+    ``gate``: a module, a :func:`spectral_analysis.load` subject, a state dict, or a model file (a
+    toolkit checkpoint, a ``zoo:`` name, or a plain PyTorch file read under its own keys,
+    :func:`state_dict_matrices`).
 
     ```python
     >>> table = spectral_table(torch.nn.LSTM(3, 8))
@@ -238,7 +296,14 @@ def spectral_table(model: nn.Module) -> pd.DataFrame:
 
     ```
     """
+    if isinstance(model, str | Path):
+        model = load_weights(model)
+    if isinstance(model, Mapping):
+        if not all(isinstance(v, Tensor) for v in model.values()):
+            raise TypeError("spectral_table takes a state dict of tensors; this mapping holds other values")
+        return pd.DataFrame([matrix_row(m) for m in state_dict_matrices(model)])
     model = getattr(model, "model", model) if not isinstance(model, nn.Module) else model
     if not isinstance(model, nn.Module):
-        raise TypeError(f"spectral_table takes an nn.Module or a loaded subject, got {type(model).__name__}")
+        raise TypeError("spectral_table takes an nn.Module, a loaded subject, a state dict or a model file, "
+                        f"got {type(model).__name__}")
     return pd.DataFrame([matrix_row(m) for m in weight_matrices(model)])

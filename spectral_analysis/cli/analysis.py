@@ -227,11 +227,10 @@ def cmd_spectra(args: argparse.Namespace) -> int:
     from spectral_analysis.analysis.spectra import spectral_table
     from spectral_analysis.tables import render
 
-    subject, _ = subject_and_data(args, feedforward=True)
-    rows = spectral_table(subject.model).to_dict("records")
+    rows = spectral_table(args.checkpoint).to_dict("records")
     columns = ("name", "gate", "N", "M", "sigma_max", "sigma_min", "condition_number", "stable_rank",
                "spectral_margin", "alpha")
-    emit(args, {"subject": subject.describe(), "matrices": rows},
+    emit(args, {"source": args.checkpoint, "matrices": rows},
          lambda p: render(p["matrices"], "md", columns), lambda p: p["matrices"])
     return 0
 
@@ -364,7 +363,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     spectra = sub.add_parser("spectra", help="per-matrix spectra of every weight matrix, recurrent ones "
                              "included: norms, stable rank, condition, spectral margin, power-law alpha")
-    add_subject_arguments(spectra)
+    spectra.add_argument("checkpoint", type=checkpoint_arg,
+                         help="a toolkit checkpoint, zoo:<experiment>/<trial>, or any PyTorch state_dict "
+                         "(torch.save or safetensors), read under its own keys: no architecture needed")
     add_output_arguments(spectra)
     spectra.set_defaults(func=cmd_spectra)
 

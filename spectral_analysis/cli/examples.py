@@ -22,7 +22,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "certify": ("spectral-analysis certify rnn1.pt --arch rnn_relu --inputs X.npy --labels y.npy "
                 "--prior learned",),
     "bounds-table": ("spectral-analysis bounds-table --experiment zoo-addition --format md",),
-    "spectra": ("spectral-analysis spectra lstm.pt --arch lstm --format csv",
+    "spectra": ("spectral-analysis spectra lstm.pt --format csv",
                 f"spectral-analysis spectra {ZOO_RNN}"),
     "analyze": ("spectral-analysis analyze rnn1.pt --arch rnn_relu --inputs X.npy --labels y.npy "
                 "--out report/",),

@@ -87,10 +87,7 @@ def load(source: str | Path | nn.Module, arch: str | None = None, head_prefix: s
         subject.model.to(device)
         return subject
     text = str(source)
-    path = resolve_checkpoint(text) if text.startswith(ZOO_PREFIX) else Path(text)
-    if not path.is_file():
-        raise SubjectError(f"model file {path} is not a regular file (a FIFO, a device or a folder)"
-                           if path.exists() else f"model file not found: {path}")
+    path = _model_file(text)
     if _is_toolkit_checkpoint(path):
         checkpoint = load_checkpoint(path, device, allow_nonfinite)
         if not (feedforward or isinstance(checkpoint.model, RecurrentModel)):
@@ -101,6 +98,38 @@ def load(source: str | Path | nn.Module, arch: str | None = None, head_prefix: s
     _check_imported(state, path, allow_nonfinite)
     model, architecture, assumptions = import_state_dict(state, arch, head_prefix, None, recorded)
     return Subject(model.to(device), text, convention, architecture, assumptions)
+
+
+def load_weights(source: str | Path, allow_nonfinite: bool = False) -> nn.Module | dict[str, Tensor]:
+    """A model file's weights as they are, for the readers that need no architecture (per-matrix
+    spectra): a toolkit checkpoint's (or ``zoo:`` entry's) model, else the file's state dict under its
+    own keys, nothing imported or assumed (an MLP's or a convolution's file as well as a recurrent one's).
+
+    ```python
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "mlp.pt"
+    >>> torch.save(nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).state_dict(), path)
+    >>> sorted(load_weights(path))
+    ['0.bias', '0.weight', '2.bias', '2.weight']
+
+    ```
+    """
+    text = str(source)
+    path = _model_file(text)
+    if _is_toolkit_checkpoint(path):
+        return load_checkpoint(path, "cpu", allow_nonfinite).model
+    state, _, _ = _read_state_dict(path)
+    _check_imported(state, path, allow_nonfinite)
+    return state
+
+
+def _model_file(text: str) -> Path:
+    """The file a path or a ``zoo:`` name points at, refused unless it is a regular file."""
+    path = resolve_checkpoint(text) if text.startswith(ZOO_PREFIX) else Path(text)
+    if not path.is_file():
+        raise SubjectError(f"model file {path} is not a regular file (a FIFO, a device or a folder)"
+                           if path.exists() else f"model file not found: {path}")
+    return path
 
 
 def _check_imported(state: dict[str, Tensor], path: Path, allow_nonfinite: bool) -> None:

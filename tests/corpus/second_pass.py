@@ -273,7 +273,7 @@ def _arrays_and_limits(root: Path, valid: Path, out: Path) -> list[Case]:
     ]
     if not torch.cuda.is_available():
         cases += [Case(f"cuda-{command}", (command, str(valid), "--device", "cuda"), 1, "sees no CUDA device")
-                  for command in ("bound", "spectra")]
+                  for command in ("bound", "certify")]
     return cases
 
 
