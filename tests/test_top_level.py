@@ -56,3 +56,5 @@ def test_the_analyzers_take_a_users_module():
 
     report = sa.bound(rnn, user_data=UserData(inputs, labels, "in memory"), margin=0.5)
     assert report["subject"]["convention"] == "nn.Module"
+    with pytest.raises(ValueError, match=r"no sequence length T: give --length \(length= in Python\)"):
+        sa.bound(rnn)  # a module carries no task: the error names the Python argument too

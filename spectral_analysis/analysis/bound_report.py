@@ -142,7 +142,8 @@ def bound_report(subject: Subject | nn.Module | str, data: str | None = None, ma
         meta = {"name": "user data", "length": user_data.length}
     T = length if length is not None else meta.get("length")
     if T is None:
-        raise ValueError("no sequence length T: give --length (or --inputs, whose sequences have one)")
+        raise ValueError("no sequence length T: give --length (length= in Python), or --inputs (user_data=), "
+                         "whose sequences have one")
     if isinstance(T, bool) or not isinstance(T, int) or T < 1:
         raise ValueError(f"the sequence length T must be an integer >= 1, got {T!r}")
     use_data = data is not None or quantile is not None or bool(user_data and user_data.labels is not None)
