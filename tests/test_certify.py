@@ -496,7 +496,7 @@ def test_the_bounds_table_certifies_on_the_device_it_is_given(trained, monkeypat
     if not torch.cuda.is_available():
         monkeypatch.setattr(table_module, "_bound_or_none", lambda s: pytest.fail("bounds before the check"))
         assert main(["bounds-table", str(trained), "--certify", "init", "--device", "cuda"]) == 1
-        assert "--device cuda: this torch sees no CUDA device" in capsys.readouterr().err
+        assert "--device (device=) cuda: this torch sees no CUDA device" in capsys.readouterr().err
 
 
 def test_an_interrupted_fit_of_q_continues_to_the_q_an_uninterrupted_one_gives(tmp_path):

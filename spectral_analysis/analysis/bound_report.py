@@ -86,7 +86,7 @@ def _subsample(n: int, samples: int | None, seed: int) -> torch.Tensor | None:
     if samples is None or samples >= n:
         return None
     if samples < 2:
-        raise ValueError(f"--samples must be >= 2, got {samples}")
+        raise ValueError(f"--samples (samples=) must be >= 2, got {samples}")
     return torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:samples].sort().values
 
 
@@ -164,7 +164,8 @@ def bound_report(subject: Subject | nn.Module | str, data: str | None = None, ma
         raw_B, source = user_data.data_bound(), ("measured on the given inputs (Assumption 1(a) is checked "
                                                  "only on that sample)")
     else:
-        raise ValueError("no data bound B: the model does not record one; give --data-bound or --inputs")
+        raise ValueError("no data bound B: the model does not record one; give --data-bound (data_bound=) or "
+                         "--inputs (user_data=)")
     B = net.data_bound(raw_B)
     report.update({"B": B, "B_inputs": raw_B, "B_source": source})
 

@@ -39,7 +39,8 @@ def load_task(name: str, **options: Any) -> TaskData:
         raise ValueError(f"task {name!r} does not take option(s) {unknown}; "
                          f"it accepts {list(task_options(name))}")
     if name == "ucr" and "dataset" not in options:
-        raise ValueError("the ucr task needs a dataset name (--dataset, e.g. ArrowHead)")
+        raise ValueError("the ucr task needs a dataset name (--dataset, or the option dataset=; e.g. "
+                         "ArrowHead)")
     return loader(**options)
 
 

@@ -85,7 +85,7 @@ class UserData:
     def as_task(self, output_size: int) -> TaskData:
         """The labelled sequences as a ``classification-last`` task whose every split is them."""
         if self.labels is None:
-            raise ValueError(f"{self.source}: margins need labels (--labels)")
+            raise ValueError(f"{self.source}: margins need labels (--labels; UserData's labels in Python)")
         split = Split(self.inputs, self.labels)
         return TaskData("user data", "classification-last", int(self.inputs.shape[-1]), output_size,
                         self.length, split, split, split, {"source": self.source})

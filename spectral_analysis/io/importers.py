@@ -98,7 +98,7 @@ def read_layout(state: dict[str, Tensor], arch: str | None, assumptions: list[st
     arch = arch or inferred
     family = "rnn" if arch.startswith("rnn") else arch
     if family != inferred:
-        raise SubjectError(f"--arch {arch} needs {prefix}weight_hh_l0 with {GATES[family]}n = "
+        raise SubjectError(f"--arch (arch=) {arch} needs {prefix}weight_hh_l0 with {GATES[family]}n = "
                            f"{GATES[family] * n} rows, but it is {tuple(W0.shape)} (a {inferred})")
     has_bias = "bias_ih_l0" in keys
     names = {f"{w}_{k}_l{i}" for i in range(layers) for k in ("ih", "hh")
@@ -129,8 +129,8 @@ def find_head(state: dict[str, Tensor], layout: Layout, head_prefix: str | None,
         weight = state.get(f"{name}weight")
         if weight is None or weight.dim() != 2 or weight.shape[1] != n:
             found = None if weight is None else tuple(weight.shape)
-            raise SubjectError(f"--head-prefix {head_prefix!r}: expected {name}weight of shape (n_y, {n}), "
-                               f"found {found}")
+            raise SubjectError(f"--head-prefix (head_prefix=) {head_prefix!r}: expected {name}weight of "
+                               f"shape (n_y, {n}), found {found}")
         candidates = [name]
     else:
         candidates = sorted(k[:-len("weight")] for k, v in state.items() if k.endswith("weight")
@@ -184,7 +184,7 @@ def import_state_dict(state: dict[str, Tensor], arch: str | None = None, head_pr
     made (``svd``: SVD factors of in-memory parametrized weights, by their state-dict key;
     ``recorded_activation``: an nn.RNN's non-linearity as the file records it, see :func:`read_layout`)."""
     if arch is not None and arch not in ARCHITECTURES:
-        raise SubjectError(f"--arch must be one of {ARCHITECTURES}, got {arch!r}")
+        raise SubjectError(f"--arch (arch=) must be one of {ARCHITECTURES}, got {arch!r}")
     assumptions: list[str] = []
     layout = read_layout(state, arch, assumptions, recorded_activation)
     head_w, head_b = find_head(state, layout, head_prefix, assumptions)

@@ -78,10 +78,10 @@ def load(source: str | Path | nn.Module, arch: str | None = None, head_prefix: s
     accepts a toolkit checkpoint of a feed-forward net (for the analyzers that take any classifier).
     """
     if arch is not None and arch not in ARCHITECTURES:
-        raise SubjectError(f"--arch must be one of {ARCHITECTURES}, got {arch!r}")
+        raise SubjectError(f"--arch (arch=) must be one of {ARCHITECTURES}, got {arch!r}")
     if str(device).startswith("cuda") and not torch.cuda.is_available():
-        raise SubjectError(f"--device {device}: this torch sees no CUDA device (torch.cuda.is_available() "
-                           "is False); use --device cpu")
+        raise SubjectError(f"--device (device=) {device}: this torch sees no CUDA device "
+                           "(torch.cuda.is_available() is False); use cpu")
     if isinstance(source, nn.Module):
         subject = _from_module(source, arch, head_prefix)
         subject.model.to(device)
@@ -141,7 +141,7 @@ def _check_imported(state: dict[str, Tensor], path: Path, allow_nonfinite: bool)
                                "weights")
         if not allow_nonfinite and not bool(torch.isfinite(value).all()):
             raise SubjectError(f"{path}: {name!r} has non-finite entries (NaN or inf); --allow-nonfinite "
-                               "reads it anyway")
+                               "(allow_nonfinite=True) reads it anyway")
 
 
 def _is_toolkit_checkpoint(path: Path) -> bool:

@@ -137,7 +137,7 @@ class Trainer:
             for stale in ("config.json", "metrics.jsonl"):
                 (self.out / stale).unlink(missing_ok=True)
         if not resume and (self.out / "config.json").exists():
-            raise ValueError(f"{self.out} already holds a run; use --resume or another --out")
+            raise ValueError(f"{self.out} already holds a run; use --resume (resume=True) or another --out")
         self.task = load_run_task(config)
         check_sequence_loss(self.task, config.sequence_loss)
         torch.manual_seed(config.seed)
