@@ -156,5 +156,12 @@ def test_a_plain_file_is_read_under_its_own_keys_without_an_architecture(tmp_pat
     with caplog.at_level("WARNING"):
         table = spectral_table(net.state_dict())
     assert table["name"].tolist() == ["2.weight"] and "0.weight (4, 1, 3, 3)" in caplog.text
+    from spectral_analysis.nn import svd_parametrize
+
+    constrained = nn.Sequential(svd_parametrize(nn.Linear(4, 4), sigma=(1.0, 0.1)), nn.Linear(4, 2))
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        table = spectral_table(constrained.state_dict())
+    assert table["name"].tolist() == ["1.weight"] and "0.parametrizations.weight.original" in caplog.text
     with pytest.raises(ValueError, match="holds no weight matrix"):
         spectral_table({"bias": torch.zeros(3)})

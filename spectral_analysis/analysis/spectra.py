@@ -1,5 +1,6 @@
-"""Per-matrix spectra of any ``nn.Module``: one row per weight matrix, keyed by the module's own
-parameter names (``spectral-analysis spectra``; WeightWatcher's table, which skips recurrent layers).
+"""Per-matrix spectra of any ``nn.Module`` or state dict: one row per weight matrix, keyed by the
+module's own parameter names (``spectral-analysis spectra``; WeightWatcher's table, which skips recurrent
+layers). A plain PyTorch file is read as its state dict (:func:`state_dict_matrices`).
 
 What is read:
 
@@ -166,7 +167,9 @@ def state_dict_matrices(state: Mapping[str, Tensor]) -> list[WeightMatrix]:
     an ``nn.RNN`` / ``nn.GRU`` / ``nn.LSTM`` cell's ``weight_ih_l*`` / ``weight_hh_l*`` split by gate
     (``4n`` rows an LSTM's, ``3n`` a GRU's, ``n`` the square ``weight_hh``'s width). A tensor of more
     dimensions is not read (a state dict does not say whether it is a convolution's or a transposed
-    one's kernel): a warning names it, and the module itself (:func:`spectral_table`) reads it.
+    one's kernel), nor are a parametrized weight's factors (``*.parametrizations.*``, whose weight the
+    state dict does not hold): a warning names them, and the module itself (:func:`spectral_table`) reads
+    them.
 
     ```python
     >>> [(m.name, m.gate) for m in state_dict_matrices(torch.nn.GRU(2, 3).state_dict())][:2]
@@ -174,9 +177,12 @@ def state_dict_matrices(state: Mapping[str, Tensor]) -> list[WeightMatrix]:
 
     ```
     """
-    found, skipped = [], []
+    found, skipped, raw = [], [], []
     for key, tensor in state.items():
         if not tensor.is_floating_point() or tensor.dim() < 2:
+            continue
+        if "parametrizations." in key:
+            raw.append(key)
             continue
         if tensor.dim() > 2:
             skipped.append(f"{key} {tuple(tensor.shape)}")
@@ -192,6 +198,9 @@ def state_dict_matrices(state: Mapping[str, Tensor]) -> list[WeightMatrix]:
     if skipped:
         logger.warning("not read (a kernel of more than 2 dimensions; pass the module itself to read it): %s",
                        ", ".join(skipped))
+    if raw:
+        logger.warning("not read (the factors of a parametrized weight, not the weight they compute; pass "
+                       "the module itself to read it): %s", ", ".join(raw))
     if not found:
         raise ValueError(f"the state dict holds no weight matrix (2-D floating tensor) among {len(state)} "
                          "entries")
