@@ -108,6 +108,18 @@ def test_the_kept_table_drops_the_rows_drawn_at_smoke_scale(tmp_path):
     assert kept == every[1:]
 
 
+def test_a_smoke_row_stands_only_where_its_result_has_no_kept_row(tmp_path):
+    from spectral_analysis.checks import CheckRecord
+
+    def record(claim: str, scale: str) -> CheckRecord:
+        return CheckRecord(claim, claim, "unverified", "evidence", quote=claim, scale=scale, seeds=1)
+
+    rows = _rows(reproduction_markdown(tmp_path, [record("trained", "smoke"), record("trained", "paper"),
+                                                  record("not yet", "smoke")]))
+    assert [(row[0], row[3]) for row in rows] == [("trained", "paper, 1"),
+                                                  ("not yet", "smoke (not the paper scale), 1")]
+
+
 def test_write_reproduction_fills_the_file_and_the_marked_block(tmp_path, records):
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- reproduction:begin -->\nSTALE-BLOCK\n<!-- reproduction:end -->\nafter\n")

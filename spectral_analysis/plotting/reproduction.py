@@ -199,11 +199,14 @@ KEPT_SCALES = ("paper", "budget")  # rows the README's table keeps: what was tra
 
 
 def reproduction_markdown(results: Path, records: list[CheckRecord], kept_only: bool = False) -> str:
-    """The table; ``kept_only``: only the rows drawn from the paper or budget scale (the README's)."""
+    """The table; ``kept_only``: only the rows drawn from the paper or budget scale (the README's). A row
+    drawn at another scale (smoke: a few steps, no evidence) stands only where its result has no row at a
+    kept scale, to show that it is not yet trained."""
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     rows = table_rows(results) + figure_rows(records)
-    if kept_only:
-        rows = [row for row in rows if row[SCALE_COLUMN].startswith(KEPT_SCALES)]
+    kept_sources = {row[0] for row in rows if row[SCALE_COLUMN].startswith(KEPT_SCALES)}
+    rows = [row for row in rows if row[SCALE_COLUMN].startswith(KEPT_SCALES)
+            or not (kept_only or row[0] in kept_sources)]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
