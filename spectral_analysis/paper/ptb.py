@@ -48,7 +48,7 @@ TABLE3_PERPLEXITY = {
     "spectral-2x512": (36.0, 121.3),
 }
 PPL = ".1f"  # how evidence prints a perplexity
-NO_DROPOUT = "the kept 2-layer rows trained without the paper's 80% dropout (run before the toolkit had one)"
+NO_DROPOUT = "the kept 2-layer rows trained without dropout (the paper: \"80% dropout\")"
 # the 1-layer pairs (Spectral-RNN, LSTM) by the recipe both trained by: the stated rows (SGD 0.1
 # on the window's summed loss, decay 0.8), and the -field rows (SGD lr 20 on the per-word mean, clip 0.25,
 # windows of 35 words)
