@@ -158,7 +158,8 @@ def test_a_plain_file_is_read_under_its_own_keys_without_an_architecture(tmp_pat
     assert table["name"].tolist() == ["2.weight"] and "0.weight (4, 1, 3, 3)" in caplog.text
     from spectral_analysis.nn import svd_parametrize
 
-    constrained = nn.Sequential(svd_parametrize(nn.Linear(4, 4), sigma=(1.0, 0.1)), nn.Linear(4, 2))
+    constrained = nn.Sequential(svd_parametrize(nn.Linear(4, 4), sigma=(1.0, 0.1), init="random"),
+                                nn.Linear(4, 2))
     caplog.clear()
     with caplog.at_level("WARNING"):
         table = spectral_table(constrained.state_dict())
