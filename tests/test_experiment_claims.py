@@ -291,6 +291,42 @@ def test_the_table3_claim_is_read_again_at_one_layer_under_each_recipe(tmp_path,
     assert one_layer.verdict == "unverified" and f"{lstm} seed 2: at chance" in one_layer.evidence
 
 
+def test_each_table3_claim_reads_its_own_rows_while_the_grids_other_readings_still_train(tmp_path,
+                                                                                        monkeypatch):
+    """The paper grid holds readings beside the claims' rows (-mean, -onehot, -field, drop0.8): the 2-layer
+    claim is read once its two rows are kept at paper scale, the whole claim once its four are."""
+    from spectral_analysis.experiments.catalog import find_experiment
+    from spectral_analysis.paper import ptb
+
+    monkeypatch.setenv("SPECTRAL_ANALYSIS_RESULTS", str(tmp_path))
+    trials = {t.key: t for t in find_experiment("table3-ptb").trials("paper")}
+
+    def keep(variant: str, test: list[float], train_end: float) -> None:
+        for seed, perplexity in enumerate(test):
+            key = f"{variant}_s{seed}"
+            directory = tmp_path / "table3-ptb" / "paper" / key
+            directory.mkdir(parents=True)
+            row = {"experiment": "table3-ptb", "scale": "paper", "trial": key, "status": "done",
+                   "variant": variant, "axes": {}, "seed": seed, "hidden": 128, "metric": "cross_entropy",
+                   "test_metrics": {"perplexity": perplexity}, "config": trials[key].config}
+            (directory / "result.json").write_text(json.dumps(row))
+            (directory / "curves.csv").write_text("phase,step,perplexity\n" + "".join(
+                f"train,{s},{train_end + (9 - s) * 10}\n" for s in range(1, 10)))
+
+    better, two, *_ = ptb.run()
+    assert (better.verdict, two.verdict) == ("unverified", "unverified")
+    keep("spectral-2x512", [121, 120, 122], 36)
+    keep("lstm-2x128", [125, 124, 126], 26)
+    better, two, *_ = ptb.run()
+    assert two.verdict == "holds" and two.seeds == 3, two.evidence
+    assert better.verdict == "unverified"  # its 1-layer rows are not kept
+    keep("spectral-1x512", [140, 139, 141], 65)
+    keep("lstm-1x128", [130, 131, 129], 69)
+    better, two, *_ = ptb.run()
+    assert better.verdict == "differs" and "1 layer: spectral-1x512" in better.evidence
+    assert two.verdict == "holds"
+
+
 def test_the_table3_claims_are_unverified_without_their_rows():
     from spectral_analysis.paper import ptb
 
