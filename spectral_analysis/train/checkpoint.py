@@ -101,8 +101,8 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Tensor]
         if head.startswith(_PICKLE_MAGIC) and not _safetensors_prefix(head):
             raise CheckpointError(f"{path} is a pickle / torch.save file, not a safetensors checkpoint; "
                                   "it is not loaded because unpickling can run code (the analyzers read "
-                                  "a PyTorch state_dict's weights alone: spectral-analysis analyze FILE)"
-                                  ) from None
+                                  "a PyTorch state_dict's weights alone: spectral-analysis analyze FILE, "
+                                  "or spectra FILE for any network's)") from None
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise CheckpointError(f"{path} is not a readable safetensors file (truncated or corrupt): "
                               f"{message}") from None
