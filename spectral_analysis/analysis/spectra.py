@@ -43,6 +43,7 @@ from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
 from spectral_analysis.io import load_weights
+from spectral_analysis.io.importers import GATES as ROWS_PER_UNIT
 
 logger = logging.getLogger(__name__)
 
@@ -213,8 +214,8 @@ def _cell_gates(state: Mapping[str, Tensor], prefix: str, suffix: str, W: Tensor
     width = state.get(f"{prefix}weight_hr{suffix}", state.get(f"{prefix}weight_hh{suffix}"))
     if width is None or width.dim() != 2:
         return None
-    return {4: GATES["LSTM"], 3: GATES["GRU"]}.get(W.shape[0] // width.shape[1]) \
-        if W.shape[0] % width.shape[1] == 0 else None
+    family = next((f for f, rows in ROWS_PER_UNIT.items() if W.shape[0] == rows * width.shape[1]), "")
+    return GATES.get(family.upper())
 
 
 def _own_tensors(module: nn.Module) -> list[tuple[str, Tensor]]:
