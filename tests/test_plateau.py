@@ -182,9 +182,10 @@ def _trial(**config) -> Trial:
     return Trial("e", "paper", "rnn_s0", "rnn", {}, 0, {"model": "rnn", "steps": 100, **config})
 
 
-def _row(status="done", steps=100, best_step=50, **config) -> dict:
+def _row(status="done", steps=100, best_step=50, steps_=100, **config) -> dict:
+    """A kept row that ran ``steps`` steps under a configuration whose ``steps`` field is ``steps_``."""
     return {"status": status, "steps": steps, "best_step": best_step,
-            "config": {"model": "rnn", "steps": 100, **config}}
+            "config": {"model": "rnn", "steps": steps_, **config}}
 
 
 @pytest.mark.parametrize(("row", "trial", "stands"), [
@@ -197,7 +198,13 @@ def _row(status="done", steps=100, best_step=50, **config) -> dict:
     (_row(steps=200, best_step=190, max_steps=200), _trial(max_steps=400), False),  # capped, a larger cap
     (_row(status="failed"), _trial(max_steps=300), True),  # failed within its minimum: fails the same
     (_row(status="failed", max_steps=500), _trial(max_steps=300), False),  # may have failed past 300
-    (_row(best_step=50, max_steps=300), _trial(), False),  # the trial asks for the fixed budget only
+    (_row(best_step=50, max_steps=300), _trial(), True),  # ran exactly the trial's fixed 100 steps
+    (_row(steps=250, best_step=50, max_steps=300), _trial(), False),  # ran past the fixed budget
+    # a minimum in epochs and a cap, lengthened to a fixed number of steps: the run that reached it
+    # stands, the run its plateau rule stopped earlier trains on
+    (_row(steps=15600, best_step=15210, steps_=None, epochs=20, max_steps=15600), _trial(steps=15600), True),
+    (_row(steps=7800, best_step=3120, steps_=None, epochs=20, max_steps=15600), _trial(steps=15600), False),
+    (_row(steps=15600, steps_=None, epochs=20, max_steps=15600, lr=0.1), _trial(steps=15600), False),
     (_row(), _trial(sequence_loss="mean"), True),  # kept before the field existed: it ran the default
     (_row(), _trial(sequence_loss="sum-over-steps"), False),  # ... which is not this one
     (_row(best_step=50), _trial(sequence_loss="mean", max_steps=300), True),

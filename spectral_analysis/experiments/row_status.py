@@ -12,6 +12,8 @@ from spectral_analysis.train import TrainConfig
 from spectral_analysis.train.config import field_default
 from spectral_analysis.train.plateau import is_plateau
 
+LENGTH_FIELDS = {"steps", "epochs", "max_steps"}  # how long a run trains, not what it trains
+
 
 def counted_step(row: dict[str, Any]) -> int | None:
     """The step of the last improvement the plateau criterion counts; rows kept before ``plateau_step``
@@ -73,12 +75,18 @@ def kept_row_stands(kept: dict[str, Any], trial: Trial, retry_failed: bool = Fal
     for ``max_steps``, which only lengthens a run past its minimum: a done row that plateaued within the
     trial's ``max_steps`` (the trial stops at the same step) or a failed row that had no or a smaller
     ``max_steps`` (the trial fails at the same step); a row that stopped at a smaller cap without
-    plateauing trains on."""
+    plateauing trains on. With the same configuration but for its length (``steps``, ``epochs``,
+    ``max_steps``), where the trial asks for a fixed number of steps: a done row that ran exactly that
+    many (a stopping rule decides where a run ends, not what it trains, so the trial would train the same
+    network); a shorter one trains on."""
     config = kept.get("config") or {}
-    if not differing_fields(config, trial.config):
+    differing = differing_fields(config, trial.config)
+    if not differing:
         return kept["status"] == "done" or (kept["status"] in ("failed", "stopped") and not retry_failed)
-    cap = trial.config.get("max_steps")
-    if cap is None or differing_fields(config, trial.config) != ["max_steps"]:
+    cap, fixed_steps = trial.config.get("max_steps"), trial.config.get("steps")
+    if fixed_steps is not None and cap is None and set(differing) <= LENGTH_FIELDS:
+        return kept["status"] == "done" and kept["steps"] == fixed_steps
+    if cap is None or differing != ["max_steps"]:
         return False
     if kept["status"] == "failed":
         return not retry_failed and (config.get("max_steps") or 0) <= cap
