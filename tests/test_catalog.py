@@ -257,7 +257,7 @@ def test_name_at_scale_runs_that_experiment_at_its_own_scale_beside_the_others(c
     assert "['table2-mnist'] named more than once" in capsys.readouterr().err
 
 
-def test_a_run_directory_of_an_older_catalog_entry_is_started_over_not_resumed(tmp_path):
+def test_a_run_directory_of_an_older_catalog_entry_is_started_over_not_resumed(tmp_path, caplog):
     experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
     trial = experiment.trials("smoke", seeds=1)[0]
 
@@ -268,10 +268,32 @@ def test_a_run_directory_of_an_older_catalog_entry_is_started_over_not_resumed(t
         return run_trial(spec)
 
     assert run(4)["status"] == "done"
-    row = run(5)  # the catalog's entry changed: its old run cannot be resumed
+    with caplog.at_level("WARNING", logger="spectral_analysis"):
+        row = run(5)  # the catalog's entry changed: its old run cannot be resumed
     assert row["status"] == "done" and row["hidden"] == 5, row.get("error")
+    assert f"{trial.key} starts over" in caplog.text and "hidden was 4 in this run, now 5" in caplog.text
     stored = json.loads((tmp_path / "runs" / trial.key / "config.json").read_text())
     assert stored["train"]["hidden"] == 5
+
+
+def test_a_run_directory_moved_to_another_folder_is_resumed_not_started_over(tmp_path):
+    """The sweep once read a moved run as an older catalog entry's (its config.json records the folder
+    it was trained in) and deleted it with its checkpoints."""
+    experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
+    trial = experiment.trials("smoke", seeds=1)[0]
+
+    def run(runs: Path, steps: int) -> dict:
+        spec = TrialSpec({**trial.__dict__, "config": {**trial.config, "steps": steps}},
+                         str(runs / trial.key), str(tmp_path / "results"), "cpu", "test")
+        return run_trial(spec)
+
+    assert run(tmp_path / "runs", 4)["status"] == "done"
+    (tmp_path / "runs").rename(tmp_path / "moved")
+    first = (tmp_path / "moved" / trial.key / "checkpoints" / "step-000004.safetensors").stat().st_mtime_ns
+    longer = run(tmp_path / "moved", 8)
+    assert longer["status"] == "done" and longer["steps"] == 8, longer.get("error")
+    again = (tmp_path / "moved" / trial.key / "checkpoints" / "step-000004.safetensors").stat().st_mtime_ns
+    assert again == first  # the first run's checkpoint is the one the run went on from: not trained again
 
 
 def test_one_grid_runs_the_experiments_in_order_each_longest_first_by_its_kept_estimate(tmp_path,

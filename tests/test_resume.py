@@ -159,6 +159,9 @@ def test_resume_and_overwrite_guards(tmp_path):
         train(small_config(tmp_path / "empty", steps=5), resume=True)
     longer = train(small_config(out, steps=10), resume=True)  # more steps is allowed
     assert longer["test"]["step"] == 10
+    out.rename(tmp_path / "moved")  # config.json still names the old folder: the same run all the same
+    moved = train(small_config(tmp_path / "moved", steps=12), resume=True)
+    assert moved["test"]["step"] == 12
 
 
 def test_a_second_writer_is_refused_and_a_torn_log_line_is_repaired(tmp_path, caplog):

@@ -61,8 +61,8 @@ from spectral_analysis.experiments.trial import (
     TrialSpec,
     git_revision,
     keep_stopped,
+    run_conflicts,
     run_trial,
-    same_run,
     tune_trainable,
 )
 from spectral_analysis.experiments.validation import held_back
@@ -120,7 +120,7 @@ def park_sweeps(experiments: Sequence[Experiment | Sweep], scale: str, *, seeds:
                 if not run_dir.is_dir() or _kept_and_standing(results, trial, retry_failed=False):
                     continue
                 config = trial.train_config(run_dir.resolve())
-                if (run_dir / CONFIG).is_file() and not same_run(config):
+                if (run_dir / CONFIG).is_file() and run_conflicts(config):
                     lines.append(f"{experiment.name}: not parked: {trial.key} is a run of an older catalog "
                                  "entry (the next run starts the trial afresh)")
                     continue

@@ -6,6 +6,7 @@ reports each evaluation; :func:`keep_stopped` keeps a trial a scheduler ended). 
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -25,6 +26,8 @@ from spectral_analysis.experiments.results import keep_trial
 from spectral_analysis.experiments.row_status import outcome_text
 from spectral_analysis.train import TrainConfig, Trainer
 from spectral_analysis.train.run_state import lock_run_directory, resume_conflicts
+
+logger = logging.getLogger(__name__)
 
 STOP_REQUEST = ".stop"  # in a sweep's out directory: see request_stop
 
@@ -66,12 +69,13 @@ def git_revision() -> str:
     return head + ("-dirty" if dirty else "")
 
 
-def same_run(config: TrainConfig) -> bool:
-    """Whether the run directory holds this trial's run (the catalog entry may have changed since)."""
+def run_conflicts(config: TrainConfig) -> list[str]:
+    """Why the run directory ``config.out`` does not hold this trial's run (the catalog entry may have
+    changed since, or its configuration is unreadable); empty when it does."""
     try:
-        return not resume_conflicts(config)
-    except ValueError:  # no readable configuration: not a run this trial can continue
-        return False
+        return resume_conflicts(config)
+    except ValueError as error:  # no readable configuration: not a run this trial can continue
+        return [str(error)]
 
 
 def request_stop(out: str | Path = "runs") -> Path:
@@ -129,10 +133,15 @@ def run_trial(spec: TrialSpec | dict[str, Any],
         if restore is not None:
             restore(config)
         restore_parked(parked, config)
-        resume = (run_dir / "last.safetensors").is_file() and same_run(config)
+        checkpointed = (run_dir / "last.safetensors").is_file()
+        conflicts = run_conflicts(config) if checkpointed else []
+        resume = checkpointed and not conflicts
         if not resume:  # killed before its first checkpoint, or a run of an older catalog entry
             if run_dir.is_dir():
                 lock_run_directory(run_dir).close()  # never another writer's run (ValueError: locked)
+            if conflicts:
+                logger.warning("%s starts over: %s holds a run of another configuration (%s)", trial.key,
+                               run_dir, "; ".join(conflicts))
             shutil.rmtree(run_dir, ignore_errors=True)
             drop_parked(parked)  # else its later step would keep the new run from parking over it
         trainer = Trainer(config, resume=resume)

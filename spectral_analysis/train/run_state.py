@@ -55,7 +55,8 @@ def resume_conflicts(config: TrainConfig, parked_copy: str | Path | None = None)
     """What keeps the run in ``config.out`` (or its ``parked_copy`` elsewhere) from being resumed with
     ``config``: the fields that changed (beyond :data:`RESUMABLE_CHANGES`), each as "key was X in this
     run, now Y"; ``ValueError`` when its ``config.json`` is unreadable or holds no training configuration.
-    A parked copy's ``out`` is not compared: it records the parking machine's path."""
+    ``out`` is never compared: a run moved or copied to another folder (or parked on another machine) is
+    the same run."""
     run_dir = Path(config.out if parked_copy is None else parked_copy)
     config_file = run_dir / "config.json"
     try:
@@ -64,24 +65,22 @@ def resume_conflicts(config: TrainConfig, parked_copy: str | Path | None = None)
         raise ValueError(f"cannot resume: {config_file} is unreadable ({error})") from None
     if not isinstance(stored, dict) or not isinstance(stored.get("train"), dict):
         raise ValueError(f"cannot resume: {config_file} holds no training configuration (no 'train' object)")
-    return _changed(config, stored["train"], "in this run", compare_out=parked_copy is None)
+    return _changed(config, stored["train"], "in this run")
 
 
 def checkpoint_conflicts(config: TrainConfig, recorded: dict[str, Any]) -> list[str]:
     """What ``config`` changed against the configuration a checkpoint recorded when it was written (its
     metadata's ``train``), beyond :data:`RESUMABLE_CHANGES`: an edited ``config.json`` that agrees with
     the command but not with the weights it would continue."""
-    return _changed(config, recorded, "when the checkpoint was written", compare_out=False)
+    return _changed(config, recorded, "when the checkpoint was written")
 
 
-def _changed(config: TrainConfig, stored: dict[str, Any], where: str, compare_out: bool) -> list[str]:
+def _changed(config: TrainConfig, stored: dict[str, Any], where: str) -> list[str]:
     conflicts = []
     for key, value in asdict(config).items():
+        if key == "out" or key in RESUMABLE_CHANGES:
+            continue
         before = stored[key] if key in stored else field_default(key)
-        if key == "out":
-            same = not compare_out or Path(before) == Path(value)
-        else:
-            same = json.loads(json.dumps(before)) == json.loads(json.dumps(value))  # a tuple reads as a list
-        if key not in RESUMABLE_CHANGES and not same:
+        if json.loads(json.dumps(before)) != json.loads(json.dumps(value)):  # a tuple reads as a list
             conflicts.append(f"{key} was {before!r} {where}, now {value!r}")
     return conflicts
