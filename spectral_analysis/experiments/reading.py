@@ -6,7 +6,7 @@ still under way is not drawn half), else at the ``budget`` scale (the paper's si
 budget) once that is complete, else at ``smoke`` scale; a grid says which (:meth:`KeptGrid.stamp`). It
 also names its stale trials: kept rows that no longer stand for the catalog's current entry
 (:func:`~spectral_analysis.experiments.row_status.kept_row_stands`: a changed configuration, or a run that
-stopped at its minimum length where the catalog now trains until plateau), which the next sweep retrains
+stopped before the length the catalog now trains to), which the next sweep retrains
 and from which a paper check does not judge.
 """
 
