@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +42,7 @@ from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
 from spectral_analysis.io import load_weights
+from spectral_analysis.io.importers import CELL_KEY
 from spectral_analysis.io.importers import GATES as ROWS_PER_UNIT
 
 logger = logging.getLogger(__name__)
@@ -52,7 +52,6 @@ EVALS_THRESHOLD = 1e-5  # eigenvalues at or below are left out of the fit (Weigh
 SMALL_TAIL = 20  # below this many eigenvalues WeightWatcher 0.7.7 fits with its small-N estimator
 GATES = {"LSTM": ("input", "forget", "cell", "output"), "GRU": ("reset", "update", "new"),
          "attention": ("query", "key", "value")}
-_CELL_WEIGHT = re.compile(r"^(.*?)weight_(ih|hh|hr)(_l\d+(?:_reverse)?)$")  # an nn.RNN/GRU/LSTM cell's
 
 
 @dataclass
@@ -188,11 +187,11 @@ def state_dict_matrices(state: Mapping[str, Tensor]) -> list[WeightMatrix]:
         if tensor.dim() > 2:
             skipped.append(f"{key} {tuple(tensor.shape)}")
             continue
-        cell = _CELL_WEIGHT.match(key)
+        cell = CELL_KEY.match(key)
         if cell is None:
             found.append(WeightMatrix(key, "matrix", None, [_dense(tensor)]))
             continue
-        prefix, part, suffix = cell.groups()
+        prefix, _, part, suffix = cell.groups()
         kind = {"ih": "input", "hh": "transition", "hr": "projection"}[part]
         gates = None if part == "hr" else _cell_gates(state, prefix, suffix, tensor)
         found += _gated(key, kind, tensor, gates)

@@ -24,7 +24,8 @@ from spectral_analysis.vocabulary import ARCHITECTURES
 
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}  # rows of weight_hh per hidden unit
 _RECURRENT_KEY = re.compile(r"^(.*?)weight_hh_l(\d+)(_reverse)?$")
-_CELL_KEY = re.compile(r"^(weight|bias)_(ih|hh|hr)_l\d+(_reverse)?$")
+# an nn.RNN/GRU/LSTM cell's own tensor: (the module's prefix, weight or bias, ih/hh/hr, _l<layer>[_reverse])
+CELL_KEY = re.compile(r"^(.*?)(weight|bias)_(ih|hh|hr)(_l\d+(?:_reverse)?)$")
 
 SVDFactors = tuple[SVDParametrization, Tensor, Tensor, Tensor]  # parametrization, Yu, Yv, sigma_raw
 
@@ -35,7 +36,8 @@ class SubjectError(ValueError):
 
 def in_cell(key: str, prefix: str) -> bool:
     """Whether ``key`` is one of the recurrent module's own weights (``weight_ih_l0``, ``bias_hh_l1``...)."""
-    return key.startswith(prefix) and bool(_CELL_KEY.match(key[len(prefix):]))
+    cell = CELL_KEY.match(key)
+    return cell is not None and cell.group(1) == prefix
 
 
 def recurrent_prefix(state: dict[str, Tensor]) -> str:
