@@ -5,7 +5,7 @@ A page holds ``<!-- NAME:begin -->`` ... ``<!-- NAME:end -->`` blocks; ``spectra
 is not what the results give. The blocks:
 
 - ``reproduction``, ``reproduction-kept``, ``reproduction-summary``: the reproduction table, its paper-
-  and budget-scale rows, and the README's ten headline rows (:mod:`.reproduction`);
+  and budget-scale rows, and the README's headline rows (:mod:`.reproduction`);
 - ``checks-FIGURE``: the verdicts and evidence of the paper checks that read one figure, in a fold
   beneath it on the Figures page (:data:`FIGURE_CHECKS` says which checks read which figure);
 - ``demo``: the main job's numbers (``make demo``) from the run kept in ``results/demo/demo.json``;
