@@ -92,7 +92,8 @@ def figure_checks_markdown(records: list[CheckRecord], figure: str) -> str:
         raise ValueError(f"no paper check reads {figure!r} (sources starting {FIGURE_CHECKS[figure]})")
     lines = []
     for r in chosen:
-        where = f" ({r.scale} scale, {r.seeds or '-'} seeds)" if r.scale else ""
+        seeds = "1 seed" if r.seeds == 1 else f"{r.seeds or '-'} seeds"
+        where = f" ({r.scale} scale, {seeds})" if r.scale else ""
         quote = f' The paper: "{r.quote}".' if r.quote and r.quote != r.claim else ""
         lines.append(f"- **{r.verdict}**{where}: {r.claim}.{quote} Evidence: {r.evidence}.")
     return "\n".join(lines)
