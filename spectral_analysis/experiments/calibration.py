@@ -56,7 +56,7 @@ from spectral_analysis.experiments.reference import (
 )
 from spectral_analysis.threads import denormals_flushed
 from spectral_analysis.train import Trainer
-from spectral_analysis.train.config import OPTIMIZERS
+from spectral_analysis.train.config import LENGTH_FIELDS, OPTIMIZERS
 from spectral_analysis.train.evaluation import evaluate
 from spectral_analysis.train.trainer import detach_state
 from spectral_analysis.vocabulary import CALIBRATION_MARGIN, MODEL_OPTIONS
@@ -338,7 +338,7 @@ def recipe_status(kept: Mapping[str, Any], experiment: Experiment, scale: str) -
 
 # how long a trial trains on and what it keeps: a calibration trains its own --steps, so a change of these
 # leaves the recipe it tried the grid's
-BUDGET_FIELDS = ("steps", "epochs", "max_steps", "plateau_min_delta", "checkpoint_every", "eval_every",
+BUDGET_FIELDS = (*LENGTH_FIELDS, "plateau_min_delta", "checkpoint_every", "eval_every",
                  "test_batches", "test_with_valid")
 
 

@@ -9,10 +9,8 @@ from typing import Any
 
 from spectral_analysis.experiments.grid import Trial
 from spectral_analysis.train import TrainConfig
-from spectral_analysis.train.config import field_default
+from spectral_analysis.train.config import LENGTH_FIELDS, field_default
 from spectral_analysis.train.plateau import is_plateau
-
-LENGTH_FIELDS = {"steps", "epochs", "max_steps"}  # how long a run trains, not what it trains
 
 
 def counted_step(row: dict[str, Any]) -> int | None:
@@ -84,7 +82,7 @@ def kept_row_stands(kept: dict[str, Any], trial: Trial, retry_failed: bool = Fal
     if not differing:
         return kept["status"] == "done" or (kept["status"] in ("failed", "stopped") and not retry_failed)
     cap, fixed_steps = trial.config.get("max_steps"), trial.config.get("steps")
-    if fixed_steps is not None and cap is None and set(differing) <= LENGTH_FIELDS:
+    if fixed_steps is not None and cap is None and set(differing) <= set(LENGTH_FIELDS):
         return kept["status"] == "done" and kept["steps"] == fixed_steps
     if cap is None or differing != ["max_steps"]:
         return False

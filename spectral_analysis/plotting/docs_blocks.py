@@ -37,7 +37,7 @@ from spectral_analysis.experiments.calibration import CALIBRATION_DIR, recipe_st
 from spectral_analysis.experiments.catalog import find_experiment
 from spectral_analysis.experiments.grid import configuration_key
 from spectral_analysis.experiments.groups import Group
-from spectral_analysis.experiments.reading import read_grid
+from spectral_analysis.experiments.reading import read_grid, seeds_text
 from spectral_analysis.experiments.row_status import plateaued
 from spectral_analysis.plotting.benchmarks import BENCHMARKS_DIR, benchmark_markdown
 from spectral_analysis.train.trainer import UNRECORDED_MACHINE
@@ -92,8 +92,7 @@ def figure_checks_markdown(records: list[CheckRecord], figure: str) -> str:
         raise ValueError(f"no paper check reads {figure!r} (sources starting {FIGURE_CHECKS[figure]})")
     lines = []
     for r in chosen:
-        seeds = "1 seed" if r.seeds == 1 else f"{r.seeds or '-'} seeds"
-        where = f" ({r.scale} scale, {seeds})" if r.scale else ""
+        where = f" ({r.scale} scale, {seeds_text([r.seeds]) if r.seeds else '- seeds'})" if r.scale else ""
         quote = f' The paper: "{r.quote}".' if r.quote and r.quote != r.claim else ""
         lines.append(f"- **{r.verdict}**{where}: {r.claim}.{quote} Evidence: {r.evidence}.")
     return "\n".join(lines)

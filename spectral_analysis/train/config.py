@@ -11,7 +11,8 @@ import torch
 from spectral_analysis.vocabulary import MODEL_NAMES, OPTIMIZER_NAMES, SEQUENCE_LOSSES, TASK_NAMES
 
 OPTIMIZERS = dict(zip(OPTIMIZER_NAMES, (torch.optim.Adam, torch.optim.RMSprop, torch.optim.SGD), strict=True))
-RESUMABLE_CHANGES = ("steps", "epochs", "max_steps", "plateau_min_delta", "device", "progress", "tensorboard",
+LENGTH_FIELDS = ("steps", "epochs", "max_steps")  # how long a run trains, not what it trains
+RESUMABLE_CHANGES = (*LENGTH_FIELDS, "plateau_min_delta", "device", "progress", "tensorboard",
                      "test_with_valid")
 
 
