@@ -111,8 +111,8 @@ def test_a_run_of_an_older_catalog_entry_is_not_parked(tmp_path):
     changed = load_experiment(tiny_catalog(tmp_path, LONG.replace("lr = 1e-2", "lr = 2e-2")) / "tiny.toml")
     assert changed.trials("smoke", seeds=1)[0].config != trial.config
     [line] = park_sweeps([changed], "smoke", seeds=1, out=tmp_path / "a" / "runs", results=results)
-    assert line == f"tiny: not parked: {trial.key} is a run of an older catalog entry (the next run starts " \
-                   "the trial afresh)"
+    assert line == f"tiny: not parked: {trial.key} is a run of an older catalog entry (lr was 0.01 in this " \
+                   "run, now 0.02; the next run starts the trial afresh)"
     assert not parked_dir(results, "tiny", "smoke", trial.key).exists()
     relative = os.path.relpath(tmp_path / "a" / "runs")  # as `park` is given it: the run recorded its out
     [line] = park_sweeps([experiment], "smoke", seeds=1, out=relative, results=results)  # absolute

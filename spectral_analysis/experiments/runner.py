@@ -120,9 +120,10 @@ def park_sweeps(experiments: Sequence[Experiment | Sweep], scale: str, *, seeds:
                 if not run_dir.is_dir() or _kept_and_standing(results, trial, retry_failed=False):
                     continue
                 config = trial.train_config(run_dir.resolve())
-                if (run_dir / CONFIG).is_file() and run_conflicts(config):
+                conflicts = run_conflicts(config) if (run_dir / CONFIG).is_file() else []
+                if conflicts:
                     lines.append(f"{experiment.name}: not parked: {trial.key} is a run of an older catalog "
-                                 "entry (the next run starts the trial afresh)")
+                                 f"entry ({'; '.join(conflicts)}; the next run starts the trial afresh)")
                     continue
                 parked = parked_dir(results, experiment.name, grid_scale, trial.key)
                 drop_if_stale(parked, config)
