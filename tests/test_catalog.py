@@ -308,7 +308,7 @@ def test_one_grid_runs_the_experiments_in_order_each_longest_first_by_its_kept_e
     grids: list[list[str]] = []
     results = tmp_path / "results"
 
-    def fake_ray(specs, trainable, gpus_per_trial, storage, name, report, finished, *tune):  # noqa: ANN001
+    def fake_ray(specs, trainable, gpus_per_trial, storage, name, report, finished, *tune, **cpus):  # noqa: ANN001
         grids.append([f"{s['trial']['experiment']}/{s['trial']['key']}" for s in specs])
         for spec in specs[:1]:  # the first trial ends: its experiment's summary is rewritten at once
             trainable({"spec": spec})
@@ -360,7 +360,7 @@ def _sweep_that_edits_the_catalog(tmp_path, monkeypatch, edit):  # noqa: ANN001,
     tiny = load_experiment(catalog / "tiny.toml")
     results = tmp_path / "results"
 
-    def fake_ray(specs, trainable, gpus_per_trial, storage, name, report, finished, *tune):  # noqa: ANN001
+    def fake_ray(specs, trainable, gpus_per_trial, storage, name, report, finished, *tune, **cpus):  # noqa: ANN001
         edit(catalog)
         trainable({"spec": specs[0]})
         finished(specs[0]["trial"]["experiment"])

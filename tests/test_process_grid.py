@@ -77,6 +77,26 @@ def test_the_processes_backend_keeps_what_an_in_process_trial_keeps_and_a_rerun_
 
 
 @pytest.mark.slow
+def test_each_trial_trains_on_the_threads_per_trial_it_is_given_and_its_row_says_how_many(tmp_path):
+    experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
+    trial = experiment.trials("smoke")[0]
+    before = torch.get_num_threads()
+    try:  # in this process: run_trial sets torch's threads to the spec's
+        torch.set_num_threads(1)
+        row = run_trial(TrialSpec(trial.__dict__.copy(), str(tmp_path / "direct" / trial.key),
+                                  str(tmp_path / "direct-results"), "cpu", "test", threads=2))
+        assert torch.get_num_threads() == 2 and row["threads"] == 2
+    finally:
+        torch.set_num_threads(before)
+    [outcome] = run_sweeps([experiment], "smoke", only={"seed": "0"}, workers=1, threads_per_trial=3,
+                           backend="processes", out=tmp_path / "runs", results=tmp_path / "results")
+    rows = read_rows(tmp_path / "results", "tiny", "smoke")
+    assert outcome.ran and {r["threads"] for r in rows} == {3}
+    with pytest.raises(ValueError, match="threads_per_trial must be a positive integer, got 0"):
+        run_sweeps([experiment], "smoke", threads_per_trial=0, out=tmp_path)
+
+
+@pytest.mark.slow
 def test_a_dead_worker_ends_the_pool_and_leaves_the_rest_unfinished(tmp_path):
     experiment = load_experiment(tiny_catalog(tmp_path) / "tiny.toml")
     specs = [TrialSpec(t.__dict__.copy(), str(tmp_path / "runs" / t.key), str(tmp_path / "results"), "cpu",

@@ -269,6 +269,17 @@ def test_a_trial_thread_on_the_runners_ray_worker_reuses_freed_memory():
     assert faults < 18000
 
 
+@pytest.mark.slow
+def test_a_local_ray_has_room_for_workers_trials_of_their_cpus_each():
+    import ray
+
+    from spectral_analysis.experiments.ray_grid import ray_session
+
+    with ray_session(workers=2, cpus_per_trial=3):
+        assert ray.cluster_resources()["CPU"] == 6
+    assert not ray.is_initialized()
+
+
 ASHA_GRID = """
 name = "asha"
 source = "test"

@@ -83,6 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         seeds=args.seeds,
         only=selection(args.only),
         workers=args.workers,
+        threads_per_trial=args.threads_per_trial,
         gpus_per_trial=args.gpus_per_trial,
         address=args.address,
         backend=args.backend,
@@ -201,8 +202,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     grid_arguments(run)
     run.add_argument(
-        "--workers", type=count(1, 1024), default=1, help="trials at a time on a local Ray (CPUs it may use)"
+        "--workers", type=count(1, 1024), default=1, help="trials at a time (on a local Ray or as processes)"
     )
+    run.add_argument("--threads-per-trial", type=count(1, 1024), default=1,
+                     help="torch threads (and Ray CPUs) of each trial; the global --threads sets the "
+                          "command's own, not its trials'")
     run.add_argument("--gpus-per-trial", type=real, default=0.0, help="GPU share of each trial (e.g. 0.25)")
     run.add_argument(
         "--address",

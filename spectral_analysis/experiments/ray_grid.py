@@ -8,8 +8,8 @@ What a trial does (:func:`~spectral_analysis.experiments.trial.run_trial`) and w
 in :mod:`~spectral_analysis.experiments.runner`.
 
 Ray: with no address (and no ``RAY_ADDRESS``) the runner starts a local Ray itself (``num_cpus`` =
-workers, loopback, no dashboard) and shuts it down after; with an address it joins that cluster, whose
-nodes must see ``out`` and ``results`` (a shared filesystem) and have this package installed.
+workers x CPUs per trial, loopback, no dashboard) and shuts it down after; with an address it joins that
+cluster, whose nodes must see ``out`` and ``results`` (a shared filesystem) and have this package installed.
 """
 
 from __future__ import annotations
@@ -47,9 +47,11 @@ def joining_environment(address: str | None) -> str | None:
 
 
 @contextmanager
-def ray_session(workers: int = 1, gpus_per_trial: float = 0.0, address: str | None = None) -> Iterator[None]:
+def ray_session(workers: int = 1, gpus_per_trial: float = 0.0, address: str | None = None,
+                cpus_per_trial: int = 1) -> Iterator[None]:
     """A Ray for the sweeps inside: the one already running in this process, the cluster at ``address``
-    (or ``$RAY_ADDRESS``), or a local one on loopback with ``workers`` CPUs, stopped on exit."""
+    (or ``$RAY_ADDRESS``), or a local one on loopback with room for ``workers`` trials of ``cpus_per_trial``
+    CPUs each, stopped on exit."""
     address = joining_environment(address)
     try:
         import ray
@@ -67,7 +69,7 @@ def ray_session(workers: int = 1, gpus_per_trial: float = 0.0, address: str | No
     else:
         # "local" starts a fresh instance even where another sweep's Ray is up on this machine, which
         # a bare ray.init() would join (and wait on that sweep's busy CPUs)
-        ray.init(address="local", num_cpus=workers,
+        ray.init(address="local", num_cpus=workers * cpus_per_trial,
                  num_gpus=torch.cuda.device_count() if gpus_per_trial else 0, include_dashboard=False,
                  _node_ip_address="127.0.0.1", runtime_env=runtime_env, log_to_driver=False,
                  logging_level="WARNING")
@@ -162,18 +164,19 @@ def run_grid(
     scheduler: Any = None, callbacks: Iterable[Any] = (),
     stopped: Callable[[dict[str, Any], dict[str, Any]], str] | None = None,
     search_space: dict[str, Any] | None = None, num_samples: int = 1, max_failures: int = 0,
+    cpus_per_trial: int = 1,
 ) -> dict[str, str]:
     """Run ``trainable`` on each spec (called with ``{"spec": spec}``) as one Tune grid on the running Ray,
-    in their order as workers free up, one CPU each; returns each trial's status by ``experiment/key``.
-    ``finished(experiment)`` is called as each trial ends. ``scheduler``: a Tune scheduler (:func:`asha`)
-    that may end trials at an evaluation, each then kept by ``stopped(spec, last_result)``, which returns
-    its status; ``callbacks``: Tune callbacks beside the runner's own; ``search_space``: Tune domains by
-    configuration field (``{"lr": tune.loguniform(1e-4, 1e-2)}``), drawn ``num_samples`` times for each
-    spec (:func:`trial_spec`). Tune keeps the grid in ``storage/name``: each trial's latest Tune checkpoint
-    (:func:`report_evaluation`) and what Tune's loggers write (``progress.csv``, ``result.json`` and
-    TensorBoard events per trial, and any logger among ``callbacks``). A trial whose worker is lost (killed,
-    its node gone) is restarted by Tune from its latest checkpoint up to ``max_failures`` times
-    (``FailureConfig``). When Ray's memory monitor kills a
+    in their order as workers free up, ``cpus_per_trial`` CPUs each; returns each trial's status by
+    ``experiment/key``. ``finished(experiment)`` is called as each trial ends. ``scheduler``: a Tune
+    scheduler (:func:`asha`) that may end trials at an evaluation, each then kept by ``stopped(spec,
+    last_result)``, which returns its status; ``callbacks``: Tune callbacks beside the runner's own;
+    ``search_space``: Tune domains by configuration field (``{"lr": tune.loguniform(1e-4, 1e-2)}``), drawn
+    ``num_samples`` times for each spec (:func:`trial_spec`). Tune keeps the grid in ``storage/name``:
+    each trial's latest Tune checkpoint (:func:`report_evaluation`) and what Tune's loggers write
+    (``progress.csv``, ``result.json`` and TensorBoard events per trial, and any logger among
+    ``callbacks``). A trial whose worker is lost (killed, its node gone) is restarted by Tune from its
+    latest checkpoint up to ``max_failures`` times (``FailureConfig``). When Ray's memory monitor kills a
     worker, Tune ends the whole grid (its actor manager raises on Ray's ``OutOfMemoryError``): the trials
     that ended keep their status, the others count unfinished and a rerun resumes them from their last
     checkpoint."""
@@ -210,7 +213,7 @@ def run_grid(
         def on_trial_error(self, iteration, trials, trial, **info):  # noqa: ANN001
             self._ended(trial, "worker error")
 
-    resources = {"cpu": 1, "gpu": gpus_per_trial} if gpus_per_trial else {"cpu": 1}
+    resources = {"cpu": cpus_per_trial, "gpu": gpus_per_trial} if gpus_per_trial else {"cpu": cpus_per_trial}
     progress = Progress()
     tuner = tune.Tuner(
         tune.with_resources(trainable, resources),

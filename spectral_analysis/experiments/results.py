@@ -148,8 +148,10 @@ def keep_trial(
     device: str,
     git_revision: str,
     wall_seconds: float,
+    threads: int = 1,
 ) -> dict[str, Any]:
-    """Write a trial's kept results from its run directory and return its summary row."""
+    """Write a trial's kept results from its run directory and return its summary row (``threads``: torch's
+    CPU threads it trained on, which its ``wall_seconds`` depend on)."""
     run_dir, out = Path(run_dir), trial_results_dir(results, trial.experiment, trial.scale, trial.key)
     out.mkdir(parents=True, exist_ok=True)
     row: dict[str, Any] = {
@@ -172,6 +174,7 @@ def keep_trial(
         "package_version": __version__,
         "finished_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "wall_seconds": round(wall_seconds, 2),
+        "threads": threads,
     }
     lines = RunLog(run_dir / "metrics.jsonl").read()
     zoo = zoo_seed(read_rows(results, trial.experiment, trial.scale), trial.variant, trial.axes, trial.seed)

@@ -212,6 +212,7 @@ def run_sweeps(
     seeds: int | None = None,
     only: dict[str, str] | None = None,
     workers: int = 1,
+    threads_per_trial: int = 1,
     gpus_per_trial: float = 0.0,
     address: str | None = None,
     backend: str = "ray",
@@ -236,7 +237,9 @@ def run_sweeps(
     trials ends. ``scheduler``: a Tune scheduler ranking the trials' evaluations by ``valid_score``
     (``ray_grid.asha()``); a trial it ends is kept as ``stopped``, which a rerun leaves as it leaves a
     failed one (``retry_failed`` resumes both). ``tune_callbacks``: Tune callbacks (loggers) beside the
-    runner's own. ``search_space``: Tune domains by configuration field (``{"lr": tune.loguniform(1e-4,
+    runner's own. ``threads_per_trial``: torch's threads in each trial, and the CPUs Ray reserves for it
+    (more than one where a single trial, not the grid's width, is what must end soon). ``search_space``:
+    Tune domains by configuration field (``{"lr": tune.loguniform(1e-4,
     1e-2)}``, dotted for an option: ``"model_options.r"``), drawn ``num_samples`` times at every grid
     point; each draw is a trial of its own, named by its values (``rnn_lr0.01235_s0``), so a rerun draws
     anew instead of resuming. ``max_failures``: how often Tune restarts a trial whose worker was lost,
@@ -253,8 +256,9 @@ def run_sweeps(
     run_sweep(find_experiment("fig1-addition"), "smoke", scheduler=asha(grace_period=1), workers=2)
     ```
     """
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    for name, value in (("workers", workers), ("threads_per_trial", threads_per_trial)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if not 0 <= gpus_per_trial <= 1 and not (gpus_per_trial > 1 and float(gpus_per_trial).is_integer()):
         raise ValueError(
             f"gpus per trial must be a fraction in [0, 1] or a whole number, got {gpus_per_trial}"
@@ -312,8 +316,8 @@ def run_sweeps(
                     sampled_trial(trial, {path: domain.sample() for path, domain in search_space.items()})
                 run_dir = out / experiment.name / grid_scale / trial.key
                 to_run.append(TrialSpec(asdict(trial), str(run_dir), str(results), device, revision, deadline,
-                                        str(out / STOP_REQUEST), started, tensorboard=tensorboard,
-                                        driver_pid=None if cluster else os.getpid()))
+                                        str(out / STOP_REQUEST), started, threads_per_trial,
+                                        tensorboard=tensorboard, driver_pid=None if cluster else os.getpid()))
             if to_run:
                 report(f"{experiment.name} ({grid_scale}): {len(to_run)} trial(s) to run, "
                        f"{len(outcome.skipped)} already kept")
@@ -331,10 +335,11 @@ def run_sweeps(
         elif specs:
             name = ("sweep" if len(pairs) > 1 else f"{pairs[0][0].name}-{pairs[0][1]}") \
                 + time.strftime("-%Y%m%d-%H%M%S", time.localtime(started))
-            with ray_session(workers, gpus_per_trial, address):
+            with ray_session(workers, gpus_per_trial, address, threads_per_trial):
                 statuses = run_grid([asdict(s) for s in specs], tune_trainable, gpus_per_trial,
                                     out / TUNE_STORAGE, name, report, finished, scheduler, tune_callbacks,
-                                    keep_stopped, search_space, num_samples, max_failures)
+                                    keep_stopped, search_space, num_samples, max_failures,
+                                    cpus_per_trial=threads_per_trial)
         ran = ([(spec.trial["experiment"], spec.trial["key"]) for spec in specs] if not search_space
                else [tuple(name.split("/", 1)) for name in statuses])  # a search's trials are its draws
         for experiment_name, key in ran:

@@ -44,7 +44,7 @@ class TrialSpec:
     deadline: float | None = None  # time.time() after which the trial checkpoints and stops
     stop_request: str | None = None  # a file whose modification after `started` stops the trial so too
     started: float = 0.0  # time.time() when the sweep started
-    threads: int = 1
+    threads: int = 1  # torch's intra-op threads in the trial (the runner's threads_per_trial)
     tensorboard: bool = False  # the trainer also writes TensorBoard event files into the run directory
     driver_pid: int | None = None  # the sweep's process on this machine: a trial stops when it is gone
 
@@ -166,6 +166,7 @@ def run_trial(spec: TrialSpec | dict[str, Any],
         device=spec.device,
         git_revision=spec.git_revision,
         wall_seconds=time.perf_counter() - started,
+        threads=spec.threads,
     )
 
 
@@ -192,5 +193,5 @@ def keep_stopped(spec: dict[str, Any], result: dict[str, Any]) -> str:
     keep_trial(Trial(**spec_.trial), spec_.run_dir, spec_.results, status="stopped",
                error=f"stopped by the Tune scheduler at step {result.get('step')} ({SCORE} {score:.4g})",
                device=spec_.device, git_revision=spec_.git_revision,
-               wall_seconds=float(result.get("time_total_s") or 0.0))
+               wall_seconds=float(result.get("time_total_s") or 0.0), threads=spec_.threads)
     return "stopped"
