@@ -23,7 +23,6 @@ from spectral_analysis.nn import RecurrentModel, SVDParametrization, build_model
 from spectral_analysis.vocabulary import ARCHITECTURES
 
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}  # rows of weight_hh per hidden unit
-_RECURRENT_KEY = re.compile(r"^(.*?)weight_hh_l(\d+)(_reverse)?$")
 # an nn.RNN/GRU/LSTM cell's own tensor: (the module's prefix, weight or bias, ih/hh/hr, _l<layer>[_reverse])
 CELL_KEY = re.compile(r"^(.*?)(weight|bias)_(ih|hh|hr)(_l\d+(?:_reverse)?)$")
 
@@ -42,7 +41,8 @@ def in_cell(key: str, prefix: str) -> bool:
 
 def recurrent_prefix(state: dict[str, Tensor]) -> str:
     """The prefix of the one recurrent module's keys (``"rnn."``, or ``""`` for a bare module)."""
-    prefixes = sorted({m.group(1) for k in state if (m := _RECURRENT_KEY.match(k))})
+    cells = (CELL_KEY.match(k) for k in state)
+    prefixes = sorted({m.group(1) for m in cells if m and m.group(2, 3) == ("weight", "hh")})
     if not prefixes and any(k.endswith(".u_reflectors") or k.endswith(".original0") for k in state):
         raise SubjectError("the file holds SVD-parametrized weights (u_reflectors, v_reflectors, sigma_raw) "
                            "but not their sigma map: pass the module itself, spectral_analysis.load(model)")
