@@ -156,6 +156,10 @@ def test_bad_models_get_one_line_reasons(tmp_path):
         load(tmp_path / "list.pt")
     with pytest.raises(SubjectError, match="no recurrent weights"):
         load(nn.Linear(3, 4))
+    torch.save({**{f"enc.{k}": v for k, v in nn.RNN(2, 4).state_dict().items()},
+                **{f"dec.{k}": v for k, v in nn.GRU(2, 4).state_dict().items()}}, tmp_path / "two.pt")
+    with pytest.raises(SubjectError, match=r"several recurrent modules \(weight_hh_l0 under \['dec.', 'enc."):
+        load(tmp_path / "two.pt", arch="rnn_tanh")
     with pytest.raises(SubjectError, match=r"--arch \(arch=\) must be one of"):
         load(nn.RNN(2, 3), arch="transformer")
 
