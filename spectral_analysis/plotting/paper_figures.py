@@ -71,16 +71,27 @@ def drawn_record(path: Path, grid: KeptGrid, note: str = "") -> Drawn:
             "note": note}
 
 
+# solid, dashed, dotted, dash-dot, short dashes, dash-dot-dot, sparse dots, long dashes
+DASHES = ("-", (0, (5, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (2, 1)), (0, (7, 2, 1, 2, 1, 2)),
+          (0, (1, 3)), (0, (10, 3)))
+
+
 @styled()
 def line_chart(series: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, ylabel: str, title: str,
                ax: plt.Axes | None = None, style: str = "-", log_x: bool = False, zero_line: bool = False,
                symlog_y: float | None = None) -> plt.Axes:
-    """One line per model from ``series[model] = (x, y)``, labelled, on ``ax`` (default: a new figure)."""
+    """One line per model from ``series[model] = (x, y)``, labelled, on ``ax`` (default: a new figure);
+    ``style`` is ``"-"``, ``".-"`` or ``"o-"``. Each line has its own dash pattern as well as its colour
+    (:data:`DASHES`) and is drawn thinner than the one before, so a line drawn over one it coincides with
+    leaves that one seen in its gaps and at its edges."""
+    if style not in ("-", ".-", "o-"):
+        raise ValueError(f"style must be '-', '.-' or 'o-', got {style!r}")
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4.5))
     fig = ax.figure
-    for model, (x, y) in series.items():
-        ax.plot(x, y, style, ms=3 if style == ".-" else 6, label=model)
+    for index, (model, (x, y)) in enumerate(series.items()):
+        ax.plot(x, y, marker=style[:-1] or None, linestyle=DASHES[index % len(DASHES)],
+                lw=max(2.6 - 0.3 * index, 0.8), ms=3 if style == ".-" else 6, label=model)
     if log_x:
         ax.set_xscale("log")
     if zero_line:
