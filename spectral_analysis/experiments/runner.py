@@ -230,25 +230,25 @@ def run_sweeps(
     retrain_unkept_models: bool = False,
     report: Callable[[str], None] = logger.info,
 ) -> list[SweepOutcome]:
-    """Run the grids of ``experiments`` on Ray Tune as one grid (see the module docstring), each at
-    ``scale`` or, given as an ``(experiment, scale)`` pair, at its own: the experiments in the order
-    given, each one's trials longest first, so a worker that finishes the last trials of one experiment
-    goes straight on to the next. Each experiment's summary and the ledger are rewritten as each of its
-    trials ends. ``scheduler``: a Tune scheduler ranking the trials' evaluations by ``valid_score``
+    """Run the grids of ``experiments`` on Ray Tune as one grid (see the module docstring), each at ``scale``
+    or, given as an ``(experiment, scale)`` pair, at its own: the experiments in the order given, each
+    one's trials longest first, so a worker that finishes the last trials of one experiment goes straight
+    on to the next. Each experiment's summary and the ledger are rewritten as each of its trials ends.
+    ``scheduler``: a Tune scheduler ranking the trials' evaluations by ``valid_score``
     (``ray_grid.asha()``); a trial it ends is kept as ``stopped``, which a rerun leaves as it leaves a
     failed one (``retry_failed`` resumes both). ``tune_callbacks``: Tune callbacks (loggers) beside the
     runner's own. ``threads_per_trial``: torch's threads in each trial, and the CPUs Ray reserves for it
     (more than one where a single trial, not the grid's width, is what must end soon). ``search_space``:
-    Tune domains by configuration field (``{"lr": tune.loguniform(1e-4,
-    1e-2)}``, dotted for an option: ``"model_options.r"``), drawn ``num_samples`` times at every grid
-    point; each draw is a trial of its own, named by its values (``rnn_lr0.01235_s0``), so a rerun draws
-    anew instead of resuming. ``max_failures``: how often Tune restarts a trial whose worker was lost,
-    from the Tune checkpoint of its last evaluation. Tune's own records of the grid (those checkpoints, its
-    loggers' files) stay in ``out/.tune/<sweep>-<started>/``. A baseline whose kept calibration trails its
-    reference with the grid's recipe is held back (``calibration.refused_baselines``) unless
-    ``despite_calibration``. ``retrain_unkept_models``: the done trials whose network the scale keeps but
-    ``results`` lacks (:func:`lacks_kept_model`) train again, from their run directory's checkpoint where
-    it is still there, and their rerun replaces the row.
+    Tune domains by configuration field (``{"lr": tune.loguniform(1e-4, 1e-2)}``, dotted for an option:
+    ``"model_options.r"``), drawn ``num_samples`` times at every grid point; each draw is a trial of its
+    own, named by its values (``rnn_lr0.01235_s0``), so a rerun draws anew instead of resuming.
+    ``max_failures``: how often Tune restarts a trial whose worker was lost, from the Tune checkpoint of
+    its last evaluation. Tune's own records of the grid (those checkpoints, its loggers' files) stay in
+    ``out/.tune/<sweep>-<started>/``. A baseline whose kept calibration trails its reference with the
+    grid's recipe is held back (``calibration.refused_baselines``) unless ``despite_calibration``.
+    ``retrain_unkept_models``: the done trials whose network the scale keeps but ``results`` lacks
+    (:func:`lacks_kept_model`) train again, from their run directory's checkpoint where it is still there,
+    and their rerun replaces the row.
 
     ```python
     from spectral_analysis.experiments import find_experiment, run_sweep
