@@ -10,12 +10,13 @@ two warm-up steps (no checkpoint written); the processes of one arrangement star
 Arrangements are interleaved over ``--repeats`` and the medians kept.
 
     python benchmarks/bench_trial_parallelism.py fig5-depth/spectral-mlp_num_layers70 \\
-        kru-adding/kru_length750 --out benchmarks/trial_parallelism_cpu.json
+        kru-adding/kru_length400 table3-ptb/spectral-2x512 --out benchmarks/trial_parallelism_cpu.json
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import queue
 import statistics
 import tempfile
 import time
@@ -67,7 +68,17 @@ def throughput(configuration: str, processes: int, threads: int, steps: int, dev
                for _ in range(processes)]
     for worker in workers:
         worker.start()
-    rates = [out.get() for _ in workers]
+    rates: list[float] = []
+    while len(rates) < processes:
+        try:
+            rates.append(out.get(timeout=5))
+        except queue.Empty:  # a process that died (its traceback is above) sends nothing
+            dead = [w.exitcode for w in workers if w.exitcode not in (None, 0)]
+            if dead:
+                for worker in workers:
+                    worker.terminate()
+                raise SystemExit(f"{configuration}: a benchmark process ended with exit code {dead[0]} "
+                                 "before its steps were timed (its traceback is above)") from None
     for worker in workers:
         worker.join()
     return sum(rates)
