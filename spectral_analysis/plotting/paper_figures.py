@@ -91,7 +91,7 @@ def line_chart(series: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, yl
     fig = ax.figure
     for index, (model, (x, y)) in enumerate(series.items()):
         ax.plot(x, y, marker=style[:-1] or None, linestyle=DASHES[index % len(DASHES)],
-                lw=max(2.6 - 0.3 * index, 0.8), ms=3 if style == ".-" else 6, label=model)
+                lw=max(2.4 - 0.2 * index, 1.2), ms=3 if style == ".-" else 6, label=model)
     if log_x:
         ax.set_xscale("log")
     if zero_line:
