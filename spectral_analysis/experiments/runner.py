@@ -316,7 +316,7 @@ def run_sweeps(
                     sampled_trial(trial, {path: domain.sample() for path, domain in search_space.items()})
                 run_dir = out / experiment.name / grid_scale / trial.key
                 to_run.append(TrialSpec(asdict(trial), str(run_dir), str(results), device, revision, deadline,
-                                        str(out / STOP_REQUEST), started, threads_per_trial,
+                                        str(out / STOP_REQUEST), started, threads=threads_per_trial,
                                         tensorboard=tensorboard, driver_pid=None if cluster else os.getpid()))
             if to_run:
                 report(f"{experiment.name} ({grid_scale}): {len(to_run)} trial(s) to run, "
