@@ -714,3 +714,55 @@ def test_the_toolkits_deep_nets_and_their_reference_compute_the_same_function_an
         ReferenceFeedForward("resnet", 30, 8, 10, num_layers=3)
     with pytest.raises(ValueError, match="no plain-PyTorch recurrent reference of 'mlp'"):
         ReferenceRecurrent("mlp", 30, 8, 10)
+
+
+def test_a_recipe_that_diverges_on_both_sides_is_reported_with_both_curves_not_aborted(tmp_path, capsys):
+    """SGD at lr 1e12 diverges in the toolkit and in plain PyTorch alike: the calibration still runs the
+    reference after the toolkit's side stopped (it aborted with TrainingDivergedError before), keeps both
+    curves ending on inf at the step each stopped, and reads the recipe as inconclusive, not as a
+    toolkit defect."""
+    grid = GRID.replace("[scales.paper]", '[[variants]]\nlabel = "blows-up"\nmodel = "rnn"\n'
+                        'optimizer = "sgd"\nlr = 1e12\n[scales.paper]')
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "calib.toml").write_text(grid)
+    args = ["calibrate", "calib", "--variant", "blows-up", "--steps", "60", "--catalog", str(catalog),
+            "--results", str(tmp_path / "results")]
+    assert main(["--quiet", *args, "--json"]) == 1
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert row["verdict"] == "inconclusive" and row["verdict_text"] == "inconclusive: both sides diverged"
+    for side in ("toolkit", "reference"):
+        *trained, (stopped, loss) = row["curves"][side]
+        assert math.isinf(loss) and stopped < 60 and all(math.isfinite(value) for _, value in trained)
+        assert math.isinf(row[f"{side}_loss"]) and row[f"{side}_valid"] is None
+    assert row["shortfall"] is None
+    assert main(["--quiet", *args]) == 1
+    assert "both sides of blows-up diverged, so the recipe diverges in plain PyTorch too" in \
+        capsys.readouterr().out
+
+
+def test_a_toolkit_that_diverged_where_the_reference_learned_trails_and_one_that_learned_passes():
+    from spectral_analysis.cli.calibrate import verdict_text
+    from spectral_analysis.experiments.calibration import _verdict, comparison_noise, over_seeds
+    from spectral_analysis.plotting.docs_blocks import _seed_spread
+
+    inf = math.inf
+    ours = _verdict(inf, 0.05, 0.17, 0.1, 0.0)
+    assert ours["verdict"] == "trails" and ours["shortfall"] is None
+    assert verdict_text({**ours, "toolkit_loss": inf, "reference_loss": 0.05}) == \
+        "TRAILS: the toolkit diverged where the reference learned"
+    theirs = _verdict(0.05, inf, 0.17, 0.1, 0.0)
+    assert theirs["verdict"] == "ok"
+    assert verdict_text({**theirs, "toolkit_loss": 0.05, "reference_loss": inf}) == \
+        "ok (the reference diverged)"
+    # a diverged seed pairs nothing: the noise comes from the seeds on which both sides trained
+    ones = [(step, 1.0) for step in range(1, 7)]
+    trained = {"toolkit": [*ones, (7, 1.1), (8, 1.2)], "reference": [*ones, (7, 1.0), (8, 1.0)]}
+    diverged = {"toolkit": [*ones, (7, 1.1), (8, inf)], "reference": [*ones, (7, 1.0), (8, 1.0)]}
+    assert comparison_noise([trained, diverged]) == comparison_noise([trained]) == pytest.approx(0.1)
+    seeds = [{"trial": f"x_s{seed}", "toolkit_loss": loss, "reference_loss": 0.05, "toolkit_valid": valid,
+              "reference_valid": 0.06, "constant_predictor_loss": 0.17, "curves": trained}
+             for seed, (loss, valid) in enumerate([(0.05, 0.06), (inf, None)])]
+    both = over_seeds(seeds, 0.1)
+    assert both["toolkit_valid"] is None and both["reference_valid"] == 0.06 and both["verdict"] == "trails"
+    assert _seed_spread(both, "toolkit") == "diverged [0.050, diverged]"

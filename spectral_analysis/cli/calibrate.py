@@ -4,6 +4,7 @@ grid's compute is spent (:mod:`~spectral_analysis.experiments.calibration`)."""
 from __future__ import annotations
 
 import argparse
+import math
 
 from spectral_analysis.cli.common import CommandError, count, emit, positive_real, results_dir
 from spectral_analysis.cli.experiments import catalog_arguments
@@ -11,6 +12,22 @@ from spectral_analysis.vocabulary import CALIBRATION_MARGIN, SCALES
 
 COLUMNS = ("variant", "model", "steps", "toolkit_loss", "reference_loss", "constant_predictor_loss", "metric",
            "toolkit_valid", "reference_valid", "verdict")
+
+
+def verdict_text(row: dict) -> str:
+    """A calibration's verdict in words beside its kept word: by how much a trailing baseline trails, and
+    which side diverged (its training loss infinite).
+
+    Example: ``verdict_text({"verdict": "inconclusive", "toolkit_loss": inf, "reference_loss": inf})`` is
+    ``"inconclusive: both sides diverged"``."""
+    diverged = [side for side in ("toolkit", "reference") if not math.isfinite(row[f"{side}_loss"])]
+    if row["verdict"] == "trails":
+        return ("TRAILS: the toolkit diverged where the reference learned" if diverged else
+                f"TRAILS: short of {row['shortfall']:.0%} of the reference's gain")
+    if len(diverged) == 2:
+        return f"{row['verdict']}: both sides diverged"
+    words = {"ok": "ok", "inconclusive": "inconclusive: neither side learned"}[row["verdict"]]
+    return f"{words} (the {diverged[0]} diverged)" if diverged else words
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -33,10 +50,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise CommandError(str(error)) from error
     trailing = [row["variant"] for row in rows if row["verdict"] == "trails"]
     unsettled = [row["variant"] for row in rows if row["verdict"] == "inconclusive"]
-    words = {"ok": "ok", "inconclusive": "inconclusive: neither side learned"}
-    for row in rows:  # the verdict in words beside the kept word: by how much a trailing baseline trails
-        row["verdict_text"] = words.get(row["verdict"]) or \
-            f"TRAILS: short of {row['shortfall']:.0%} of the reference's gain"
+    diverging = [row["variant"] for row in rows
+                 if not (math.isfinite(row["toolkit_loss"]) or math.isfinite(row["reference_loss"]))]
+    for row in rows:
+        row["verdict_text"] = verdict_text(row)
     kept = results / experiment.name / CALIBRATION_DIR / args.scale
 
     def table_rows(payload: dict) -> list[dict]:
@@ -51,8 +68,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             lines.append(f"refused: {', '.join(trailing)} fall(s) short of the plain-PyTorch reference's "
                          f"gain over the constant predictor by more than {args.margin:.0%}; mend the recipe "
                          f"before spending compute on {experiment.name}")
-        if unsettled:
-            lines.append(f"not calibrated: neither side of {', '.join(unsettled)} learned in {args.steps} "
+        if diverging:
+            lines.append(f"not calibrated: both sides of {', '.join(diverging)} diverged, so the recipe "
+                         "diverges in plain PyTorch too; mend it (a smaller learning rate, gradient "
+                         "clipping)")
+        unlearned = [variant for variant in unsettled if variant not in diverging]
+        if unlearned:
+            lines.append(f"not calibrated: neither side of {', '.join(unlearned)} learned in {args.steps} "
                          "steps (no training loss below the task's constant-predictor loss); give more "
                          "--steps")
         return "\n".join(lines)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import statistics
 import tempfile
 import time
@@ -55,7 +56,7 @@ from spectral_analysis.experiments.reference import (
     ReferenceRecurrent,
 )
 from spectral_analysis.threads import denormals_flushed
-from spectral_analysis.train import Trainer
+from spectral_analysis.train import Trainer, TrainingDivergedError
 from spectral_analysis.train.config import LENGTH_FIELDS, OPTIMIZERS
 from spectral_analysis.train.evaluation import evaluate
 from spectral_analysis.train.trainer import detach_state
@@ -101,9 +102,12 @@ def comparison_noise(curves: list[dict[str, list[tuple[int, float]]]]) -> float:
 
     Example: two curves of eight records whose last two pairs differ by 0.1 and 0.2 give 0.1:
     ``comparison_noise([{"toolkit": [*ones, (7, 1.1), (8, 1.2)], "reference": [*ones, (7, 1.0), (8, 1.0)]}])``
-    with ``ones = [(step, 1.0) for step in range(1, 7)]``."""
+    with ``ones = [(step, 1.0) for step in range(1, 7)]``. A seed on which a side diverged pairs
+    nothing (its excess is no batch noise)."""
     differences = []
     for pair in curves:
+        if not (_finite(pair["toolkit"]) and _finite(pair["reference"])):
+            continue
         paired = zip(_tail(pair["toolkit"]), _tail(pair["reference"]), strict=True)
         differences += [ours - theirs for (_, ours), (_, theirs) in paired]
     return 2 * statistics.stdev(differences) / len(differences) ** 0.5 if len(differences) > 1 else 0.0
@@ -114,7 +118,9 @@ def _verdict(toolkit_loss: float, reference_loss: float, constant_loss: float, m
     """Whether each side learned from its input, whether the toolkit trails (its training loss above the
     reference's by more than :func:`allowed_excess` and by more than ``noise``,
     :func:`comparison_noise`), the share of the reference's gain over the constant predictor the toolkit
-    falls short of (``shortfall``; None where the reference gained nothing), and the verdict word."""
+    falls short of (``shortfall``; None where the reference gained nothing or a side diverged: an infinite
+    loss), and the verdict word. A toolkit that diverged where the reference learned trails; two sides
+    that both diverged learned nothing, and show only that the recipe diverges (``inconclusive``)."""
     learned = {"toolkit": learned_from_input(toolkit_loss, constant_loss),
                "reference": learned_from_input(reference_loss, constant_loss)}
     settled = learned["toolkit"] or learned["reference"]  # two curves at the constant predictor show nothing
@@ -122,13 +128,19 @@ def _verdict(toolkit_loss: float, reference_loss: float, constant_loss: float, m
     trails = settled and excess > max(allowed_excess(reference_loss, constant_loss, margin), noise)
     gain = constant_loss - reference_loss
     return {"learned": learned, "trails": trails, "noise": noise,
-            "shortfall": excess / gain if gain > 0 else None,
+            "shortfall": excess / gain if gain > 0 and math.isfinite(excess) else None,
             "verdict": "inconclusive" if not settled else ("trails" if trails else "ok")}
 
 
 def _tail(curve: list[tuple[int, float]]) -> list[tuple[int, float]]:
     """The last quarter of a curve's points (at least one): what a calibration compares."""
     return curve[-max(1, len(curve) // 4):]
+
+
+def _finite(curve: list[tuple[int, float]]) -> bool:
+    """Whether a side's curve ends on a finite loss: a side that diverged ends on ``inf`` at the step it
+    stopped."""
+    return not curve or math.isfinite(curve[-1][1])
 
 
 def _tail_mean(curve: list[tuple[int, float]]) -> float:
@@ -155,7 +167,9 @@ def _stream_metrics(model: ReferenceRecurrent, task: TaskData, split: Split,
 
 def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[list[tuple[int, float]], dict]:
     """Train the plain-PyTorch twin of ``trainer``'s model on ``trainer``'s batches, its recipe: its layers
-    and dropout, and on a token stream (PTB) the state carried from window to window as the trainer does."""
+    and dropout, and on a token stream (PTB) the state carried from window to window as the trainer does;
+    a run whose loss turns non-finite stops there, its curve ending on ``inf``, with no validation
+    metrics."""
     config, task = trainer.config, trainer.task
     options = {**MODEL_OPTIONS[config.model], **config.model_options}
     torch.manual_seed(config.seed)
@@ -201,6 +215,8 @@ def _reference_run(trainer: Trainer, steps: int, record_every: int) -> tuple[lis
         model.project_()
         if (step + 1) % record_every == 0 or step + 1 == steps:
             curve.append((step + 1, loss.item()))
+    if not _finite(curve):
+        return curve, {}
     valid = (_stream_metrics(model, task, task.valid, config.eval_batches) if task.stream else
              evaluate(model, task, task.valid, config.batch_size, torch.device("cpu"), config.eval_batches))
     return curve, valid
@@ -232,14 +248,20 @@ def calibrate_trial(trial: Trial, steps: int, margin: float = CALIBRATION_MARGIN
         trainer = Trainer(config)
         started = time.perf_counter()
         logger.info("calibrating %s: the toolkit's %s, %d steps", trial.key, model, steps)
-        trainer.run()
-        toolkit = [(line["step"], line["loss"]) for line in trainer.log.read() if line["phase"] == "train"]
-        toolkit_valid = trainer.latest["valid"]
+        try:
+            trainer.run()
+        except TrainingDivergedError as error:  # the reference still runs: did the recipe diverge there too?
+            logger.warning("calibrating %s: the toolkit's side stopped: %s", trial.key, error)
+        lines = trainer.log.read()
+        toolkit = [(line["step"], line["loss"] if line["phase"] == "train" else math.inf) for line in lines
+                   if line["phase"] in ("train", "diverged")]
+        toolkit_valid = trainer.latest["valid"][trainer.primary] if _finite(toolkit) else None
         logger.info("calibrating %s: the toolkit's side took %.0f s; the plain-PyTorch reference's next",
                     trial.key, time.perf_counter() - started)
         started = time.perf_counter()
         with denormals_flushed():  # as the trainer's side ran (threads.py)
-            reference, reference_valid = _reference_run(trainer, steps, record_every)
+            reference, valid = _reference_run(trainer, steps, record_every)
+        reference_valid = valid[trainer.primary] if _finite(reference) else None
         logger.info("calibrating %s: the reference's side took %.0f s", trial.key,
                     time.perf_counter() - started)
     toolkit_loss, reference_loss = _tail_mean(toolkit), _tail_mean(reference)
@@ -249,8 +271,7 @@ def calibrate_trial(trial: Trial, steps: int, margin: float = CALIBRATION_MARGIN
             "constant_predictor_loss": constant,
             **_verdict(toolkit_loss, reference_loss, constant, margin,
                        comparison_noise([{"toolkit": toolkit, "reference": reference}])),
-            "metric": trainer.primary, "toolkit_valid": toolkit_valid[trainer.primary],
-            "reference_valid": reference_valid[trainer.primary],
+            "metric": trainer.primary, "toolkit_valid": toolkit_valid, "reference_valid": reference_valid,
             "curves": {"toolkit": toolkit, "reference": reference}}
 
 
@@ -258,11 +279,12 @@ def over_seeds(rows: list[dict[str, Any]], margin: float) -> dict[str, Any]:
     """One calibration from :func:`calibrate_trial`'s rows of one recipe over several seeds: each side's
     training loss and validation metric the mean over the seeds, the verdict read from those means as for
     one seed (the noise from every seed's paired records), and every seed's row (its ``trial`` names the
-    seed; curves included) under ``seeds``; the curves shown are the first seed's."""
+    seed; curves included) under ``seeds``; the curves shown are the first seed's. A side that diverged on
+    a seed has no validation metric there, and none over the seeds."""
     if len(rows) == 1:
         return rows[0]
     first = rows[0]
-    mean = {key: sum(row[key] for row in rows) / len(rows)
+    mean = {key: None if any(row[key] is None for row in rows) else sum(row[key] for row in rows) / len(rows)
             for key in ("toolkit_loss", "reference_loss", "toolkit_valid", "reference_valid")}
     noise = comparison_noise([row["curves"] for row in rows])
     return {**first, **mean, **_verdict(mean["toolkit_loss"], mean["reference_loss"],

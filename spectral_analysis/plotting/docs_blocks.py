@@ -195,7 +195,10 @@ def grid_markdown(results: Path, experiment: str, scale: str) -> str:
 
 
 def _loss(value: float) -> str:
-    """A training loss to three decimals, or in scientific notation past 1e6 (a side that blew up)."""
+    """A training loss to three decimals, in scientific notation past 1e6 (a side that blew up), or
+    ``diverged`` where it is infinite (a side that stopped on a non-finite loss)."""
+    if not math.isfinite(value):
+        return "diverged"
     return f"{value:.3f}" if abs(value) < 1e6 else f"{value:.2e}"
 
 
@@ -235,9 +238,9 @@ def calibration_markdown(results: Path, experiment: str, scale: str) -> str:
         point = f", at {', '.join(f'{k} {v}' for k, v in row['axes'].items())}" if "@" in name else ""
         lines.append(f"| {row['variant']} ({row['model']}{point}) | {row['steps']}{seeds} | "
                      f"{_seed_spread(row, 'toolkit')} | {_seed_spread(row, 'reference')} | "
-                     f"{row['constant_predictor_loss']:.3f} | {row['metric']} {row['toolkit_valid']:.3f} | "
-                     f"{row['reference_valid']:.3f} | {row['verdict']} | "
-                     f"{recipe_status(row, grid, scale)} |")
+                     f"{row['constant_predictor_loss']:.3f} | {row['metric']} "
+                     f"{_fixed(row['toolkit_valid'], 3)} | {_fixed(row['reference_valid'], 3)} | "
+                     f"{row['verdict']} | {recipe_status(row, grid, scale)} |")
     return "\n".join(lines)
 
 
