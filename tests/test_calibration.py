@@ -744,7 +744,7 @@ def test_a_recipe_that_diverges_on_both_sides_is_reported_with_both_curves_not_a
 def test_a_toolkit_that_diverged_where_the_reference_learned_trails_and_one_that_learned_passes():
     from spectral_analysis.cli.calibrate import verdict_text
     from spectral_analysis.experiments.calibration import _verdict, comparison_noise, over_seeds
-    from spectral_analysis.plotting.docs_blocks import _seed_spread
+    from spectral_analysis.plotting.docs_blocks import _metric, _seed_spread
 
     inf = math.inf
     ours = _verdict(inf, 0.05, 0.17, 0.1, 0.0)
@@ -766,3 +766,5 @@ def test_a_toolkit_that_diverged_where_the_reference_learned_trails_and_one_that
     both = over_seeds(seeds, 0.1)
     assert both["toolkit_valid"] is None and both["reference_valid"] == 0.06 and both["verdict"] == "trails"
     assert _seed_spread(both, "toolkit") == "diverged [0.050, diverged]"
+    # a validation metric: none where the side diverged, and a blown-up one in scientific notation
+    assert (_metric(None), _metric(1.02e26), _metric(0.0612)) == ("-", "1.02e+26", "0.061")

@@ -202,6 +202,12 @@ def _loss(value: float) -> str:
     return f"{value:.3f}" if abs(value) < 1e6 else f"{value:.2e}"
 
 
+def _metric(value: float | None) -> str:
+    """A calibration side's validation metric as :func:`_loss` shows a loss, or ``-`` where that side
+    diverged and has none."""
+    return "-" if value is None else _loss(value)
+
+
 def _seed_spread(row: dict, side: str) -> str:
     """A calibration side's training loss, with its seeds' range where it is a mean over seeds."""
     losses = [seed[f"{side}_loss"] for seed in row.get("seeds", [])]
@@ -239,7 +245,7 @@ def calibration_markdown(results: Path, experiment: str, scale: str) -> str:
         lines.append(f"| {row['variant']} ({row['model']}{point}) | {row['steps']}{seeds} | "
                      f"{_seed_spread(row, 'toolkit')} | {_seed_spread(row, 'reference')} | "
                      f"{row['constant_predictor_loss']:.3f} | {row['metric']} "
-                     f"{_fixed(row['toolkit_valid'], 3)} | {_fixed(row['reference_valid'], 3)} | "
+                     f"{_metric(row['toolkit_valid'])} | {_metric(row['reference_valid'])} | "
                      f"{row['verdict']} | {recipe_status(row, grid, scale)} |")
     return "\n".join(lines)
 
