@@ -716,11 +716,12 @@ def test_the_toolkits_deep_nets_and_their_reference_compute_the_same_function_an
         ReferenceRecurrent("mlp", 30, 8, 10)
 
 
-def test_a_recipe_that_diverges_on_both_sides_is_reported_with_both_curves_not_aborted(tmp_path, capsys):
+def test_a_recipe_that_diverges_on_both_sides_is_reported_with_both_curves_not_aborted(tmp_path, capsys,
+                                                                                       caplog):
     """SGD at lr 1e12 diverges in the toolkit and in plain PyTorch alike: the calibration still runs the
     reference after the toolkit's side stopped (it aborted with TrainingDivergedError before), keeps both
     curves ending on inf at the step each stopped, and reads the recipe as inconclusive, not as a
-    toolkit defect."""
+    toolkit defect. Its warning names the step, not a checkpoint in the deleted scratch folder."""
     grid = GRID.replace("[scales.paper]", '[[variants]]\nlabel = "blows-up"\nmodel = "rnn"\n'
                         'optimizer = "sgd"\nlr = 1e12\n[scales.paper]')
     catalog = tmp_path / "catalog"
@@ -736,6 +737,8 @@ def test_a_recipe_that_diverges_on_both_sides_is_reported_with_both_curves_not_a
         assert math.isinf(loss) and stopped < 60 and all(math.isfinite(value) for _, value in trained)
         assert math.isinf(row[f"{side}_loss"]) and row[f"{side}_valid"] is None
     assert row["shortfall"] is None
+    (warning,) = [r.getMessage() for r in caplog.records if "side diverged" in r.getMessage()]
+    assert f"at step {row['curves']['toolkit'][-1][0]}" in warning and "calibrate-" not in warning
     assert main(["--quiet", *args]) == 1
     assert "both sides of blows-up diverged, so the recipe diverges in plain PyTorch too" in \
         capsys.readouterr().out

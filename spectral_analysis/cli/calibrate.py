@@ -14,13 +14,18 @@ COLUMNS = ("variant", "model", "steps", "toolkit_loss", "reference_loss", "const
            "toolkit_valid", "reference_valid", "verdict")
 
 
+def diverged_sides(row: dict) -> list[str]:
+    """The sides of a calibration row whose training loss is infinite (``toolkit``, ``reference``)."""
+    return [side for side in ("toolkit", "reference") if not math.isfinite(row[f"{side}_loss"])]
+
+
 def verdict_text(row: dict) -> str:
     """A calibration's verdict in words beside its kept word: by how much a trailing baseline trails, and
     which side diverged (its training loss infinite).
 
     Example: ``verdict_text({"verdict": "inconclusive", "toolkit_loss": inf, "reference_loss": inf})`` is
     ``"inconclusive: both sides diverged"``."""
-    diverged = [side for side in ("toolkit", "reference") if not math.isfinite(row[f"{side}_loss"])]
+    diverged = diverged_sides(row)
     if row["verdict"] == "trails":
         return ("TRAILS: the toolkit diverged where the reference learned" if diverged else
                 f"TRAILS: short of {row['shortfall']:.0%} of the reference's gain")
@@ -50,8 +55,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise CommandError(str(error)) from error
     trailing = [row["variant"] for row in rows if row["verdict"] == "trails"]
     unsettled = [row["variant"] for row in rows if row["verdict"] == "inconclusive"]
-    diverging = [row["variant"] for row in rows
-                 if not (math.isfinite(row["toolkit_loss"]) or math.isfinite(row["reference_loss"]))]
+    diverging = [row["variant"] for row in rows if len(diverged_sides(row)) == 2]
     for row in rows:
         row["verdict_text"] = verdict_text(row)
     kept = results / experiment.name / CALIBRATION_DIR / args.scale

@@ -25,6 +25,7 @@ it trails with the recipe the grid still has, ``run`` holds that baseline's tria
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -248,11 +249,13 @@ def calibrate_trial(trial: Trial, steps: int, margin: float = CALIBRATION_MARGIN
         trainer = Trainer(config)
         started = time.perf_counter()
         logger.info("calibrating %s: the toolkit's %s, %d steps", trial.key, model, steps)
-        try:
+        with contextlib.suppress(TrainingDivergedError):  # the reference still runs: did the recipe diverge?
             trainer.run()
-        except TrainingDivergedError as error:  # the reference still runs: did the recipe diverge there too?
-            logger.warning("calibrating %s: the toolkit's side stopped: %s", trial.key, error)
         lines = trainer.log.read()
+        for line in lines:  # named from the log: the error's checkpoint lies in the folder deleted below
+            if line["phase"] == "diverged":
+                logger.warning("calibrating %s: the toolkit's side diverged (%s at step %d); the reference "
+                               "still runs", trial.key, line["reason"], line["step"])
         toolkit = [(line["step"], line["loss"] if line["phase"] == "train" else math.inf) for line in lines
                    if line["phase"] in ("train", "diverged")]
         toolkit_valid = trainer.latest["valid"][trainer.primary] if _finite(toolkit) else None
